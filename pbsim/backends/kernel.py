@@ -1,0 +1,57 @@
+"""One kernel source, two targets.
+
+Kernels are plain Python functions over preallocated arrays (no allocation, no
+Python objects, no exceptions).  ``@kernel`` compiles one with ``numba.njit``
+for the CPU and remembers the Python source, so that :func:`cuda_twin` can
+compile the *same* function with ``numba.cuda.jit(device=True)``: the twin gets
+a copy of the function's globals in which every other ``@kernel`` it calls is
+replaced by that kernel's own CUDA twin.  Nothing here imports CUDA until a twin
+is asked for, so the CPU path never needs numba-cuda.
+"""
+from __future__ import annotations
+
+import types
+
+import numba
+
+_PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
+_CUDA_TWINS: dict[int, object] = {}
+
+
+def kernel(fn=None, *, parallel: bool = False):
+    """Compile ``fn`` for the CPU (njit, cached) and register it for a CUDA twin."""
+
+    def wrap(f):
+        disp = numba.njit(cache=True, parallel=parallel, error_model="numpy")(f)
+        _PY_FUNCS[id(disp)] = f
+        return disp
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def is_kernel(obj) -> bool:
+    return id(obj) in _PY_FUNCS
+
+
+def python_source(disp):
+    """The plain Python function behind a kernel (runs without numba, slowly)."""
+    return _PY_FUNCS[id(disp)]
+
+
+def cuda_twin(disp):
+    """``numba.cuda.jit(device=True)`` compilation of the same source as ``disp``."""
+    key = id(disp)
+    if key in _CUDA_TWINS:
+        return _CUDA_TWINS[key]
+    from numba import cuda  # imported lazily: the CPU path never needs it
+
+    f = _PY_FUNCS[key]
+    g = dict(f.__globals__)
+    twin_fn = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    twin = cuda.jit(device=True)(twin_fn)
+    _CUDA_TWINS[key] = twin
+    # callees: swap every registered CPU kernel in the copied globals for its twin
+    for name, val in list(g.items()):
+        if is_kernel(val):
+            g[name] = cuda_twin(val)
+    return twin

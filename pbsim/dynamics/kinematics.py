@@ -1,0 +1,75 @@
+"""Forward kinematics: body poses in parent and world, body velocities and bias accelerations."""
+from numba import prange
+
+from pbsim.backends.kernel import kernel
+from pbsim.dynamics.joints import body_in_parent
+from pbsim.dynamics.spatial import motion_cross, motion_to_child
+
+
+@kernel
+def pose_pass(m, w, b, q):
+    """Pose of every body in its parent (w.R, w.p) for state b."""
+    for i in range(m.nb):
+        body_in_parent(m, i, q[b], w.R[b, i], w.p[b, i], w.Rj[b])
+
+
+@kernel
+def world_pass(m, w, b):
+    """World poses (w.Rw, w.pw) from the parent-relative ones."""
+    R = w.R[b]
+    p = w.p[b]
+    Rw = w.Rw[b]
+    pw = w.pw[b]
+    for i in range(m.nb):
+        par = m.parent[i]
+        if par < 0:
+            for r in range(3):
+                for c in range(3):
+                    Rw[i, r, c] = R[i, r, c]
+                pw[i, r] = p[i, r]
+        else:
+            for r in range(3):
+                for c in range(3):
+                    Rw[i, r, c] = Rw[par, r, 0] * R[i, 0, c] + Rw[par, r, 1] * R[i, 1, c] + Rw[par, r, 2] * R[i, 2, c]
+                pw[i, r] = pw[par, r] + Rw[par, r, 0] * p[i, 0] + Rw[par, r, 1] * p[i, 1] + Rw[par, r, 2] * p[i, 2]
+
+
+@kernel
+def velocity_pass(m, w, b, q, v):
+    """Poses in parent, body velocities ``v_i = X_i v_parent + S_i qd_i`` and the bias
+    acceleration ``c_i = v_i x (S_i qd_i)`` (Featherstone Table 5.1)."""
+    vb = v[b]
+    R = w.R[b]
+    p = w.p[b]
+    vel = w.vel[b]
+    c = w.c[b]
+    for i in range(m.nb):
+        body_in_parent(m, i, q[b], R[i], p[i], w.Rj[b])
+        par = m.parent[i]
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        for r in range(6):
+            s = 0.0
+            for k in range(nvi):
+                s += m.S[i, k, r] * vb[j0 + k]
+            c[i, r] = s  # vJ
+        if par >= 0:
+            motion_to_child(R[i], p[i], vel[par], vel[i])
+            for r in range(6):
+                vel[i, r] += c[i, r]
+        else:
+            for r in range(6):
+                vel[i, r] = c[i, r]
+        motion_cross(vel[i], c[i], c[i])
+
+
+@kernel
+def fk_state(m, w, b, q):
+    pose_pass(m, w, b, q)
+    world_pass(m, w, b)
+
+
+@kernel(parallel=True)
+def fk_batch(m, w, q):
+    for b in prange(q.shape[0]):
+        fk_state(m, w, b, q)

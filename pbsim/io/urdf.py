@@ -1,0 +1,238 @@
+"""URDF -> Model, with our own lxml reader.
+
+Accepted beyond the URDF spec: the pybullet dialect (``spherical`` joints, ``<capsule>``
+geometry, CRLF line ends, bytes after ``</robot>`` such as a trailing NUL), and ``floating``
+joints.  Rules (documented in README and ``pbsim info`` notes):
+- base: a massless root link named ``world`` is the world, and its joint to the robot decides
+  (fixed or floating); otherwise the robot floats (as in pybullet, Gazebo, Drake).
+  ``floating_base=True/False`` overrides either way;
+- a link without ``<inertial>`` is massless; joint axis defaults to (1, 0, 0) and is normalised;
+- ``mimic`` joints are refused with a named error (pbsim has no coupled-joint constraint yet).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from pbsim.errors import MeshNotFoundError, ParseError
+from pbsim.model.builder import JOINT_TYPES, JointSpec, LinkSpec, ModelBuilder
+from pbsim.model.geometry import Geometry
+
+
+def rpy_to_rot(r, p, y):
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+class _Reader:
+    def __init__(self, path: str, package_map: dict[str, str] | None, missing_meshes: str):
+        self.path = str(path)
+        self.dir = Path(path).resolve().parent
+        self.package_map = {k: str(v) for k, v in (package_map or {}).items()}
+        self.missing_meshes = missing_meshes
+
+    def err(self, el, msg, cls=ParseError):
+        line = getattr(el, "sourceline", None)
+        return cls(f"{self.path}:{line}: {msg}" if line else f"{self.path}: {msg}")
+
+    def floats(self, el, attr, n, default=None):
+        s = el.get(attr)
+        if s is None:
+            if default is None:
+                raise self.err(el, f"<{el.tag}> is missing attribute {attr!r}")
+            return np.array(default, dtype=float)
+        try:
+            v = np.array([float(t) for t in s.replace(",", " ").split()])
+        except ValueError:
+            raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: not a number list") from None
+        if v.size != n:
+            raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: expected {n} numbers, got {v.size}")
+        if not np.all(np.isfinite(v)):
+            raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: NaN or inf")
+        return v
+
+    def origin(self, el):
+        o = el.find("origin") if el is not None else None
+        if o is None:
+            return np.eye(3), np.zeros(3)
+        return rpy_to_rot(*self.floats(o, "rpy", 3, (0, 0, 0))), self.floats(o, "xyz", 3, (0, 0, 0))
+
+    # ------------------------------------------------------------------ meshes
+    def resolve_mesh(self, el, filename: str) -> str | None:
+        tried = []
+        if filename.startswith("package://"):
+            rest = filename[len("package://"):]
+            pkg, _, rel = rest.partition("/")
+            if pkg in self.package_map:
+                tried.append(os.path.join(self.package_map[pkg], rel))
+            # package:///x (empty package name) and unknown packages: look beside and above the file
+            for base in [self.dir, *self.dir.parents[:3]]:
+                tried.append(str(base / rel))
+                if pkg:
+                    tried.append(str(base / pkg / rel))
+        elif filename.startswith("file://"):
+            tried.append(filename[len("file://"):])
+        else:
+            tried.append(filename if os.path.isabs(filename) else str(self.dir / filename))
+        for t in tried:
+            if os.path.isfile(t):
+                return os.path.normpath(t)
+        msg = (f"mesh {filename!r} not found; tried: {', '.join(dict.fromkeys(tried))}"
+               + ("" if not filename.startswith("package://") else
+                  " (pass package_map={'pkg': '/path/to/pkg'} or --package pkg=/path)"))
+        if self.missing_meshes == "error":
+            raise self.err(el, msg, MeshNotFoundError)
+        import warnings
+
+        warnings.warn(f"{self.path}: {msg}; the shape is skipped", stacklevel=4)
+        return None
+
+    def geometry(self, el, link: str, role: str, k: int):
+        g = el.find("geometry")
+        if g is None or len(g) == 0:
+            raise self.err(el, f"link {link!r}: <{role}> without <geometry>")
+        shape_el = g[0]
+        while not isinstance(shape_el.tag, str) and shape_el.getnext() is not None:  # skip comments
+            shape_el = shape_el.getnext()
+        tag = shape_el.tag
+        R, p = self.origin(el)
+        name = el.get("name") or f"{link}_{role}{k}"
+        if tag == "box":
+            size, shape = self.floats(shape_el, "size", 3) / 2, "box"
+        elif tag == "sphere":
+            size, shape = self.floats(shape_el, "radius", 1), "sphere"
+        elif tag in ("cylinder", "capsule"):
+            rad = self.floats(shape_el, "radius", 1)[0]
+            length = self.floats(shape_el, "length", 1)[0]
+            size, shape = np.array([rad, length / 2]), tag
+        elif tag == "mesh":
+            fn = shape_el.get("filename")
+            if not fn:
+                raise self.err(shape_el, f"link {link!r}: <mesh> without filename")
+            path = self.resolve_mesh(shape_el, fn)
+            if path is None:
+                return None
+            scale = self.floats(shape_el, "scale", 3, (1, 1, 1)) if shape_el.get("scale") else np.ones(3)
+            return Geometry(name, "mesh", -1, R, p, scale, role, mesh_path=path, rgba=self.rgba(el))
+        elif tag == "plane":
+            size, shape = np.zeros(2), "plane"
+        else:
+            raise self.err(shape_el, f"link {link!r}: unsupported geometry <{tag}>")
+        return Geometry(name, shape, -1, R, p, size, role, rgba=self.rgba(el))
+
+    def rgba(self, el):
+        c = el.find("material/color")
+        if c is not None and c.get("rgba"):
+            try:
+                return self.floats(c, "rgba", 4)
+            except ParseError:
+                pass
+        return np.array([0.7, 0.7, 0.75, 1.0])
+
+    # ------------------------------------------------------------------ document
+    def parse(self, data: bytes, floating_base, fix_inertia) -> "ModelBuilder":
+        end = data.rfind(b"</robot>")
+        if end >= 0:
+            data = data[: end + len(b"</robot>")]  # pybullet files carry a NUL byte after it
+        if data.lstrip().startswith(b"<?xml"):  # some files declare version="0.0", which libxml2 refuses
+            start = data.index(b"<?xml")
+            stop = data.index(b"?>", start) + 2
+            data = data[:start] + b" " * (stop - start) + data[stop:]
+        try:
+            root = etree.fromstring(data, parser=etree.XMLParser(remove_comments=True, huge_tree=True))
+        except etree.XMLSyntaxError as e:
+            line = e.lineno if e.lineno else "?"
+            raise ParseError(f"{self.path}:{line}: malformed XML: {e.msg}") from None
+        if root.tag != "robot":
+            raise ParseError(f"{self.path}:{root.sourceline}: root element is <{root.tag}>, expected <robot>")
+        b = ModelBuilder(root.get("name") or Path(self.path).stem, self.path)
+        b.fix_inertia = fix_inertia
+        for el in root.findall("link"):
+            name = el.get("name")
+            if not name:
+                raise self.err(el, "<link> without a name")
+            link = LinkSpec(name)
+            inert = el.find("inertial")
+            if inert is not None:
+                m_el = inert.find("mass")
+                link.mass = float(self.floats(m_el, "value", 1)[0]) if m_el is not None else 0.0
+                R, p = self.origin(inert)
+                i_el = inert.find("inertia")
+                if i_el is not None:
+                    v = {a: float(self.floats(i_el, a, 1, (0.0,))[0]) for a in
+                         ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+                    I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                                  [v["ixz"], v["iyz"], v["izz"]]])
+                    link.inertia = R @ I @ R.T
+                link.com = p
+            for role in ("visual", "collision"):
+                for k, g_el in enumerate(el.findall(role)):
+                    g = self.geometry(g_el, name, role, k)
+                    if g is not None:
+                        link.geoms.append(g)
+            try:
+                b.add_link(link)
+            except ParseError as e:
+                raise self.err(el, str(e).split(": ", 1)[-1]) from None
+        for el in root.findall("joint"):
+            name = el.get("name") or "?"
+            jt = el.get("type")
+            if jt not in JOINT_TYPES:
+                raise self.err(el, f"joint {name!r} has unknown type {jt!r} (supported: revolute, "
+                                   "continuous, prismatic, fixed, floating, spherical/ball)")
+            if el.find("mimic") is not None:
+                raise self.err(el, f"joint {name!r} is a mimic joint; coupled joints are not supported yet "
+                                   "(remove <mimic> to simulate it as an independent joint)")
+            par, chi = el.find("parent"), el.find("child")
+            if par is None or chi is None or not par.get("link") or not chi.get("link"):
+                raise self.err(el, f"joint {name!r} needs <parent link=...> and <child link=...>")
+            R, p = self.origin(el)
+            ax_el = el.find("axis")
+            axis = self.floats(ax_el, "xyz", 3, (1, 0, 0)) if ax_el is not None else np.array([1.0, 0, 0])
+            if jt in ("revolute", "prismatic", "continuous") and np.linalg.norm(axis) < 1e-12:
+                raise self.err(ax_el if ax_el is not None else el, f"joint {name!r} has a zero axis")
+            j = JointSpec(name, jt, par.get("link"), chi.get("link"), R, p, axis)
+            lim = el.find("limit")
+            if lim is not None:
+                if jt != "continuous":
+                    j.lower = float(self.floats(lim, "lower", 1, (-np.inf,))[0]) if lim.get("lower") else -np.inf
+                    j.upper = float(self.floats(lim, "upper", 1, (np.inf,))[0]) if lim.get("upper") else np.inf
+                    if jt == "revolute" and j.lower == 0 and j.upper == 0 and lim.get("lower") is None:
+                        j.lower, j.upper = -np.inf, np.inf
+                if lim.get("effort"):
+                    j.effort = float(self.floats(lim, "effort", 1)[0]) or np.inf
+                if lim.get("velocity"):
+                    j.velocity = float(self.floats(lim, "velocity", 1)[0]) or np.inf
+                if j.lower > j.upper:
+                    raise self.err(lim, f"joint {name!r}: lower limit {j.lower} > upper limit {j.upper}")
+            dyn = el.find("dynamics")
+            if dyn is not None and dyn.get("damping"):
+                j.damping = float(self.floats(dyn, "damping", 1)[0])
+                if j.damping < 0:
+                    raise self.err(dyn, f"joint {name!r}: negative damping {j.damping}")
+            b.add_joint(j)
+        return b
+
+
+def load_urdf(path, floating_base: bool | None = None, package_map: dict | None = None,
+              fix_inertia: bool = False, missing_meshes: str = "error"):
+    """Read a URDF file into a :class:`pbsim.Model`.
+
+    ``floating_base``: None -> the file decides (see module doc); True/False overrides.
+    ``package_map``: ``{"pkg": "/path"}`` for ``package://pkg/...`` mesh paths.
+    ``fix_inertia``: project non-physical inertias instead of raising :class:`InertiaError`.
+    ``missing_meshes``: "error" (default) or "warn" (skip the shape).
+    """
+    path = str(path)
+    if not os.path.isfile(path):
+        raise ParseError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        data = f.read()
+    reader = _Reader(path, package_map, missing_meshes)
+    builder = reader.parse(data, floating_base, fix_inertia)
+    return builder.build(floating_base=floating_base, default_floating=True)

@@ -1,0 +1,227 @@
+"""The robot Model: constant arrays, bodies in topological order (parent < child)."""
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pbsim.dynamics.joints import BALL, FREE, JOINT_NAMES, PRISMATIC, REVOLUTE
+from pbsim.model.geometry import Frame, Geometry
+
+# What the kernels see: a namedtuple of arrays (passes to numba njit and CUDA kernels alike).
+KModel = namedtuple(
+    "KModel",
+    "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature",
+)
+
+
+@dataclass(eq=False)
+class Model:
+    """A robot in a scene.  Built once (``pbsim.load`` or :class:`ModelBuilder`), never mutated
+    by the simulation.  Per-body arrays have length ``nb``; per-DOF arrays length ``nv``."""
+
+    name: str
+    body_names: list[str]
+    joint_names: list[str]
+    parent: np.ndarray  # (nb,) int32, -1 = world
+    jtype: np.ndarray  # (nb,) int32, see pbsim.dynamics.joints
+    axis: np.ndarray  # (nb, 3) unit joint axis in the body frame
+    tree_R: np.ndarray  # (nb, 3, 3) joint frame in parent body frame, at q = 0
+    tree_p: np.ndarray  # (nb, 3)
+    mass: np.ndarray  # (nb,)
+    com: np.ndarray  # (nb, 3) centre of mass in the body frame
+    inertia_com: np.ndarray  # (nb, 3, 3) rotational inertia about the com, body axes
+    lower: np.ndarray  # (nv,) position limits (-inf where none; ball/free have none)
+    upper: np.ndarray  # (nv,)
+    effort_limit: np.ndarray  # (nv,) inf where none
+    velocity_limit: np.ndarray  # (nv,)
+    damping: np.ndarray  # (nv,) viscous joint damping: tau_passive = -damping * v
+    armature: np.ndarray  # (nv,) rotor inertia added to the diagonal of M
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    frames: list[Frame] = field(default_factory=list)
+    geoms: list[Geometry] = field(default_factory=list)
+    q_default: np.ndarray | None = None  # the file's reference configuration (MJCF qpos0)
+    source: str = ""
+    notes: list[str] = field(default_factory=list)  # what the loader changed or assumed
+
+    def __post_init__(self):
+        nb = len(self.body_names)
+        self.parent = np.ascontiguousarray(self.parent, dtype=np.int32)
+        self.jtype = np.ascontiguousarray(self.jtype, dtype=np.int32)
+        nqj = np.array([{REVOLUTE: 1, PRISMATIC: 1, BALL: 4, FREE: 7}[int(t)] for t in self.jtype], np.int32)
+        nvj = np.array([{REVOLUTE: 1, PRISMATIC: 1, BALL: 3, FREE: 6}[int(t)] for t in self.jtype], np.int32)
+        self.nqj, self.nvj = nqj, nvj
+        self.iq = np.concatenate([[0], np.cumsum(nqj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
+        self.iv = np.concatenate([[0], np.cumsum(nvj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
+        self.nb = nb
+        self.nq = int(nqj.sum())
+        self.nv = int(nvj.sum())
+        for a in ("axis", "tree_R", "tree_p", "mass", "com", "inertia_com", "lower", "upper",
+                  "effort_limit", "velocity_limit", "damping", "armature", "gravity"):
+            setattr(self, a, np.ascontiguousarray(getattr(self, a), dtype=np.float64))
+        from pbsim.model.inertia import spatial_inertia
+
+        self.inertia = np.stack([spatial_inertia(self.mass[i], self.com[i], self.inertia_com[i])
+                                 for i in range(nb)]) if nb else np.zeros((0, 6, 6))
+        from pbsim.dynamics.joints import motion_subspace
+
+        self.S = np.stack([motion_subspace(int(self.jtype[i]), self.axis[i]) for i in range(nb)]) \
+            if nb else np.zeros((0, 6, 6))
+        self._k = None
+
+    # ------------------------------------------------------------------ kernels
+    @property
+    def k(self) -> KModel:
+        """The arrays the kernels read, as one namedtuple."""
+        if self._k is None:
+            self._k = KModel(self.nb, self.nq, self.nv, self.parent, self.jtype, self.iq, self.iv,
+                             self.nqj, self.nvj, self.tree_R, self.tree_p, self.axis, self.S,
+                             self.inertia, self.mass, self.com, self.gravity, self.armature)
+        return self._k
+
+    # ------------------------------------------------------------------ configurations
+    def neutral(self) -> np.ndarray:
+        """Zero angles and displacements, identity quaternions, free bases at their placement."""
+        q = np.zeros(self.nq)
+        for i in range(self.nb):
+            k = self.iq[i]
+            if self.jtype[i] == BALL:
+                q[k] = 1.0
+            elif self.jtype[i] == FREE:
+                q[k + 3] = 1.0
+        return q
+
+    def default_configuration(self) -> np.ndarray:
+        """The file's own reference pose (MJCF qpos0 / keyframe) or :meth:`neutral`."""
+        return self.neutral() if self.q_default is None else self.q_default.copy()
+
+    def random_configuration(self, rng=None) -> np.ndarray:
+        """Uniform within joint limits (±pi where unlimited); random unit quaternions;
+        free-base positions within ±1 m."""
+        rng = np.random.default_rng(rng)
+        q = np.zeros(self.nq)
+        for i in range(self.nb):
+            k, j = self.iq[i], self.iv[i]
+            t = self.jtype[i]
+            if t in (REVOLUTE, PRISMATIC):
+                lo, hi = self.lower[j], self.upper[j]
+                lo = -np.pi if not np.isfinite(lo) else lo
+                hi = np.pi if not np.isfinite(hi) else hi
+                q[k] = rng.uniform(lo, hi)
+            elif t == BALL:
+                u = rng.normal(size=4)
+                q[k:k + 4] = u / np.linalg.norm(u)
+            else:
+                q[k:k + 3] = rng.uniform(-1, 1, 3)
+                u = rng.normal(size=4)
+                q[k + 3:k + 7] = u / np.linalg.norm(u)
+        return q
+
+    # ------------------------------------------------------------------ names
+    def joint_index(self, name: str) -> int:
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise KeyError(f"no joint named {name!r} in model {self.name!r}; joints: {self.joint_names}") from None
+
+    def body_index(self, name: str) -> int:
+        try:
+            return self.body_names.index(name)
+        except ValueError:
+            raise KeyError(f"no body named {name!r} in model {self.name!r}; bodies: {self.body_names}") from None
+
+    def frame(self, name: str) -> Frame:
+        for f in self.frames:
+            if f.name == name:
+                return f
+        raise KeyError(f"no frame (link) named {name!r} in model {self.name!r}")
+
+    def idx_q(self, name: str) -> slice:
+        """Slice of ``q`` holding joint ``name``."""
+        i = self.joint_index(name)
+        return slice(int(self.iq[i]), int(self.iq[i] + self.nqj[i]))
+
+    def idx_v(self, name: str) -> slice:
+        """Slice of ``v`` (and of ``tau``) holding joint ``name``."""
+        i = self.joint_index(name)
+        return slice(int(self.iv[i]), int(self.iv[i] + self.nvj[i]))
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.mass.sum())
+
+    @property
+    def floating_base(self) -> bool:
+        return bool(self.nb and self.jtype[0] == FREE and self.parent[0] == -1)
+
+    def joint_type_name(self, i: int) -> str:
+        return JOINT_NAMES[int(self.jtype[i])]
+
+    # ------------------------------------------------------------------ summary
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "nq": self.nq,
+            "nv": self.nv,
+            "nbodies": self.nb,
+            "total_mass": self.total_mass,
+            "floating_base": self.floating_base,
+            "gravity": self.gravity.tolist(),
+            "joints": [
+                {"name": self.joint_names[i], "type": self.joint_type_name(i), "body": self.body_names[i],
+                 "parent": self.body_names[self.parent[i]] if self.parent[i] >= 0 else "world",
+                 "q_index": [int(self.iq[i]), int(self.iq[i] + self.nqj[i])],
+                 "v_index": [int(self.iv[i]), int(self.iv[i] + self.nvj[i])]}
+                for i in range(self.nb)
+            ],
+            "joint_names": list(self.joint_names),
+            "joint_types": [self.joint_type_name(i) for i in range(self.nb)],
+            "notes": list(self.notes),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def tree(self) -> str:
+        """ASCII kinematic tree."""
+        children: dict[int, list[int]] = {}
+        for i in range(self.nb):
+            children.setdefault(int(self.parent[i]), []).append(i)
+        lines = ["world"]
+
+        def walk(i, prefix, last):
+            lines.append(f"{prefix}{'`-- ' if last else '|-- '}{self.body_names[i]} "
+                         f"[{self.joint_type_name(i)} {self.joint_names[i]}, m={self.mass[i]:.4g}]")
+            kids = children.get(i, [])
+            for n, c in enumerate(kids):
+                walk(c, prefix + ("    " if last else "|   "), n == len(kids) - 1)
+
+        roots = children.get(-1, [])
+        for n, r in enumerate(roots):
+            walk(r, "", n == len(roots) - 1)
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        rows = [f"Model {self.name!r}  ({self.source or 'built in code'})",
+                f"  bodies {self.nb}   nq {self.nq}   nv {self.nv}   total mass {self.total_mass:.4f} kg   "
+                f"{'floating' if self.floating_base else 'fixed'} base   gravity {self.gravity.tolist()}",
+                f"  {'#':>3} {'joint':<24} {'type':<9} {'body':<24} {'parent':<24} {'q idx':<8} {'v idx':<8} limits"]
+        for i in range(self.nb):
+            j = self.iv[i]
+            lim = ""
+            if self.jtype[i] in (REVOLUTE, PRISMATIC) and np.isfinite(self.lower[j]):
+                lim = f"[{self.lower[j]:.3g}, {self.upper[j]:.3g}]"
+            par = self.body_names[self.parent[i]] if self.parent[i] >= 0 else "world"
+            qi = f"{self.iq[i]}:{self.iq[i] + self.nqj[i]}"
+            vi = f"{self.iv[i]}:{self.iv[i] + self.nvj[i]}"
+            rows.append(f"  {i:>3} {self.joint_names[i]:<24} {self.joint_type_name(i):<9} "
+                        f"{self.body_names[i]:<24} {par:<24} {qi:<8} {vi:<8} {lim}")
+        for n in self.notes:
+            rows.append(f"  note: {n}")
+        return "\n".join(rows)
+
+    def __repr__(self):
+        return f"<pbsim.Model {self.name!r}: {self.nb} bodies, nq={self.nq}, nv={self.nv}>"
