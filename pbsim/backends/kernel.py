@@ -10,9 +10,37 @@ is asked for, so the CPU path never needs numba-cuda.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import types
+from pathlib import Path
 
 import numba
+
+
+def _source_hash() -> str:
+    """Hash of every pbsim source file that defines kernels.
+
+    numba's cache only watches a function's own file, so a kernel whose callee (in another
+    file) changed would load stale machine code.  Keying the cache folder on all kernel sources
+    makes any change recompile everything that depends on it."""
+    h = hashlib.sha1()
+    root = Path(__file__).resolve().parents[1]
+    for p in sorted(root.rglob("*.py")):
+        data = p.read_bytes()
+        if b"@kernel" in data or p.name == "kernel.py":
+            h.update(str(p.relative_to(root)).encode())
+            h.update(data)
+    return h.hexdigest()[:16]
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim", "numba")
+    return os.path.join(base, f"{numba.__version__}-{_source_hash()}")
+
+
+numba.config.CACHE_DIR = _cache_dir()
 
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
 _CUDA_TWINS: dict[int, object] = {}

@@ -10,6 +10,7 @@ from pbsim.dynamics.spatial import (force_cross_add, force_to_parent_add, inerti
 
 @kernel
 def aba_backward(m, w, b, tau, arm_extra):
+    # tau, arm_extra: (nv,) rows
     """Pass 2: articulated inertias I^A, bias forces p^A and U, D^-1, u per joint.
 
     Expects ``velocity_pass`` done and ``w.pA`` holding each body's external-force-free bias
@@ -39,7 +40,7 @@ def aba_backward(m, w, b, tau, arm_extra):
             s = 0.0
             for r in range(6):
                 s += m.S[i, a, r] * pA[i, r]
-            u[i, a] = tau[b, j0 + a] - s  # u = tau - S^T p^A
+            u[i, a] = tau[j0 + a] - s  # u = tau - S^T p^A
         small_inverse(D, nvi, Dinv[i])
         par = m.parent[i]
         if par < 0:
@@ -99,10 +100,10 @@ def aba_forward(m, w, b, qdd):
             s = 0.0
             for k in range(nvi):
                 s += w.Dinv[b, i, a, k] * t[k]
-            qdd[b, j0 + a] = s
+            qdd[j0 + a] = s
         for k in range(nvi):
             for r in range(6):
-                acc[i, r] += m.S[i, k, r] * qdd[b, j0 + k]
+                acc[i, r] += m.S[i, k, r] * qdd[j0 + k]
 
 
 @kernel
@@ -128,4 +129,4 @@ def aba_state(m, w, b, q, v, tau, arm_extra, qdd):
 @kernel(parallel=True)
 def aba_batch(m, w, q, v, tau, arm_extra, qdd):
     for b in prange(q.shape[0]):
-        aba_state(m, w, b, q, v, tau, arm_extra, qdd)
+        aba_state(m, w, b, q[b], v[b], tau[b], arm_extra, qdd[b])

@@ -11,7 +11,7 @@ def crba_state(m, w, b, q, M):
     pose_pass(m, w, b, q)
     Ic = w.IA[b]
     F = w.U[b]
-    Mb = M[b]
+    Mb = M
     for r in range(m.nv):
         for c in range(m.nv):
             Mb[r, c] = 0.0
@@ -52,4 +52,4 @@ def crba_state(m, w, b, q, M):
 @kernel(parallel=True)
 def crba_batch(m, w, q, M):
     for b in prange(q.shape[0]):
-        crba_state(m, w, b, q, M)
+        crba_state(m, w, b, q[b], M[b])

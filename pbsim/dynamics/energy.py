@@ -25,12 +25,12 @@ def energy_state(m, w, b, q, v, out):
                 cw += w.Rw[b, i, r, k] * m.com[i, k]
             pe -= m.mass[i] * m.gravity[r] * cw
     for j in range(m.nv):
-        ke += 0.5 * m.armature[j] * v[b, j] * v[b, j]
-    out[b, 0] = ke
-    out[b, 1] = pe
+        ke += 0.5 * m.armature[j] * v[j] * v[j]
+    out[0] = ke
+    out[1] = pe
 
 
 @kernel(parallel=True)
 def energy_batch(m, w, q, v, out):
     for b in prange(q.shape[0]):
-        energy_state(m, w, b, q, v, out)
+        energy_state(m, w, b, q[b], v[b], out[b])

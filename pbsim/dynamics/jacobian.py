@@ -43,5 +43,5 @@ def point_jacobian(m, w, b, body, point, J):
 @kernel(parallel=True)
 def point_jacobian_batch(m, w, q, body, point, J):
     for b in prange(q.shape[0]):
-        fk_state(m, w, b, q)
+        fk_state(m, w, b, q[b])
         point_jacobian(m, w, b, body, point, J[b])

@@ -8,9 +8,9 @@ from pbsim.dynamics.spatial import motion_cross, motion_to_child
 
 @kernel
 def pose_pass(m, w, b, q):
-    """Pose of every body in its parent (w.R, w.p) for state b."""
+    """Pose of every body in its parent (w.R, w.p) for state b; ``q`` is the (nq,) row."""
     for i in range(m.nb):
-        body_in_parent(m, i, q[b], w.R[b, i], w.p[b, i], w.Rj[b])
+        body_in_parent(m, i, q, w.R[b, i], w.p[b, i], w.Rj[b])
 
 
 @kernel
@@ -37,14 +37,14 @@ def world_pass(m, w, b):
 @kernel
 def velocity_pass(m, w, b, q, v):
     """Poses in parent, body velocities ``v_i = X_i v_parent + S_i qd_i`` and the bias
-    acceleration ``c_i = v_i x (S_i qd_i)`` (Featherstone Table 5.1)."""
-    vb = v[b]
+    acceleration ``c_i = v_i x (S_i qd_i)`` (Featherstone Table 5.1).  ``q``, ``v`` are rows."""
+    vb = v
     R = w.R[b]
     p = w.p[b]
     vel = w.vel[b]
     c = w.c[b]
     for i in range(m.nb):
-        body_in_parent(m, i, q[b], R[i], p[i], w.Rj[b])
+        body_in_parent(m, i, q, R[i], p[i], w.Rj[b])
         par = m.parent[i]
         j0 = m.iv[i]
         nvi = m.nvj[i]
@@ -72,4 +72,4 @@ def fk_state(m, w, b, q):
 @kernel(parallel=True)
 def fk_batch(m, w, q):
     for b in prange(q.shape[0]):
-        fk_state(m, w, b, q)
+        fk_state(m, w, b, q[b])

@@ -27,7 +27,7 @@ def rnea_state(m, w, b, q, v, qdd, tau):
         for r in range(6):  # a_i = X a_parent + S qdd + v x vJ
             s = w.c[b, i, r]
             for k in range(m.nvj[i]):
-                s += m.S[i, k, r] * qdd[b, j0 + k]
+                s += m.S[i, k, r] * qdd[j0 + k]
             acc[i, r] += s
         mat6_vec(m.inertia[i], acc[i], f[i])  # f_i = I a + v x* I v
         mat6_vec(m.inertia[i], w.vel[b, i], w.vec[b, 0])
@@ -35,10 +35,10 @@ def rnea_state(m, w, b, q, v, qdd, tau):
     for i in range(m.nb - 1, -1, -1):
         j0 = m.iv[i]
         for k in range(m.nvj[i]):
-            s = m.armature[j0 + k] * qdd[b, j0 + k]
+            s = m.armature[j0 + k] * qdd[j0 + k]
             for r in range(6):
                 s += m.S[i, k, r] * f[i, r]
-            tau[b, j0 + k] = s
+            tau[j0 + k] = s
         par = m.parent[i]
         if par >= 0:
             force_to_parent_add(w.R[b, i], w.p[b, i], f[i], f[par])
@@ -47,4 +47,4 @@ def rnea_state(m, w, b, q, v, qdd, tau):
 @kernel(parallel=True)
 def rnea_batch(m, w, q, v, qdd, tau):
     for b in prange(q.shape[0]):
-        rnea_state(m, w, b, q, v, qdd, tau)
+        rnea_state(m, w, b, q[b], v[b], qdd[b], tau[b])

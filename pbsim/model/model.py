@@ -13,7 +13,7 @@ from pbsim.model.geometry import Frame, Geometry
 # What the kernels see: a namedtuple of arrays (passes to numba njit and CUDA kernels alike).
 KModel = namedtuple(
     "KModel",
-    "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature",
+    "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping",
 )
 
 
@@ -78,7 +78,7 @@ class Model:
         if self._k is None:
             self._k = KModel(self.nb, self.nq, self.nv, self.parent, self.jtype, self.iq, self.iv,
                              self.nqj, self.nvj, self.tree_R, self.tree_p, self.axis, self.S,
-                             self.inertia, self.mass, self.com, self.gravity, self.armature)
+                             self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping)
         return self._k
 
     # ------------------------------------------------------------------ configurations

@@ -1,0 +1,90 @@
+"""Headless rollouts: integrate a batch of trajectories and record them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pbsim.control.control import Control
+from pbsim.dynamics.api import energy as _energy
+from pbsim.errors import SimulationError
+from pbsim.integrators.base import Integrator, State, make
+
+
+@dataclass
+class Trajectory:
+    """Recorded frames.  Single trajectory: q (T, nq), v (T, nv), energy (T,);
+    a batch adds an axis after time: q (T, B, nq)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    energy: np.ndarray
+    integrator: str = ""
+    dt: float = 0.0
+    diverged: np.ndarray | None = None  # (B,) bool, for on_nan="stop"
+    info: dict = field(default_factory=dict)
+
+    def save(self, path):
+        np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, integrator=self.integrator, dt=self.dt)
+
+
+def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
+            batch: int | None = None, control=None, scene=None, record_every: int = 1, progress: bool = False,
+            on_nan: str = "raise", **integrator_options) -> Trajectory:
+    """Integrate ``steps`` steps of size ``dt``.
+
+    ``q0``/``v0``: (nq,)/(nv,) or batched (B, ·); ``batch`` replicates a single initial state.
+    ``control``: a :class:`Control`, or a callable ``(t, state) -> Control`` evaluated every step.
+    ``on_nan``: "raise" (SimulationError naming the step and time) or "stop" (freeze diverged
+    trajectories and mark them in ``Trajectory.diverged``).
+    """
+    if on_nan not in ("raise", "stop"):
+        raise ValueError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
+    steps = int(steps)
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    record_every = max(1, int(record_every))
+    single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
+    integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene,
+                                                                        **integrator_options)
+    state = State.make(model, q0, v0, batch)
+    B = state.batch
+    e0 = _energy(model, state.q, state.v).sum(axis=1)
+    nrec = steps // record_every + 1
+    T = np.zeros(nrec)
+    Q = np.zeros((nrec, B, model.nq))
+    V = np.zeros((nrec, B, model.nv))
+    E = np.zeros((nrec, B))
+    Q[0], V[0], E[0] = state.q, state.v, e0
+    diverged = np.zeros(B, bool)
+    iterator = range(1, steps + 1)
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(iterator, desc=f"{integ.name if integ.name != '?' else integrator} dt={dt:g}",
+                        unit="step", mininterval=0.5)
+    ctrl_fn = control if callable(control) else None
+    ctrl = control if isinstance(control, Control) else None
+    for k in iterator:
+        if ctrl_fn is not None:
+            ctrl = ctrl_fn(state.t, state)
+        new, diag = integ.step(state, ctrl, dt)
+        if diag.nan.any():
+            if on_nan == "raise":
+                b = int(np.argmax(diag.nan))
+                raise SimulationError(f"integrator {integrator if isinstance(integrator, str) else integ.name!r} "
+                                      f"diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, dt = {dt:g}, "
+                                      f"trajectory {b}; try a smaller dt or an implicit integrator")
+            bad = diag.nan
+            diverged |= bad
+            new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
+            diag.energy[bad] = np.nan
+        state = new
+        if k % record_every == 0:
+            r = k // record_every
+            T[r], Q[r], V[r], E[r] = state.t, state.q, state.v, diag.energy
+    if single:
+        Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
+    name = integrator if isinstance(integrator, str) else integ.name
+    return Trajectory(T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None)
