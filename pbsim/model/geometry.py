@@ -27,6 +27,7 @@ class Geometry:
     mesh_path: str | None = None
     rgba: np.ndarray = field(default_factory=lambda: np.array([0.7, 0.7, 0.75, 1.0]))
     link: str = ""  # the robot-file link (frame) this shape was declared on
+    mesh_data: tuple | None = None  # (vertices (n, 3), faces (m, 3)) in the shape frame, when not from a file
 
     def load_mesh(self):
         """The mesh as a ``trimesh.Trimesh`` in the body frame (mesh shapes only)."""
@@ -34,7 +35,10 @@ class Geometry:
 
         if self.shape != "mesh":
             raise ValueError(f"geometry {self.name!r} is a {self.shape}, not a mesh")
-        mesh = trimesh.load(self.mesh_path, force="mesh", process=False)
+        if self.mesh_data is not None:
+            mesh = trimesh.Trimesh(np.array(self.mesh_data[0]), np.array(self.mesh_data[1]), process=False)
+        else:
+            mesh = trimesh.load(self.mesh_path, force="mesh", process=False)
         mesh.apply_scale(self.size)
         T = np.eye(4)
         T[:3, :3] = self.R

@@ -1,0 +1,154 @@
+"""MJCF -> Model through MuJoCo's own compiler (exact MJCF semantics: defaults, classes,
+includes, inertia from geoms, angle conventions), then a conversion of the compiled model.
+
+Mapping:
+- a MuJoCo body with k joints becomes k pbsim bodies in a chain (the first k-1 massless),
+  each joint's frame at its anchor ``jnt_pos``; ``qpos0``/``ref`` offsets are folded into the
+  placements, so pbsim's q equals MuJoCo's qpos exactly (quaternions are (w,x,y,z) in both);
+- velocities are equal too, except free joints: MuJoCo's qvel is [world linear, body angular],
+  pbsim's is [body linear, body angular];
+- geoms that can collide (contype|conaffinity) are collision shapes, the others visual; worldbody
+  geoms are attached to the world (body -1) and become environment geometry.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pbsim.errors import ParseError
+from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
+from pbsim.model.geometry import Geometry
+
+_SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
+
+
+def _quat_to_rot(q):
+    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _axis_angle(a, t):
+    a = np.asarray(a, float)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + np.sin(t) * K + (1 - np.cos(t)) * K @ K
+
+
+def compile_mjcf(path):
+    """``mujoco.MjModel`` of an MJCF file, with compiler errors turned into ParseError."""
+    import mujoco
+
+    path = str(path)
+    if not os.path.isfile(path):
+        raise ParseError(f"{path}: no such file")
+    try:
+        return mujoco.MjModel.from_xml_path(path)
+    except ValueError as e:
+        raise ParseError(f"{path}: MuJoCo could not compile it: {str(e).strip()}") from None
+
+
+def _name(mj, kind, i, default):
+    import mujoco
+
+    n = mujoco.mj_id2name(mj, kind, i)
+    return n if n else default
+
+
+def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, fix_inertia: bool = False):
+    """Convert a compiled ``mujoco.MjModel``."""
+    import mujoco
+
+    OBJ_BODY, OBJ_JOINT, OBJ_GEOM = mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_GEOM
+    b = ModelBuilder(_name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0, os.path.splitext(os.path.basename(source))[0]
+                           or "mjcf"), source)
+    b.fix_inertia = fix_inertia
+    b.gravity = np.array(mj.opt.gravity, float)
+    body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
+    b.world_links.add("world")
+    rename = {}  # last moving link of a MuJoCo body -> the body's name
+    for i in range(1, mj.nbody):
+        name = body_names[i]
+        parent = body_names[mj.body_parentid[i]]
+        Rb, pb = _quat_to_rot(mj.body_quat[i]), np.array(mj.body_pos[i], float)
+        Ri = _quat_to_rot(mj.body_iquat[i])
+        link = LinkSpec(name, mass=float(mj.body_mass[i]), com=np.array(mj.body_ipos[i], float),
+                        inertia=Ri @ np.diag(mj.body_inertia[i]) @ Ri.T)
+        jadr, jnum = mj.body_jntadr[i], mj.body_jntnum[i]
+        prev, prev_anchor = parent, None
+        for n in range(jnum):
+            j = jadr + n
+            jt = int(mj.jnt_type[j])
+            jname = _name(mj, OBJ_JOINT, j, f"{name}_joint{n}")
+            anchor = np.array(mj.jnt_pos[j], float)
+            if n == 0:
+                R, p = Rb, pb + Rb @ anchor
+            else:
+                R, p = np.eye(3), anchor - prev_anchor
+            axis = np.array(mj.jnt_axis[j], float)
+            qa = mj.jnt_qposadr[j]
+            da = mj.jnt_dofadr[j]
+            child = f"{name}:{jname}" if (n < jnum - 1 or np.any(anchor != 0)) else name
+            if jt == mujoco.mjtJoint.mjJNT_FREE:
+                spec = JointSpec(jname, "free", prev, child)  # q = MuJoCo qpos (world pose) exactly
+            elif jt == mujoco.mjtJoint.mjJNT_BALL:
+                spec = JointSpec(jname, "ball", prev, child, R, p)
+            elif jt == mujoco.mjtJoint.mjJNT_HINGE:
+                spec = JointSpec(jname, "revolute", prev, child, R @ _axis_angle(axis, -mj.qpos0[qa]), p, axis)
+            else:
+                spec = JointSpec(jname, "prismatic", prev, child, R, p - R @ axis * mj.qpos0[qa], axis)
+            if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE) and mj.jnt_limited[j]:
+                spec.lower, spec.upper = float(mj.jnt_range[j, 0]), float(mj.jnt_range[j, 1])
+            if mj.jnt_actfrclimited[j]:
+                spec.effort = float(max(abs(mj.jnt_actfrcrange[j, 0]), abs(mj.jnt_actfrcrange[j, 1])))
+            spec.damping = float(mj.dof_damping[da])
+            spec.armature = float(mj.dof_armature[da])
+            if child != name:
+                b.add_link(LinkSpec(child))
+                if n == jnum - 1:
+                    rename[child] = name
+            b.add_joint(spec)
+            prev, prev_anchor = child, anchor
+        if jnum == 0:
+            b.add_link(link)
+            b.add_joint(JointSpec(f"{name}_fixed", "fixed", parent, name, Rb, pb))
+        elif prev != name:
+            b.add_link(link)
+            b.add_joint(JointSpec(f"{name}_anchor", "fixed", prev, name, np.eye(3), -prev_anchor))
+        else:
+            b.add_link(link)
+    # shapes
+    for g in range(mj.ngeom):
+        gt = int(mj.geom_type[g])
+        if gt not in _SHAPES:
+            b.notes.append(f"geom {_name(mj, OBJ_GEOM, g, str(g))!r} of type {gt} (hfield/ellipsoid) is not imported")
+            continue
+        body = int(mj.geom_bodyid[g])
+        role = "collision" if (mj.geom_contype[g] or mj.geom_conaffinity[g]) else "visual"
+        size = np.array(mj.geom_size[g], float)
+        shape = _SHAPES[gt]
+        size = {"box": size, "sphere": size[:1], "capsule": size[:2], "cylinder": size[:2],
+                "plane": size[:2], "mesh": np.ones(3)}[shape]
+        geom = Geometry(_name(mj, OBJ_GEOM, g, f"geom{g}"), shape, -1, _quat_to_rot(mj.geom_quat[g]),
+                        np.array(mj.geom_pos[g], float), size, role, rgba=np.array(mj.geom_rgba[g], float))
+        if shape == "mesh":
+            mid = mj.geom_dataid[g]
+            va, vn = mj.mesh_vertadr[mid], mj.mesh_vertnum[mid]
+            fa, fn = mj.mesh_faceadr[mid], mj.mesh_facenum[mid]
+            geom.mesh_data = (np.array(mj.mesh_vert[va:va + vn], float), np.array(mj.mesh_face[fa:fa + fn], int))
+        if body == 0:
+            geom.link = "world"
+            b.world_geoms.append(geom)
+        else:
+            b.links[body_names[body]].geoms.append(geom)
+    model = b.build(floating_base=floating_base, default_floating=False)
+    model.body_names = [rename.get(n, n) for n in model.body_names]
+    model.q_default = np.array(mj.qpos0, float)
+    return model
+
+
+def load_mjcf(path, floating_base: bool | None = None, fix_inertia: bool = False):
+    """Read an MJCF file into a :class:`pbsim.Model` (see module doc for the mapping)."""
+    mj = compile_mjcf(path)
+    return model_from_mjmodel(mj, str(path), floating_base, fix_inertia)
