@@ -46,11 +46,50 @@ _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python fu
 _CUDA_TWINS: dict[int, object] = {}
 
 
+PARALLEL_MIN_BATCH = 4  # below this many states a batch runs on the calling thread
+
+
+class BatchKernel:
+    """A batch driver compiled twice from one source: serial and ``prange``-parallel.
+
+    Calling it picks the parallel build when numba has more than one thread and the batch
+    (leading axis of the first array argument with ndim >= 2) has at least
+    ``PARALLEL_MIN_BATCH`` states; a thread pool woken for one state costs more than it gives,
+    and a lot more on a loaded machine.
+    """
+
+    def __init__(self, f):
+        self.py_func = f
+        self.parallel = numba.njit(cache=True, parallel=True, error_model="numpy")(f)
+        serial_f = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        serial_f.__qualname__ = f.__qualname__ + "_serial"  # its own cache file
+        serial_f.__module__ = f.__module__
+        self.serial = numba.njit(cache=True, error_model="numpy")(serial_f)
+        self.__doc__ = f.__doc__
+        self.__name__ = f.__name__
+
+    def __call__(self, *args):
+        if numba.get_num_threads() > 1:
+            for a in args:
+                shape = getattr(a, "shape", None)
+                if shape is not None and len(shape) >= 2:
+                    if shape[0] >= PARALLEL_MIN_BATCH:
+                        return self.parallel(*args)
+                    break
+        return self.serial(*args)
+
+
 def kernel(fn=None, *, parallel: bool = False):
-    """Compile ``fn`` for the CPU (njit, cached) and register it for a CUDA twin."""
+    """Compile ``fn`` for the CPU (njit, cached) and register it for a CUDA twin.
+
+    ``parallel=True`` marks a batch driver (a ``prange`` loop over states): it becomes a
+    :class:`BatchKernel` with a serial and a parallel build.
+    """
 
     def wrap(f):
-        disp = numba.njit(cache=True, parallel=parallel, error_model="numpy")(f)
+        if parallel:
+            return BatchKernel(f)
+        disp = numba.njit(cache=True, error_model="numpy")(f)
         _PY_FUNCS[id(disp)] = f
         return disp
 

@@ -35,6 +35,17 @@ class Control:
     v_ref: np.ndarray | None = None
 
     def kernel_arrays(self, model, batch: int) -> KControl:
+        """Validated arrays for the kernels (cached: treat a Control as immutable once used,
+        or make a new one when targets change)."""
+        key = (id(model), batch)
+        cached = self.__dict__.get("_kcache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        k = self._kernel_arrays(model, batch)
+        self.__dict__["_kcache"] = (key, k)
+        return k
+
+    def _kernel_arrays(self, model, batch: int) -> KControl:
         if self.mode not in MODES:
             raise InputError(f"unknown control mode {self.mode!r}; expected one of {sorted(MODES)}")
 

@@ -71,7 +71,8 @@ class Integrator:
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
-        control = control if control is not None else Control()
+        if control is None:
+            control = self.__dict__.setdefault("_no_control", Control())
         return self._step(state, control, dt)
 
     def _step(self, state, control, dt):  # pragma: no cover - abstract

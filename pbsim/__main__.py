@@ -1,0 +1,5 @@
+import sys
+
+from pbsim.cli import main
+
+sys.exit(main())
