@@ -15,6 +15,8 @@ code  name       nq  nv  coordinates
 The group is R^3 x SO(3) for a free joint: ``integrate`` moves the position by
 ``R dv_lin`` and the rotation by ``R exp(dv_ang)``; ``difference`` is its exact inverse.
 """
+import math
+
 import numpy as np
 
 from pbsim.backends.kernel import kernel
@@ -41,39 +43,78 @@ def motion_subspace(jtype: int, axis) -> np.ndarray:
     return S
 
 
-@kernel
+@kernel(inline=True)
 def body_in_parent(m, i, q, R, p, Rj):
     """Pose (R, p) of body ``i`` in its parent: tree placement composed with joint motion.
 
-    ``Rj`` is 3x3 scratch.
-    """
+    The joint rotation is formed in scalars (no scratch, no array views); ``Rj`` is unused."""
     jt = m.jtype[i]
     k = m.iq[i]
-    TR = m.tree_R[i]
-    Tp = m.tree_p[i]
     jx = 0.0
     jy = 0.0
     jz = 0.0
-    if jt == REVOLUTE:
-        axis_angle_to_rot(m.axis[i], q[k], Rj)
+    if jt == REVOLUTE:  # Rodrigues
+        x = m.axis[i, 0]
+        y = m.axis[i, 1]
+        z = m.axis[i, 2]
+        c = math.cos(q[k])
+        s = math.sin(q[k])
+        t = 1.0 - c
+        j00 = c + x * x * t
+        j01 = x * y * t - z * s
+        j02 = x * z * t + y * s
+        j10 = y * x * t + z * s
+        j11 = c + y * y * t
+        j12 = y * z * t - x * s
+        j20 = z * x * t - y * s
+        j21 = z * y * t + x * s
+        j22 = c + z * z * t
     elif jt == PRISMATIC:
-        for r in range(3):
-            for c in range(3):
-                Rj[r, c] = 1.0 if r == c else 0.0
+        j00 = 1.0
+        j01 = 0.0
+        j02 = 0.0
+        j10 = 0.0
+        j11 = 1.0
+        j12 = 0.0
+        j20 = 0.0
+        j21 = 0.0
+        j22 = 1.0
         jx = m.axis[i, 0] * q[k]
         jy = m.axis[i, 1] * q[k]
         jz = m.axis[i, 2] * q[k]
-    elif jt == BALL:
-        quat_to_rot(q[k:k + 4], Rj)
     else:
-        quat_to_rot(q[k + 3:k + 7], Rj)
-        jx = q[k]
-        jy = q[k + 1]
-        jz = q[k + 2]
+        a = k if jt == BALL else k + 3
+        if jt == FREE:
+            jx = q[k]
+            jy = q[k + 1]
+            jz = q[k + 2]
+        w = q[a]
+        x = q[a + 1]
+        y = q[a + 2]
+        z = q[a + 3]
+        n = 1.0 / math.sqrt(w * w + x * x + y * y + z * z)
+        w *= n
+        x *= n
+        y *= n
+        z *= n
+        j00 = 1.0 - 2.0 * (y * y + z * z)
+        j01 = 2.0 * (x * y - w * z)
+        j02 = 2.0 * (x * z + w * y)
+        j10 = 2.0 * (x * y + w * z)
+        j11 = 1.0 - 2.0 * (x * x + z * z)
+        j12 = 2.0 * (y * z - w * x)
+        j20 = 2.0 * (x * z - w * y)
+        j21 = 2.0 * (y * z + w * x)
+        j22 = 1.0 - 2.0 * (x * x + y * y)
+    T = m.tree_R
     for r in range(3):
-        for c in range(3):
-            R[r, c] = TR[r, 0] * Rj[0, c] + TR[r, 1] * Rj[1, c] + TR[r, 2] * Rj[2, c]
-        p[r] = Tp[r] + TR[r, 0] * jx + TR[r, 1] * jy + TR[r, 2] * jz
+        t0 = T[i, r, 0]
+        t1 = T[i, r, 1]
+        t2 = T[i, r, 2]
+        R[r, 0] = t0 * j00 + t1 * j10 + t2 * j20
+        R[r, 1] = t0 * j01 + t1 * j11 + t2 * j21
+        R[r, 2] = t0 * j02 + t1 * j12 + t2 * j22
+        p[r] = m.tree_p[i, r] + t0 * jx + t1 * jy + t2 * jz
 
 
 @kernel

@@ -200,62 +200,128 @@ def mat6_vec(M, x, out):
 
 @kernel
 def inertia_to_parent_add(R, p, I, tmp, out):
-    """``out += X^T I X``: a spatial inertia from child to parent coordinates.
+    """``out += X^T I X``: a symmetric spatial inertia from child to parent coordinates.
 
-    Rotation first, ``I1 = diag(R, R) I diag(R, R)^T`` (in ``tmp[0]``), then the
-    shift by ``p``: with blocks ``I1 = [[A, B], [B^T, C]]``,
-    ``B2 = B + p^ C`` and ``A2 = A + p^ B^T - B2 p^`` (Featherstone Eq. 2.66).
-    ``tmp`` is scratch of shape (2, 6, 6).
+    Rotation first, ``I1 = diag(R, R) I diag(R, R)^T``, then the shift by ``p``: with blocks
+    ``I1 = [[A, B], [B^T, C]]``, ``B2 = B + p^ C`` and ``A2 = A + p^ B^T - B2 p^``
+    (Featherstone Eq. 2.66).  Unrolled into scalars (generated; no scratch, no views): this is
+    the innermost cost of ABA and CRBA.  ``tmp`` is unused (kept for the signature).
     """
-    T = tmp[1]
-    for br in range(2):
-        for bc in range(2):
-            o_r = 3 * br
-            o_c = 3 * bc
-            # T = I_blk R^T
-            for k in range(3):
-                for c in range(3):
-                    T[o_r + k, o_c + c] = (I[o_r + k, o_c] * R[c, 0] + I[o_r + k, o_c + 1] * R[c, 1]
-                                           + I[o_r + k, o_c + 2] * R[c, 2])
-    I1 = tmp[0]
-    for br in range(2):
-        for bc in range(2):
-            o_r = 3 * br
-            o_c = 3 * bc
-            for r in range(3):
-                for c in range(3):
-                    I1[o_r + r, o_c + c] = (R[r, 0] * T[o_r, o_c + c] + R[r, 1] * T[o_r + 1, o_c + c]
-                                            + R[r, 2] * T[o_r + 2, o_c + c])
+    r00 = R[0, 0]
+    r01 = R[0, 1]
+    r02 = R[0, 2]
+    r10 = R[1, 0]
+    r11 = R[1, 1]
+    r12 = R[1, 2]
+    r20 = R[2, 0]
+    r21 = R[2, 1]
+    r22 = R[2, 2]
     px, py, pz = p[0], p[1], p[2]
-    # B2 = B + p^ C  (column c of p^ C is p x C[:, c]); stored in T[0:3, 3:6]
-    for c in range(3):
-        cx, cy, cz = I1[3, 3 + c], I1[4, 3 + c], I1[5, 3 + c]
-        T[0, 3 + c] = I1[0, 3 + c] + py * cz - pz * cy
-        T[1, 3 + c] = I1[1, 3 + c] + pz * cx - px * cz
-        T[2, 3 + c] = I1[2, 3 + c] + px * cy - py * cx
-    # A2[r, c] = A[r, c] + (p x B[c, :])[r] + (p x B2[r, :])[c]
-    for r in range(3):
-        for c in range(3):
-            bx, by, bz = I1[c, 3], I1[c, 4], I1[c, 5]
-            if r == 0:
-                t1 = py * bz - pz * by
-            elif r == 1:
-                t1 = pz * bx - px * bz
-            else:
-                t1 = px * by - py * bx
-            ex, ey, ez = T[r, 3], T[r, 4], T[r, 5]
-            if c == 0:
-                t2 = py * ez - pz * ey
-            elif c == 1:
-                t2 = pz * ex - px * ez
-            else:
-                t2 = px * ey - py * ex
-            out[r, c] += I1[r, c] + t1 + t2
-    for r in range(3):
-        for c in range(3):
-            out[r, 3 + c] += T[r, 3 + c]
-            out[3 + c, r] += T[r, 3 + c]
-            out[3 + r, 3 + c] += I1[3 + r, 3 + c]
+    t00 = I[0, 0] * r00 + I[0, 1] * r01 + I[0, 2] * r02
+    t01 = I[0, 0] * r10 + I[0, 1] * r11 + I[0, 2] * r12
+    t02 = I[0, 0] * r20 + I[0, 1] * r21 + I[0, 2] * r22
+    t10 = I[1, 0] * r00 + I[1, 1] * r01 + I[1, 2] * r02
+    t11 = I[1, 0] * r10 + I[1, 1] * r11 + I[1, 2] * r12
+    t12 = I[1, 0] * r20 + I[1, 1] * r21 + I[1, 2] * r22
+    t20 = I[2, 0] * r00 + I[2, 1] * r01 + I[2, 2] * r02
+    t21 = I[2, 0] * r10 + I[2, 1] * r11 + I[2, 2] * r12
+    t22 = I[2, 0] * r20 + I[2, 1] * r21 + I[2, 2] * r22
+    a00 = r00 * t00 + r01 * t10 + r02 * t20
+    a01 = r00 * t01 + r01 * t11 + r02 * t21
+    a02 = r00 * t02 + r01 * t12 + r02 * t22
+    a11 = r10 * t01 + r11 * t11 + r12 * t21
+    a12 = r10 * t02 + r11 * t12 + r12 * t22
+    a22 = r20 * t02 + r21 * t12 + r22 * t22
+    a10 = a01
+    a20 = a02
+    a21 = a12
+    t00 = I[0, 3] * r00 + I[0, 4] * r01 + I[0, 5] * r02
+    t01 = I[0, 3] * r10 + I[0, 4] * r11 + I[0, 5] * r12
+    t02 = I[0, 3] * r20 + I[0, 4] * r21 + I[0, 5] * r22
+    t10 = I[1, 3] * r00 + I[1, 4] * r01 + I[1, 5] * r02
+    t11 = I[1, 3] * r10 + I[1, 4] * r11 + I[1, 5] * r12
+    t12 = I[1, 3] * r20 + I[1, 4] * r21 + I[1, 5] * r22
+    t20 = I[2, 3] * r00 + I[2, 4] * r01 + I[2, 5] * r02
+    t21 = I[2, 3] * r10 + I[2, 4] * r11 + I[2, 5] * r12
+    t22 = I[2, 3] * r20 + I[2, 4] * r21 + I[2, 5] * r22
+    b00 = r00 * t00 + r01 * t10 + r02 * t20
+    b01 = r00 * t01 + r01 * t11 + r02 * t21
+    b02 = r00 * t02 + r01 * t12 + r02 * t22
+    b10 = r10 * t00 + r11 * t10 + r12 * t20
+    b11 = r10 * t01 + r11 * t11 + r12 * t21
+    b12 = r10 * t02 + r11 * t12 + r12 * t22
+    b20 = r20 * t00 + r21 * t10 + r22 * t20
+    b21 = r20 * t01 + r21 * t11 + r22 * t21
+    b22 = r20 * t02 + r21 * t12 + r22 * t22
+    t00 = I[3, 3] * r00 + I[3, 4] * r01 + I[3, 5] * r02
+    t01 = I[3, 3] * r10 + I[3, 4] * r11 + I[3, 5] * r12
+    t02 = I[3, 3] * r20 + I[3, 4] * r21 + I[3, 5] * r22
+    t10 = I[4, 3] * r00 + I[4, 4] * r01 + I[4, 5] * r02
+    t11 = I[4, 3] * r10 + I[4, 4] * r11 + I[4, 5] * r12
+    t12 = I[4, 3] * r20 + I[4, 4] * r21 + I[4, 5] * r22
+    t20 = I[5, 3] * r00 + I[5, 4] * r01 + I[5, 5] * r02
+    t21 = I[5, 3] * r10 + I[5, 4] * r11 + I[5, 5] * r12
+    t22 = I[5, 3] * r20 + I[5, 4] * r21 + I[5, 5] * r22
+    c00 = r00 * t00 + r01 * t10 + r02 * t20
+    c01 = r00 * t01 + r01 * t11 + r02 * t21
+    c02 = r00 * t02 + r01 * t12 + r02 * t22
+    c11 = r10 * t01 + r11 * t11 + r12 * t21
+    c12 = r10 * t02 + r11 * t12 + r12 * t22
+    c22 = r20 * t02 + r21 * t12 + r22 * t22
+    c10 = c01
+    c20 = c02
+    c21 = c12
+    b2_00 = b00 + py * c20 - pz * c10
+    b2_10 = b10 + pz * c00 - px * c20
+    b2_20 = b20 + px * c10 - py * c00
+    b2_01 = b01 + py * c21 - pz * c11
+    b2_11 = b11 + pz * c01 - px * c21
+    b2_21 = b21 + px * c11 - py * c01
+    b2_02 = b02 + py * c22 - pz * c12
+    b2_12 = b12 + pz * c02 - px * c22
+    b2_22 = b22 + px * c12 - py * c02
+    a2 = a00 + (py * b02 - pz * b01) + (py * b2_02 - pz * b2_01)
+    out[0, 0] += a2
+    a2 = a01 + (py * b12 - pz * b11) + (pz * b2_00 - px * b2_02)
+    out[0, 1] += a2
+    out[1, 0] += a2
+    a2 = a02 + (py * b22 - pz * b21) + (px * b2_01 - py * b2_00)
+    out[0, 2] += a2
+    out[2, 0] += a2
+    a2 = a11 + (pz * b10 - px * b12) + (pz * b2_10 - px * b2_12)
+    out[1, 1] += a2
+    a2 = a12 + (pz * b20 - px * b22) + (px * b2_11 - py * b2_10)
+    out[1, 2] += a2
+    out[2, 1] += a2
+    a2 = a22 + (px * b21 - py * b20) + (px * b2_21 - py * b2_20)
+    out[2, 2] += a2
+    out[0, 3] += b2_00
+    out[3, 0] += b2_00
+    out[0, 4] += b2_01
+    out[4, 0] += b2_01
+    out[0, 5] += b2_02
+    out[5, 0] += b2_02
+    out[1, 3] += b2_10
+    out[3, 1] += b2_10
+    out[1, 4] += b2_11
+    out[4, 1] += b2_11
+    out[1, 5] += b2_12
+    out[5, 1] += b2_12
+    out[2, 3] += b2_20
+    out[3, 2] += b2_20
+    out[2, 4] += b2_21
+    out[4, 2] += b2_21
+    out[2, 5] += b2_22
+    out[5, 2] += b2_22
+    out[3, 3] += c00
+    out[3, 4] += c01
+    out[3, 5] += c02
+    out[4, 3] += c01
+    out[4, 4] += c11
+    out[4, 5] += c12
+    out[5, 3] += c02
+    out[5, 4] += c12
+    out[5, 5] += c22
 
 
 @kernel
