@@ -13,9 +13,29 @@ import numpy as np
 from pbsim.errors import InputError
 
 # mode: 0 = torques only, 1 = plain PD (paper 001 Eq. 1-2), 2 = stable PD (Eq. 4-7)
-KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref")
+# solver (SPD only): 0 = MABA embedded in ABA (App. A), 1 = sparse LTL (SF), 2 = dense Cholesky (DF)
+# clamp: 1 = clip the actuation torque to +-effort (the model's effort limits) with an active set
+# effort: (nv,) limits (inf = none); dof_parent: (nv,) DOF-level parent (lambda) for SF, -1 = root
+KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent")
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}
+MABA, SF, DF = 0, 1, 2
+SOLVERS = {"maba": MABA, "sf": SF, "df": DF}
+
+
+def dof_parents(model) -> np.ndarray:
+    """lambda(k) over DOFs (Featherstone's expanded parent array, RBDA Sec. 6.5): the previous DOF
+    of the same joint, else the last DOF of the parent body's joint, else -1."""
+    lam = np.full(model.nv, -1, dtype=np.int64)
+    for i in range(model.nb):
+        j0, n = int(model.iv[i]), int(model.nvj[i])
+        par = int(model.parent[i])
+        for a in range(n):
+            if a > 0:
+                lam[j0 + a] = j0 + a - 1
+            elif par >= 0:
+                lam[j0] = int(model.iv[par] + model.nvj[par] - 1)
+    return lam
 
 
 @dataclass
@@ -24,7 +44,16 @@ class Control:
 
     ``kp``, ``kd``: scalars or (nv,) arrays; ``q_ref`` (nq,), ``v_ref`` (nv,).  Any of them may carry
     a leading batch axis.  The PD torque is ``-kp (q (-) q_ref) - kd (v - v_ref)`` (per DOF, the
-    difference taken on the configuration manifold); SPD evaluates it at the next state.
+    difference taken on the configuration manifold, expressed in the tangent space at q); SPD
+    (paper 001 Eq. 6) evaluates it at the predicted next state ``q (+) dt v`` and ``v + dt qdd``,
+    so ``q_ref`` should be the target at ``t + dt`` (:class:`pbsim.control.Reference` does that).
+
+    ``spd_solver``: "maba" (default; the SPD term rides inside ABA, one O(n) pass), "sf" (sparse
+    LTL factorization of M + Kd dt) or "df" (dense Cholesky).  All three give the same qdd.
+    ``clamp``: clip the total actuation torque (tau + PD) to the model's effort limits.  With SPD
+    the torque depends on the new acceleration, so clamping runs standalone MABA passes: joints
+    whose SPD torque exceeds the limit get the limit as a fixed (explicit) torque and lose their
+    implicit ``Kd dt`` term; the others stay stable-PD (an active set, at most 4 passes).
     """
 
     tau: np.ndarray | float | None = None
@@ -33,6 +62,8 @@ class Control:
     kd: np.ndarray | float = 0.0
     q_ref: np.ndarray | None = None
     v_ref: np.ndarray | None = None
+    spd_solver: str = "maba"
+    clamp: bool = False
 
     def kernel_arrays(self, model, batch: int) -> KControl:
         """Validated arrays for the kernels (cached: treat a Control as immutable once used,
@@ -48,6 +79,8 @@ class Control:
     def _kernel_arrays(self, model, batch: int) -> KControl:
         if self.mode not in MODES:
             raise InputError(f"unknown control mode {self.mode!r}; expected one of {sorted(MODES)}")
+        if self.spd_solver not in SOLVERS:
+            raise InputError(f"unknown spd_solver {self.spd_solver!r}; expected one of {sorted(SOLVERS)}")
 
         def arr(x, n, name, default):
             a = np.asarray(default if x is None else x, dtype=np.float64)
@@ -65,6 +98,11 @@ class Control:
         kd = arr(self.kd, model.nv, "kd", 0.0)
         if np.any(kp < 0) or np.any(kd < 0):
             raise InputError("control gains kp and kd must be non-negative")
+        cache = model.__dict__.setdefault("_control_cache", {})
+        if "lam" not in cache:
+            cache["lam"] = dof_parents(model)
+            cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
         return KControl(MODES[self.mode], arr(self.tau, model.nv, "tau", 0.0), kp, kd,
                         arr(self.q_ref, model.nq, "q_ref", model.neutral()),
-                        arr(self.v_ref, model.nv, "v_ref", 0.0))
+                        arr(self.v_ref, model.nv, "v_ref", 0.0),
+                        SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"])

@@ -1,18 +1,21 @@
-"""PD and stable-PD joint torques, evaluated inside integrator kernels."""
+"""PD and stable-PD joint torques, evaluated inside integrator kernels (paper 001 Eq. 1-2, 6)."""
 from pbsim.backends.kernel import kernel
 from pbsim.control.control import PD, SPD
-from pbsim.dynamics.joints import difference_config
+from pbsim.dynamics.joints import difference_config, integrate_config
 
 
 @kernel
-def control_torques(m, c, b, q, v, dt, dq, Rj, tau, arm):
-    """Total joint torque of the control for state b, and the SPD diagonal term.
+def control_torques(m, c, b, q, v, dt, dq, qs, Rj, tau, arm):
+    """Actuation torque of the control for state b, and the SPD diagonal term.
 
     ``tau`` (nv,) receives the torques; ``arm`` (nv,) receives ``dt * kd`` when the control is
-    stable PD (to be added to D inside ABA, which makes it MABA: paper 001 Eq. 7, Appendix A),
-    zero otherwise.  Plain PD (Eq. 2): ``-kp (q - q_ref) - kd (v - v_ref)``; SPD (Eq. 6) uses
-    ``q + dt v`` for q and leaves ``- kd dt qdd`` to the ``arm`` term.  ``dq`` is nv scratch,
-    ``Rj`` 3x3 scratch; ``q`` and ``v`` are 1-D rows.
+    stable PD (added to D inside ABA, which makes it MABA: paper 001 Eq. 37-38), zero otherwise.
+    Plain PD (Eq. 1): ``-kp (q (-) q_ref) - kd (v - v_ref)``.  SPD: ``tau`` holds the explicit part
+    Q of Eq. 40, ``-kp ((q (+) dt v) (-) q_ref) - kd (v - v_ref)``, and the full SPD torque (Eq. 6)
+    is ``Q - arm * qdd``.  The position error is taken on the configuration manifold in the
+    tangent space at the (predicted) configuration, so it matches the body-frame velocities of
+    ball and free joints: ``e = -(q_ref (-) q')`` with ``q' = q (+) dt v`` (SPD) or ``q`` (PD).
+    ``dq`` is nv scratch, ``qs`` nq scratch, ``Rj`` 3x3 scratch; ``q`` and ``v`` are 1-D rows.
     """
     bt = b if c.tau.shape[0] > 1 else 0
     for j in range(m.nv):
@@ -23,10 +26,14 @@ def control_torques(m, c, b, q, v, dt, dq, Rj, tau, arm):
         bd = b if c.kd.shape[0] > 1 else 0
         bq = b if c.q_ref.shape[0] > 1 else 0
         bv = b if c.v_ref.shape[0] > 1 else 0
-        difference_config(m, c.q_ref[bq], q, dq, Rj)  # dq = q (-) q_ref
+        if c.mode == SPD:
+            for j in range(m.nv):
+                dq[j] = dt * v[j]
+            integrate_config(m, q, dq, qs, Rj)  # q' = q (+) dt v  (Eq. 4, first line)
+        else:
+            for k in range(m.nq):
+                qs[k] = q[k]
+        difference_config(m, qs, c.q_ref[bq], dq, Rj)  # dq = q_ref (-) q'
         for j in range(m.nv):
-            e = dq[j]
-            if c.mode == SPD:
-                e += dt * v[j]
-            tau[j] += -c.kp[bp, j] * e - c.kd[bd, j] * (v[j] - c.v_ref[bv, j])
-            arm[j] = dt * c.kd[bd, j] if c.mode == SPD else 0.0
+            tau[j] += c.kp[bp, j] * dq[j] - c.kd[bd, j] * (v[j] - c.v_ref[bv, j])  # Eq. 40 / Eq. 1
+            arm[j] = dt * c.kd[bd, j] if c.mode == SPD else 0.0  # K_i = Kd dt (Eq. 38)

@@ -126,10 +126,10 @@ def rk_batch(m, s, c, w, sw, q, v, dt, A, wts, qn, vn, e):
 
 
 class _Explicit(Integrator):
-    def _buffers(self, B):
-        if getattr(self, "_B", None) != B:
+    def _buffers(self, B, dense=False):
+        if getattr(self, "_B", None) != B or (dense and self._sw.Md.shape[1] < self.model.nv):
             self._B = B
-            self._sw = make_step_work(self.model, B)
+            self._sw = make_step_work(self.model, B, dense=True if dense else None)
             self._ks = self.scene.kernel_arrays(self.model)
         return work_for(self.model, B), self._sw, self._ks
 
@@ -144,8 +144,8 @@ class SemiImplicitEuler(_Explicit):
 
     def _step(self, state, control, dt):
         B = state.batch
-        w, sw, ks = self._buffers(B)
         kc = control.kernel_arrays(self.model, B)
+        w, sw, ks = self._buffers(B, dense=kc.mode == 2 and kc.solver != 0)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
@@ -158,8 +158,8 @@ class _RungeKutta(_Explicit):
 
     def _step(self, state, control, dt):
         B = state.batch
-        w, sw, ks = self._buffers(B)
         kc = control.kernel_arrays(self.model, B)
+        w, sw, ks = self._buffers(B, dense=kc.mode == 2 and kc.solver != 0)
         A, wts = TABLEAUS[self.tableau]
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)

@@ -6,29 +6,43 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.contact.penalty import contact_generalized_forces
 from pbsim.control.pd import control_torques
-from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
+from pbsim.control.solve import accel_solve, clamp_active_set, preclip_explicit
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
 
 # Scratch for the explicit integrators (leading axis B).
-StepWork = namedtuple("StepWork", "qa va tau arm dq dqs kq kv")
+# qs: nq scratch for the SPD prediction q (+) dt v; tc/kc: the control's own torque and Kd dt
+# (for clamping and logging); Md, hv, zv: mass matrix, bias and a zero row for the DF/SF solvers.
+StepWork = namedtuple("StepWork", "qa va tau arm dq dqs kq kv qs tc kc Md hv zv")
 
 
-def make_step_work(model, batch: int, stages: int = 4) -> StepWork:
+def make_step_work(model, batch: int, stages: int = 4, dense: bool | None = None) -> StepWork:
+    """Scratch for ``batch`` states.  ``dense``: allocate the (B, nv, nv) matrix the DF/SF SPD
+    solvers need (None: only when it takes <= 64 MiB; without it DF/SF fall back to MABA)."""
     B, nq, nv = max(batch, 1), model.nq, model.nv
     z = np.zeros
+    if dense is None:
+        dense = B * nv * nv * 8 <= 64 * 2 ** 20
+    nd = nv if dense else 1
     return StepWork(z((B, nq)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
-                    z((B, stages, nv)), z((B, stages, nv)))
+                    z((B, stages, nv)), z((B, stages, nv)), z((B, nq)), z((B, nv)), z((B, nv)),
+                    z((B, nd, nd)), z((B, nv)), z((B, nv)))
 
 
 @kernel
 def forward_dynamics(m, s, c, w, sw, b, q, v, dt, implicit_damping, qdd):
-    """qdd for state rows (q, v): control torques (SPD through MABA), joint damping, contact.
+    """qdd for state rows (q, v): control torques (SPD through MABA, or DF/SF as the control
+    selects; effort clamping if asked), joint damping, contact.
 
     With ``implicit_damping`` the damping torque is evaluated at the new velocity
     (``-d (v + dt qdd)``), which ABA absorbs like the SPD term (D += dt d)."""
     tau = sw.tau[b]
     arm = sw.arm[b]
-    control_torques(m, c, b, q, v, dt, sw.dq[b], w.Rj[b], tau, arm)
+    control_torques(m, c, b, q, v, dt, sw.dq[b], sw.qs[b], w.Rj[b], tau, arm)
+    for j in range(m.nv):
+        sw.tc[b, j] = tau[j]
+        sw.kc[b, j] = arm[j]
+    if c.clamp != 0:
+        preclip_explicit(m, c, sw, b, tau)
     for j in range(m.nv):
         tau[j] -= m.damping[j] * v[j]
         if implicit_damping:
@@ -37,6 +51,6 @@ def forward_dynamics(m, s, c, w, sw, b, q, v, dt, implicit_damping, qdd):
     if s.npts > 0:
         world_pass(m, w, b)
         contact_generalized_forces(m, s, w, b, q, v, tau)
-    aba_init(m, w, b)
-    aba_backward(m, w, b, tau, arm)
-    aba_forward(m, w, b, qdd)
+    accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd)
+    if c.clamp != 0:
+        clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd)

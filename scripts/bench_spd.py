@@ -1,0 +1,138 @@
+"""Paper 001 Tables 2-3: simulated frames/s on one thread of the semi-implicit Euler step with SPD
+by DF, SF and MABA, and the share of step time the SPD solve adds.
+
+Each model tracks its own reference motion (humanoid gait, snake slither; hand-of-God root,
+Sec. 4.1 gains) at dt = 1/30.  Timing runs N steps in a compiled loop (no Python per step); the
+baseline is the same step with plain PD at zero gains (control evaluated, no SPD), and
+"SPD share" = (t_solver - t_base) / t_solver, as Table 3 ("extra time required by SPD").
+
+    python scripts/bench_spd.py [--steps 400]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+
+sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "models"), os.path.join(os.path.dirname(__file__), "..")]
+import pbsim  # noqa: E402
+import pbsim_models  # noqa: E402
+from pbsim.control import motions  # noqa: E402
+from pbsim.contact import Scene  # noqa: E402
+from pbsim.dynamics.workspace import make_work  # noqa: E402
+from pbsim.integrators.explicit import euler_state  # noqa: E402
+from pbsim.integrators.forces import make_step_work  # noqa: E402
+
+
+@numba.njit(cache=False)
+def run(m, s, c, w, sw, q, v, dt, Qr, qn, vn, q0, v0):
+    """N steps; a diverged state (NaN) restarts from (q0, v0) so NaN arithmetic never gets timed.
+    Returns the number of restarts."""
+    resets = 0
+    for k in range(Qr.shape[0]):
+        for j in range(Qr.shape[1]):
+            c.q_ref[0, j] = Qr[k, j]
+        euler_state(m, s, c, w, sw, 0, q, v, dt, qn, vn)
+        ok = True
+        for j in range(v.shape[1]):
+            if not np.isfinite(vn[0, j]) or abs(vn[0, j]) > 1e6:
+                ok = False
+        if not ok:
+            resets += 1
+        for j in range(q.shape[1]):
+            q[0, j] = qn[0, j] if ok else q0[j]
+        for j in range(v.shape[1]):
+            v[0, j] = vn[0, j] if ok else v0[j]
+    return resets
+
+
+LABELS = (("base", "pd", "maba"), ("MABA", "spd", "maba"), ("SF", "spd", "sf"), ("DF", "spd", "df"))
+
+
+def time_model(model, ref, steps, dt, reps=7):
+    """Best-of-``reps`` seconds per step for each solver; solvers interleaved inside each repetition
+    so that load from other processes hits all of them alike.  Also the restarts after divergence."""
+    Qr = ref.sample(np.arange(steps) * dt + dt)
+    q0, v0 = ref.q_at(0.0), ref.v_at(0.0)
+    ks = Scene().kernel_arrays(model)
+    setup = {}
+    for label, mode, solver in LABELS:
+        ctl = pbsim.Control(mode=mode, kp=ref.kp if mode == "spd" else 0.0, kd=ref.kd if mode == "spd" else 0.0,
+                            q_ref=Qr[0], spd_solver=solver)
+        setup[label] = (ctl.kernel_arrays(model, 1), make_work(model, 1), make_step_work(model, 1, stages=1, dense=True))
+    best = {k: np.inf for k, _, _ in LABELS}
+    resets = {}
+    for r in range(reps + 1):
+        for label, _, _ in LABELS:
+            kc, w, sw = setup[label]
+            q, v = q0[None].copy(), v0[None].copy()
+            qn, vn = np.empty_like(q), np.empty_like(v)
+            n = 2 if r == 0 else steps  # r = 0 compiles
+            t0 = time.perf_counter()
+            nres = run(model.k, ks, kc, w, sw, q, v, dt, Qr[:n], qn, vn, q0, v0)
+            el = (time.perf_counter() - t0) / n
+            if r > 0:
+                best[label] = min(best[label], el)
+                resets[label] = nres
+    return best, resets
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--png", default="docs/img/bench_spd.png")
+    a = ap.parse_args()
+    numba.set_num_threads(1)
+    dt = 1.0 / 30.0
+    import pybullet_data
+
+    hum = pbsim.load(os.path.join(pybullet_data.getDataPath(), "humanoid/humanoid.urdf"), floating_base=True)
+    cases = [("Humanoid", hum, motions.humanoid_gait(hum, kp=75000, kd=4000, root="hog", dt=dt))]
+    for n in (36, 72, 195):
+        sn = pbsim_models.snake(n)
+        cases.append((f"Snake{n}", sn, motions.snake_slither(sn, kp=75000, kd=4000, root="hog", dt=dt)))
+    rows = []
+    for name, m, ref in cases:
+        t, res = time_model(m, ref, a.steps, dt)
+        rows.append((name, m.nv, t))
+        if any(res.values()):
+            print(f"  {name}: restarts after divergence in {a.steps} steps: {res}")
+    print(f"Table 2/3 reproduction (semi-implicit Euler, dt = 1/30, one thread, {a.steps} steps, best of 7, interleaved)")
+    print("| model | n | FPS DF | FPS SF | FPS MABA | FPS no-SPD | DF/MABA time | SF/DF time | SPD share DF | SF | MABA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, n, t in rows:
+        sh = {k: max(0.0, (t[k] - t["base"]) / t[k]) * 100 for k in ("DF", "SF", "MABA")}
+        print(f"| {name} | {n} | {1/t['DF']:,.0f} | {1/t['SF']:,.0f} | {1/t['MABA']:,.0f} | {1/t['base']:,.0f} | "
+              f"{t['DF']/t['MABA']:.2f} | {t['SF']/t['DF']:.2f} | {sh['DF']:.1f}% | {sh['SF']:.1f}% | {sh['MABA']:.1f}% |")
+    sn = [(n, t["MABA"]) for name, n, t in rows if name.startswith("Snake")]
+    x, y = np.log([s[0] for s in sn]), np.log([s[1] for s in sn])
+    slope = np.polyfit(x, y, 1)[0]
+    print(f"\nMABA step time vs DOF on the snakes (log-log slope): {slope:.3f}")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    names = [r[0] for r in rows]
+    for k, lab in (("DF", "DF"), ("SF", "SF"), ("MABA", "MABA")):
+        ax[0].bar(np.arange(len(rows)) + {"DF": -0.25, "SF": 0, "MABA": 0.25}[k], [1 / r[2][k] for r in rows], 0.25, label=lab)
+    ax[0].set_xticks(range(len(rows)), names)
+    ax[0].set_yscale("log")
+    ax[0].set_ylabel("simulated frames / s (1 thread)")
+    ax[0].legend()
+    for k in ("DF", "SF", "MABA"):
+        ax[1].loglog([s[0] for s in sn], [r[2][k] * 1e6 for r in rows if r[0].startswith("Snake")], "o-", label=k)
+    ax[1].set_xlabel("DOF (snakes)")
+    ax[1].set_ylabel("step time (us)")
+    ax[1].legend()
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(a.png), exist_ok=True)
+    fig.savefig(a.png, dpi=110)
+    print(f"wrote {a.png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Stable PD (paper 001): DF, SF and MABA agree; Eq. 6 holds; SPD is stable where PD diverges."""
+import numpy as np
+import pytest
+
+import pbsim
+from pbsim.control import Reference, control_from_args, gains, motions, per_dof, spd_forward
+from pbsim.control.control import dof_parents
+from pbsim.errors import InputError
+from tests.conftest import pybullet_file, robosimian_urdf
+
+import pbsim_models
+
+
+def _models():
+    out = [("humanoid", lambda: pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)),
+           ("robosimian", lambda: pbsim.load(robosimian_urdf(), floating_base=True)),
+           ("snake36", lambda: pbsim_models.snake(36)), ("snake72", lambda: pbsim_models.snake(72)),
+           ("chain12", lambda: pbsim_models.chain(12)), ("ballchain6", lambda: pbsim_models.chain(6, joint="ball"))]
+    return out
+
+
+@pytest.mark.parametrize("name,make", _models(), ids=[n for n, _ in _models()])
+def test_df_sf_maba_same_acceleration_and_eq6(name, make):
+    m = make()
+    rng = np.random.default_rng(7)
+    B = 3
+    q = np.stack([m.random_configuration(rng) for _ in range(B)])
+    v = rng.normal(size=(B, m.nv))
+    c = pbsim.Control(mode="spd", kp=rng.uniform(0, 8e4, (B, m.nv)), kd=rng.uniform(0, 5e3, (B, m.nv)),
+                      q_ref=np.stack([m.random_configuration(rng) for _ in range(B)]),
+                      v_ref=rng.normal(size=(B, m.nv)), tau=rng.normal(size=m.nv))
+    dt = 1.0 / 30.0
+    res = {s: spd_forward(m, q, v, c, dt, solver=s) for s in ("maba", "sf", "df")}
+    a = res["maba"][0]
+    for s in ("sf", "df"):
+        rel = np.abs(res[s][0] - a).max() / np.abs(a).max()
+        assert rel < 1e-9, (name, s, rel)
+    # Eq. 6 with the new acceleration: tau = tau_ff - kp ((q (+) dt v) (-) q_ref) - kd (v + dt qdd - v_ref)
+    qdd, tau = res["maba"]
+    e = -pbsim.difference(m, pbsim.integrate(m, q, dt * v), c.q_ref)
+    tau6 = c.tau - c.kp * e - c.kd * (v + dt * qdd - c.v_ref)
+    assert np.abs(tau - tau6).max() <= 1e-9 * np.abs(tau6).max()
+    # ... and the equation of motion (Eq. 5) with that torque (implicit joint damping as in euler)
+    lhs = pbsim.rnea(m, q, v, qdd)
+    assert np.abs(lhs - (tau - m.damping * (v + dt * qdd))).max() <= 1e-9 * np.abs(lhs).max()
+    # standalone MABA (Sec. 5): its torque through plain forward dynamics gives the same qdd
+    if not np.any(m.damping):
+        assert np.abs(pbsim.aba(m, q, v, tau) - qdd).max() <= 1e-7 * np.abs(qdd).max()
+
+
+def test_sparse_factor_is_exact_for_branchy_tree():
+    """SF touches only ancestor entries: with the humanoid's lambda the LTL factor reproduces M."""
+    from pbsim.control.sparse import ltl_factor
+    m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
+    q = m.random_configuration(np.random.default_rng(1))
+    M = pbsim.crba(m, q)
+    H = M.copy()
+    lam = dof_parents(m)
+    ltl_factor(m.nv, lam, H)
+    L = np.tril(H)
+    assert np.allclose(L.T @ L, M, rtol=0, atol=1e-10 * np.abs(M).max())
+    assert dof_parents(m)[6] == 5 and dof_parents(m)[0] == -1
+
+
+def test_pd_diverges_spd_stable_at_dt_1_30():
+    """Sec. 4.1 gains (kp 75000 / kd 4000 internal, 20000 / 2000 hand-of-God root), dt = 1/30."""
+    m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
+    dt = 1.0 / 30.0
+    out = {}
+    for mode in ("pd", "spd"):
+        ref = motions.humanoid_gait(m, kp=75000, kd=4000, root="hog", mode=mode, dt=dt)
+        tr = pbsim.rollout(m, "euler", dt=dt, steps=45, q0=ref.q_at(0), v0=ref.v_at(0), control=ref, on_nan="stop")
+        err = max(np.abs(pbsim.difference(m, ref.q_at(t), q)).max() for t, q in zip(tr.t, tr.q))
+        out[mode] = (bool(tr.diverged[0]), err)
+    assert out["pd"][0] or out["pd"][1] > 10.0, out
+    assert not out["spd"][0] and out["spd"][1] < 0.3, out
+
+
+def test_euler_solvers_agree_and_clamp():
+    m = pbsim_models.snake(36)
+    dt = 1.0 / 60.0
+    ref = motions.snake_slither(m, kp=2000, kd=100, root="hog", dt=dt)
+    runs = {s: pbsim.rollout(m, "euler", dt=dt, steps=20, control=lambda t, st, s=s: _with(ref(t), spd_solver=s))
+            for s in ("maba", "sf", "df")}
+    for s in ("sf", "df"):
+        assert np.abs(runs[s].q - runs["maba"].q).max() < 1e-9
+    # clamping: every hinge torque within the model's 50 Nm effort
+    c = _with(ref(0.0), clamp=True, kp=per_dof(m, {"joint*": 5e4, "*root": 2e4}))
+    q0 = m.default_configuration()
+    qdd, tau = spd_forward(m, q0, np.zeros(m.nv), c, dt)
+    _, tau_free = spd_forward(m, q0, np.zeros(m.nv), _with(c, clamp=False), dt)
+    assert np.abs(tau_free[6:]).max() > 50.0  # the test needs saturation
+    assert np.abs(tau[6:]).max() <= 50.0 + 1e-9
+    assert np.abs(pbsim.rnea(m, q0, np.zeros(m.nv), qdd) - tau).max() < 1e-8 * np.abs(tau).max()
+
+
+def _with(c, **kw):
+    from dataclasses import replace
+    return replace(c, **kw)
+
+
+def test_targets_gains_and_files(tmp_path):
+    m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
+    kp, kd = gains(m, {"*": 75000.0, "right_knee": 1.0}, 4000.0, root="hog")
+    assert kp[:6].tolist() == [20000.0] * 6 and kd[:6].tolist() == [2000.0] * 6
+    assert kp[m.idx_v("right_knee")][0] == 1.0 and kp[m.idx_v("chest")].tolist() == [75000.0] * 3
+    with pytest.raises(InputError, match="no joint matches 'elbo'"):
+        per_dof(m, {"elbo": 1.0})
+    ref = motions.humanoid_gait(m)
+    ts = np.linspace(0.0, 1.0, 11)
+    for ext in ("npz", "csv"):
+        p = tmp_path / f"gait.{ext}"
+        ref.save(p, ts)
+        r2 = control_from_args(m, control="spd", solver="sf", kp="75000", kd="*=4000", target=str(p))
+        assert isinstance(r2, Reference)
+        assert np.allclose(r2.q_at(0.3), ref.q_at(0.3), atol=1e-12)  # a sample
+        mid = r2.q_at(0.35)  # geodesic midpoint between samples
+        d0 = pbsim.difference(m, ref.q_at(0.3), mid)
+        d1 = pbsim.difference(m, mid, ref.q_at(0.4))
+        assert np.allclose(d0, d1, atol=1e-9)
+        c = r2(0.35, None)
+        assert c.spd_solver == "sf" and c.kp[0] == 0.0 and c.kd[10] == 4000.0  # passive root by default
+    (tmp_path / "bad.csv").write_text("t,nose\n0,1\n")
+    with pytest.raises(InputError, match="nose"):
+        control_from_args(m, target=str(tmp_path / "bad.csv"))
+    with pytest.raises(InputError, match="spd_solver"):
+        pbsim.Control(mode="spd", spd_solver="lu").kernel_arrays(m, 1)
