@@ -1,0 +1,439 @@
+"""Linear-time variational integrator (paper 004): DEL equation by DRNEA, root by RIQN.
+
+Each step finds ``q_k+1`` with ``f(q_k+1) = 0`` (Eq. 3/17, evaluated by DRNEA, Alg. 2) by
+
+- ``riqn`` (default, Alg. 3 / Eq. 25): ``q_l+1 = q_l (+) (-dt M(q_k)^-1 e_l)``, the product
+  ``M^-1 e`` by one O(n) articulated-body solve (ABA with zero velocity and gravity; the factor
+  ``M(q_k) + dt diag(damping + dt kp + kd)`` is formed once per step, MABA-style);
+- ``newton``: exact Jacobian (Alg. 4, O(n^2) columns) and a dense LU solve (O(n^3));
+- ``broyden``: exact Jacobian at the first iteration of the step, then Broyden's rank-one
+  updates of its inverse (O(n^2) per iteration).
+
+Initial guesses (§3.3): ``ig=1`` q_k; ``ig=2`` explicit Euler with ``v_k ~ (q_k (-) q_k-1)/dt``;
+``ig=3`` semi-implicit Euler with ABA.  Convergence: the update's max-norm (rad / m) <= ``tol``,
+at most ``max_iter`` updates; ``Diagnostics.iterations/residual/converged`` report it, and the
+integrator warns (or raises, ``on_fail="raise"``) when a step did not converge.
+
+State: ``q_prev`` (q_k-1) makes the step the two-step DEL of the paper.  Without it (first step)
+the step uses the position-momentum form with ``p_k = M(q_k) v_k``, i.e. the discrete Legendre
+transform ``D2 Ld(q_k-1, q_k) = p_k`` that defines a consistent q_k-1 from v_k (Marsden & West
+2001, §1.5): the same equation, without solving for q_k-1 explicitly.  The returned velocity is the
+discrete Legendre transform ``v_k+1 = M(q_k+1)^-1 D2 Ld(q_k, q_k+1)`` (second order; = velocity
+Verlet for a particle), and the returned state carries ``q_prev = q_k``.
+
+Joint impulses (Lagrange-d'Alembert, all in the F^- slot): torques ``dt tau``; damping ``-d (q_k+1 (-) q_k)``
+(implicit); PD at (q_k, v_k); SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next state, with
+``d_k = q_k+1 (-) q_k``.  Armature uses the discrete Lagrangian ``dt/2 a (d_k/dt)^2`` (exact for 1-DOF
+joints; for ball/free joints the Newton Jacobian treats ``d d_k / d q_k+1`` as identity).
+"""
+from __future__ import annotations
+
+import warnings
+from collections import namedtuple
+
+import numpy as np
+from numba import prange
+
+from pbsim.backends.kernel import kernel
+from pbsim.control.control import SPD
+from pbsim.control.pd import control_torques
+from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
+from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup, make_drnea_work
+from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.joints import difference_config, integrate_config
+from pbsim.dynamics.kinematics import velocity_pass
+from pbsim.dynamics.rnea import rnea_state
+from pbsim.dynamics.spatial import force_to_parent_add, motion_to_child
+from pbsim.dynamics.workspace import work_for
+from pbsim.errors import InputError, SimulationError
+from pbsim.integrators.base import Diagnostics, Integrator, State, register
+
+RIQN, NEWTON, BROYDEN = 0, 1, 2
+METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
+
+VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy")
+
+
+def make_vwork(model, batch: int, dense: bool) -> VWork:
+    B, nq, nv = max(batch, 1), model.nq, model.nv
+    z = np.zeros
+    nd = nv if dense else 1
+    return VWork(z((B, nq)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
+                 z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
+                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)))
+
+
+@kernel
+def minv_factor(m, w, b, q, zero, arm_extra):
+    """Articulated inertias at q with zero velocity: the O(n) factor of ``M(q) + diag(arm_extra)``."""
+    velocity_pass(m, w, b, q, zero)
+    aba_init(m, w, b)
+    aba_backward(m, w, b, zero, arm_extra)
+
+
+@kernel
+def minv_solve(m, w, b, tau, x):
+    """``x = (M + diag(arm_extra))^-1 tau`` from :func:`minv_factor` (impulse-based ABA, Eq. 25:
+    no velocity, no gravity), O(n): backward pass of the bias impulses, forward pass."""
+    pA = w.pA[b]
+    u = w.u[b]
+    acc = w.acc[b]
+    du = w.vec[b, 0]
+    t6 = w.vec[b, 1]
+    for i in range(m.nb):
+        for r in range(6):
+            pA[i, r] = 0.0
+    for i in range(m.nb - 1, -1, -1):
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        for a in range(nvi):
+            s = tau[j0 + a]
+            for r in range(6):
+                s -= m.S[i, a, r] * pA[i, r]
+            u[i, a] = s
+        par = m.parent[i]
+        if par >= 0:
+            for a in range(nvi):
+                s = 0.0
+                for k in range(nvi):
+                    s += w.Dinv[b, i, a, k] * u[i, k]
+                du[a] = s
+            for r in range(6):
+                s = pA[i, r]
+                for a in range(nvi):
+                    s += w.U[b, i, a, r] * du[a]
+                t6[r] = s
+            force_to_parent_add(w.R[b, i], w.p[b, i], t6, pA[par])
+    for i in range(m.nb):
+        par = m.parent[i]
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        if par >= 0:
+            motion_to_child(w.R[b, i], w.p[b, i], acc[par], acc[i])
+        else:
+            for r in range(6):
+                acc[i, r] = 0.0
+        for a in range(nvi):
+            s = u[i, a]
+            for r in range(6):
+                s -= w.U[b, i, a, r] * acc[i, r]
+            du[a] = s
+        for a in range(nvi):
+            s = 0.0
+            for k in range(nvi):
+                s += w.Dinv[b, i, a, k] * du[k]
+            x[j0 + a] = s
+        for k in range(nvi):
+            for r in range(6):
+                acc[i, r] += m.S[i, k, r] * x[j0 + k]
+
+
+@kernel
+def lu_solve(A, x, n):
+    """Solve ``A y = x`` in place (x <- y) by Gaussian elimination with partial pivoting; A is destroyed."""
+    for k in range(n):
+        piv = k
+        best = abs(A[k, k])
+        for r in range(k + 1, n):
+            if abs(A[r, k]) > best:
+                best = abs(A[r, k])
+                piv = r
+        if piv != k:
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[piv, c]
+                A[piv, c] = t
+            t = x[k]
+            x[k] = x[piv]
+            x[piv] = t
+        d = A[k, k]
+        for r in range(k + 1, n):
+            fct = A[r, k] / d
+            if fct != 0.0:
+                for c in range(k + 1, n):
+                    A[r, c] -= fct * A[k, c]
+                x[r] -= fct * x[k]
+    for k in range(n - 1, -1, -1):
+        s = x[k]
+        for c in range(k + 1, n):
+            s -= A[k, c] * x[c]
+        x[k] = s / A[k, k]
+
+
+@kernel
+def gj_inverse(A, Ainv, n):
+    """``Ainv = A^-1`` by Gauss-Jordan with partial pivoting (A is destroyed)."""
+    for r in range(n):
+        for c in range(n):
+            Ainv[r, c] = 1.0 if r == c else 0.0
+    for k in range(n):
+        piv = k
+        best = abs(A[k, k])
+        for r in range(k + 1, n):
+            if abs(A[r, k]) > best:
+                best = abs(A[r, k])
+                piv = r
+        if piv != k:
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[piv, c]
+                A[piv, c] = t
+                t = Ainv[k, c]
+                Ainv[k, c] = Ainv[piv, c]
+                Ainv[piv, c] = t
+        d = A[k, k]
+        for c in range(n):
+            A[k, c] /= d
+            Ainv[k, c] /= d
+        for r in range(n):
+            if r != k:
+                fct = A[r, k]
+                if fct != 0.0:
+                    for c in range(n):
+                        A[r, c] -= fct * A[k, c]
+                        Ainv[r, c] -= fct * Ainv[k, c]
+
+
+@kernel
+def vi_residual(m, dw, vw, b, q, qi, dt, f):
+    """Full residual f(qi): DRNEA body part + armature + damping/SPD (linear in d_k) - constant impulses."""
+    drnea_eval(m, dw, b, qi, dt, f)
+    d = vw.d[b]
+    difference_config(m, q, qi, d, dw.Rj[b])
+    r = 0.0
+    for j in range(m.nv):
+        f[j] += (m.armature[j] / dt + vw.lin[b, j]) * d[j] - vw.Qc[b, j]
+        if abs(f[j]) > r:
+            r = abs(f[j])
+    return r
+
+
+@kernel
+def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol, maxit, qn, vn, stats):
+    nv = m.nv
+    lin = vw.lin[b]
+    Qc = vw.Qc[b]
+    zero = vw.zero[b]
+    tau = vw.tau[b]
+    arm = vw.arm[b]
+    qi = vw.qi[b]
+    for j in range(nv):
+        zero[j] = 0.0
+    # joint impulses (all constant within the step, or linear in d_k)
+    control_torques(m, c, b, q, v, dt, vw.dq[b], w.Rj[b], tau, arm)
+    spd = c.mode == SPD
+    bp = b if c.kp.shape[0] > 1 else 0
+    bd = b if c.kd.shape[0] > 1 else 0
+    for j in range(nv):
+        lin[j] = m.damping[j]
+        if spd:
+            kp = c.kp[bp, j]
+            kd = c.kd[bd, j]
+            Qc[j] = dt * (tau[j] + (kp * dt + kd) * v[j])
+            lin[j] += dt * kp + kd
+        else:
+            Qc[j] = dt * tau[j]
+    if has_prev:
+        difference_config(m, qprev, q, vw.dprev[b], w.Rj[b])
+        for j in range(nv):
+            Qc[j] += m.armature[j] / dt * vw.dprev[b, j]
+    else:
+        rnea_state(m0, w, b, q, zero, v, vw.p[b])  # p_k = M(q_k) v_k
+        for j in range(nv):
+            Qc[j] += vw.p[b, j]
+            vw.dprev[b, j] = dt * v[j]
+    # initial guess (Sec. 3.3)
+    if ig == 3:  # tau still holds the control torques
+        for j in range(nv):
+            tau[j] -= m.damping[j] * v[j]
+        velocity_pass(m, w, b, q, v)
+        aba_init(m, w, b)
+        aba_backward(m, w, b, tau, zero)
+        aba_forward(m, w, b, vw.x[b])
+        for j in range(nv):
+            vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
+        integrate_config(m, q, vw.vt[b], qi, w.Rj[b])
+    elif ig == 2:
+        integrate_config(m, q, vw.dprev[b], qi, w.Rj[b])
+    else:
+        for j in range(m.nq):
+            qi[j] = q[j]
+    # per-step constants
+    if method == RIQN:
+        for j in range(nv):
+            arm[j] = dt * lin[j]
+        minv_factor(m, w, b, q, zero, arm)
+    drnea_setup(m, dw, b, qprev, q, dt, has_prev, 1.0 if has_prev else 0.5)
+    f = vw.f[b]
+    x = vw.x[b]
+    it = 0
+    conv = False
+    res = 0.0
+    while True:
+        res = vi_residual(m, dw, vw, b, q, qi, dt, f)
+        if it >= maxit:
+            break
+        if method == RIQN:
+            minv_solve(m, w, b, f, x)  # Eq. 25
+            for j in range(nv):
+                x[j] *= dt
+        elif method == NEWTON or it == 0:
+            Jac = vw.Jac[b]
+            drnea_jacobian(m, dw, b, dt, Jac)
+            for j in range(nv):
+                Jac[j, j] += m.armature[j] / dt + lin[j]
+            if method == NEWTON:
+                for j in range(nv):
+                    x[j] = f[j]
+                lu_solve(Jac, x, nv)
+            else:
+                gj_inverse(Jac, vw.H[b], nv)
+        else:  # Broyden ("good") update of H ~ J^-1: s = -x_old, y = f - f_old
+            H = vw.H[b]
+            hy = vw.hy[b, 0]
+            sh = vw.hy[b, 1]
+            den = 0.0
+            for r in range(nv):
+                s = 0.0
+                for cc in range(nv):
+                    s += H[r, cc] * (f[cc] - vw.fold[b, cc])
+                hy[r] = s
+                den -= x[r] * s
+            for cc in range(nv):
+                s = 0.0
+                for r in range(nv):
+                    s -= x[r] * H[r, cc]
+                sh[cc] = s
+            if den != 0.0:
+                for r in range(nv):
+                    a = (-x[r] - hy[r]) / den
+                    for cc in range(nv):
+                        H[r, cc] += a * sh[cc]
+        if method == BROYDEN:
+            H = vw.H[b]
+            for r in range(nv):
+                s = 0.0
+                for cc in range(nv):
+                    s += H[r, cc] * f[cc]
+                vw.vt[b, r] = s
+            for r in range(nv):
+                x[r] = vw.vt[b, r]
+                vw.fold[b, r] = f[r]
+        step = 0.0
+        for j in range(nv):
+            if abs(x[j]) > step:
+                step = abs(x[j])
+            vw.vt[b, j] = -x[j]
+        integrate_config(m, qi, vw.vt[b], qi, w.Rj[b])
+        it += 1
+        if step <= tol:
+            conv = True
+            break
+        if not (step < 1e6):  # diverged / NaN
+            break
+    for j in range(m.nq):
+        qn[j] = qi[j]
+    # discrete Legendre transform: v_k+1 = M(q_k+1)^-1 D2 Ld(q_k, q_k+1)
+    drnea_eval(m, dw, b, qi, dt, f)
+    difference_config(m, q, qi, vw.d[b], dw.Rj[b])
+    drnea_momentum(m, dw, b, dt, vw.p[b])
+    for j in range(nv):
+        vw.p[b, j] += m.armature[j] / dt * vw.d[b, j]
+    minv_factor(m, w, b, qi, zero, zero)
+    minv_solve(m, w, b, vw.p[b], vn)
+    stats[0] = it
+    stats[1] = res
+    stats[2] = 1.0 if conv else 0.0
+
+
+@kernel(parallel=True)
+def vi_batch(m, m0, c, w, dw, vw, q, qprev, has_prev, v, dt, method, ig, tol, maxit, qn, vn, e, stats):
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        vi_state(m, m0, c, w, dw, vw, b, q[b], qprev[b], has_prev, v[b], dt, method, ig, tol, maxit,
+                 qn[b], vn[b], stats[b])
+        energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@register("variational", doc="variational integrator (paper 004): DEL by DRNEA, solved by RIQN (O(n))",
+          method="riqn")
+class Variational(Integrator):
+    """Variational integrator on the trapezoidal discrete Lagrangian (paper 004).
+
+    Options: ``method`` ("riqn" | "newton" | "broyden"), ``ig`` (1, 2, 3: initial guess of §3.3,
+    default 3), ``tol`` (max-norm of the update, rad/m; default 1e-12), ``max_iter`` (default 50),
+    ``on_fail`` ("warn" | "raise" | "ignore") for steps that did not converge.
+    """
+
+    implicit = True
+
+    def __init__(self, model, scene=None, method="riqn", ig=3, tol=1e-12, max_iter=50, on_fail="warn", **options):
+        super().__init__(model, scene, **options)
+        if method not in METHODS:
+            raise InputError(f"unknown variational method {method!r}; expected one of {sorted(METHODS)}")
+        if int(ig) not in (1, 2, 3):
+            raise InputError(f"initial guess ig must be 1, 2 or 3 (paper 004 Sec. 3.3), got {ig!r}")
+        if not (float(tol) > 0):
+            raise InputError(f"tol must be positive, got {tol!r}")
+        if int(max_iter) < 1:
+            raise InputError(f"max_iter must be >= 1, got {max_iter!r}")
+        if on_fail not in ("warn", "raise", "ignore"):
+            raise InputError(f"on_fail must be 'warn', 'raise' or 'ignore', got {on_fail!r}")
+        if self.scene.kernel_arrays(model).npts > 0:
+            raise InputError("the variational integrator does not handle contact yet (scene has contact points)")
+        self.method = method
+        self.ig = int(ig)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.on_fail = on_fail
+        self._m0 = model.k._replace(gravity=np.zeros(3))
+        self._B = None
+
+    def _buffers(self, B):
+        if self._B != B:
+            self._B = B
+            self._dw = make_drnea_work(self.model, B)
+            self._vw = make_vwork(self.model, B, self.method != "riqn")
+        return work_for(self.model, B), self._dw, self._vw
+
+    def _step(self, state, control, dt):
+        B = state.batch
+        w, dw, vw = self._buffers(B)
+        kc = control.kernel_arrays(self.model, B)
+        has_prev = state.q_prev is not None
+        qprev = np.ascontiguousarray(state.q_prev) if has_prev else state.q
+        if has_prev and qprev.shape != state.q.shape:
+            raise InputError(f"state.q_prev has shape {qprev.shape}, expected {state.q.shape}")
+        q = np.ascontiguousarray(state.q)
+        v = np.ascontiguousarray(state.v)
+        qn = np.empty_like(q)
+        vn = np.empty_like(v)
+        e = np.empty((B, 2))
+        stats = np.zeros((B, 3))
+        vi_batch(self.model.k, self._m0, kc, w, dw, vw, q, qprev, has_prev, v, dt, METHODS[self.method],
+                 self.ig, self.tol, self.max_iter, qn, vn, e, stats)
+        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
+        conv = (stats[:, 2] > 0.5) & ~nan
+        if not conv.all() and self.on_fail != "ignore":
+            bad = np.flatnonzero(~conv)
+            msg = (f"variational ({self.method}) step at t={state.t:.6g} did not converge for trajectories "
+                   f"{bad[:10].tolist()} (residual {stats[bad[0], 1]:.3g} after {int(stats[bad[0], 0])} iterations, "
+                   f"tol {self.tol:g}, max_iter {self.max_iter})")
+            if self.on_fail == "raise":
+                raise SimulationError(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        diag = Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=stats[:, 0].astype(np.int64),
+                           residual=stats[:, 1], converged=conv)
+        return State(qn, vn, state.t + dt, q.copy()), diag
+
+
+@register("variational_newton", doc="variational integrator, DEL by DRNEA solved by Newton (exact Jacobian, Alg. 4)",
+          method="newton")
+class VariationalNewton(Variational):
+    """Variational integrator with Newton's method (baseline of paper 004 §4.3)."""
+
+
+@register("variational_broyden", doc="variational integrator, DEL by DRNEA solved by Broyden's method",
+          method="broyden")
+class VariationalBroyden(Variational):
+    """Variational integrator with Broyden's method (baseline of paper 004 §4.3)."""
