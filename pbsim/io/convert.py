@@ -265,14 +265,17 @@ def _joint_maps(a, b):
 
 def dynamics_error(a, b, nstates: int = 20, rng=0, ignore_armature: bool = False) -> float:
     """Largest relative difference of the mass matrix and of ABA between models ``a`` and
-    ``b`` at ``nstates`` random states (joints matched by name; free joints must have the same
-    placement).  ``ignore_armature`` compares ``M - diag(armature)`` of each (URDF has none) and
+    ``b`` at ``nstates`` random states (joints matched by name; free joints compared at the
+    same world pose, so their placements may differ).  ``ignore_armature`` compares ``M - diag(armature)`` of each (URDF has none) and
     ABA with ``a``'s armature added to ``b``."""
     import dataclasses
 
     from pbsim.dynamics.api import aba, crba
 
+    from pbsim.io.export_urdf import quat_to_rot, rot_to_quat
+
     qa, qb, va, vb = _joint_maps(a, b)
+    free = [(i, b.joint_index(n)) for i, n in enumerate(a.joint_names) if a.jtype[i] == FREE]
     if ignore_armature:
         arm = np.zeros(b.nv)
         arm[vb] = a.armature[va]
@@ -285,6 +288,12 @@ def dynamics_error(a, b, nstates: int = 20, rng=0, ignore_armature: bool = False
         tau = rng.normal(size=a.nv)
         q2 = np.zeros(b.nq)
         q2[qb] = q[qa]
+        for i, j in free:  # same world pose: tree_b o q_b = tree_a o q_a
+            ka, kb = a.iq[i], b.iq[j]
+            Rw = a.tree_R[i] @ quat_to_rot(q[ka + 3:ka + 7])
+            pw = a.tree_p[i] + a.tree_R[i] @ q[ka:ka + 3]
+            q2[kb:kb + 3] = b.tree_R[j].T @ (pw - b.tree_p[j])
+            q2[kb + 3:kb + 7] = rot_to_quat(b.tree_R[j].T @ Rw)
         v2, t2 = np.zeros(b.nv), np.zeros(b.nv)
         v2[vb], t2[vb] = v[va], tau[va]
         Ma = crba(a, q)

@@ -219,7 +219,11 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     if len(asset) == 0:
         root.remove(asset)
 
-    if q_def is not None and np.any([model.jtype[i] != FREE for i in range(model.nb)]):
+    nonfree = np.ones(model.nq, bool)
+    for i in range(model.nb):
+        if model.jtype[i] == FREE:
+            nonfree[model.iq[i]:model.iq[i] + 7] = False
+    if q_def is not None and not np.allclose(q_def[nonfree], model.neutral()[nonfree], rtol=0, atol=0):
         qk = q_def.copy()
         for i in range(model.nb):  # free joints: MuJoCo qpos is the world pose
             if model.jtype[i] == FREE:
