@@ -128,8 +128,10 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
             k = int(model.iv[i])
             nv = int(model.nvj[i])
             jname = joints.take(model.joint_names[i])
-            if t == FREE:
-                j = etree.SubElement(el, "freejoint", name=jname)
+            if t == FREE:  # <freejoint/> takes no damping/armature: <joint type="free"> then
+                plain = not (np.any(model.damping[k:k + nv]) or np.any(model.armature[k:k + nv]))
+                j = etree.SubElement(el, "freejoint", name=jname) if plain else \
+                    etree.SubElement(el, "joint", name=jname, type="free")
             else:
                 j = etree.SubElement(el, "joint", name=jname,
                                      type={REVOLUTE: "hinge", PRISMATIC: "slide", BALL: "ball"}[t])
@@ -148,6 +150,10 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                         report.append(f"MJCF: joint {model.joint_names[i]!r} has per-DOF {attr} {vals.tolist()}; "
                                       f"MJCF holds one value per joint, wrote {vals.max()}")
                     j.set(attr, fmt(vals.max()))
+            if t == FREE and np.any(model.armature[k:k + 3]):
+                report.append(f"MJCF: armature on the linear DOFs of free joint {model.joint_names[i]!r}: MuJoCo "
+                              "applies it to the world-frame velocity, pbsim to the body-frame one (the "
+                              "accelerations differ by armature * omega x v)")
             eff = model.effort_limit[k:k + nv]
             if np.all(np.isfinite(eff)) and t != FREE:
                 j.set("actuatorfrcrange", fmt(-eff.max(), eff.max()))
