@@ -64,6 +64,13 @@ def _target(out_path: str) -> str:
 
 
 # ---------------------------------------------------------------------- source-format extras
+def _nonzero(text) -> bool:
+    try:
+        return float(text) != 0.0
+    except (TypeError, ValueError):
+        return True
+
+
 def _source_extras(in_path: str) -> list[str]:
     """Elements of the input file that pbsim's Model has no place for."""
     from lxml import etree
@@ -87,7 +94,10 @@ def _source_extras(in_path: str) -> list[str]:
                           ("joint/calibration", "joint calibrations"),
                           ("joint/dynamics[@friction]", "joint friction (dynamics/@friction)"),
                           (".//texture", "material textures")):
-            n = len(root.findall(tag))
+            els = root.findall(tag)
+            if "friction" in tag:
+                els = [e for e in els if _nonzero(e.get("friction"))]
+            n = len(els)
             if n:
                 lost.append(f"source URDF: {n} {what} are not part of pbsim's Model")
     else:
