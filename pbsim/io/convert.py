@@ -317,13 +317,14 @@ def dynamics_error(a, b, nstates: int = 20, rng=0, ignore_armature: bool = False
 
 def mujoco_dynamics_error(model, xml_path, nstates: int = 20, rng=0) -> float:
     """Largest relative difference between ``model`` and MuJoCo's compilation of ``xml_path``
-    (mass matrix from ``mj_fullM``; accelerations ``solve(M, tau - mj_rne)``) at random states.
+    (mass matrix from ``mj_fullM``, inverse dynamics ``mj_rne`` with random accelerations, against
+    ``crba`` and ``rnea``) at random states; relative to the largest entry (torques: or 1).
 
     MuJoCo's free joint: qpos = world pose (w,x,y,z), qvel = [world linear, body angular]; ours:
     placement (tree) composed with q, v = [body linear, body angular]."""
     import mujoco
 
-    from pbsim.dynamics.api import aba, crba
+    from pbsim.dynamics.api import crba, rnea
     from pbsim.io.export_urdf import quat_to_rot, rot_to_quat
 
     mj = mujoco.MjModel.from_xml_path(str(xml_path))
@@ -341,7 +342,6 @@ def mujoco_dynamics_error(model, xml_path, nstates: int = 20, rng=0) -> float:
     for _ in range(nstates):
         q = model.random_configuration(rng)
         v = rng.normal(size=model.nv)
-        tau_mj = rng.normal(size=model.nv)
         qpos = np.zeros(mj.nq)
         T = np.zeros((model.nv, model.nv))  # v_ours = T v_mj
         Tdv = np.zeros(model.nv)  # Tdot v_mj
@@ -365,22 +365,23 @@ def mujoco_dynamics_error(model, xml_path, nstates: int = 20, rng=0) -> float:
                 v_mj[da:da + nv] = v[j:j + nv]
         d.qpos[:] = qpos
         d.qvel[:] = v_mj
+        a_mj = rng.normal(size=model.nv)
+        d.qacc[:] = a_mj
         mujoco.mj_forward(mj, d)
+        d.qacc[:] = a_mj  # mj_forward overwrote it
         Mmj = np.zeros((mj.nv, mj.nv))
         if hasattr(d, "qM"):
             mujoco.mj_fullM(mj, Mmj, d.qM)
         else:  # MuJoCo >= 4
             mujoco.mj_fullM(mj, d, Mmj)
-        bias = np.zeros(mj.nv)
-        mujoco.mj_rne(mj, d, 0, bias)
-        a_mj = np.linalg.solve(Mmj, tau_mj - bias)
+        tau_mj = np.zeros(mj.nv)
+        mujoco.mj_rne(mj, d, 1, tau_mj)  # rigid-body M a + bias (gravity, Coriolis), no passive forces
+        tau_mj += mj.dof_armature * a_mj  # mj_rne leaves armature out; pbsim's rnea has it
         M = crba(model, q)
         Mpred = T.T @ M @ T
         err = max(err, np.abs(Mpred - Mmj).max() / np.abs(Mmj).max())
-        tau = np.linalg.solve(T.T, tau_mj)
-        a = aba(model, q, v, tau)
-        a_pred = np.linalg.solve(T, a - Tdv)
-        err = max(err, np.abs(a_pred - a_mj).max() / max(np.abs(a_mj).max(), 1.0))
+        tau = rnea(model, q, v, T @ a_mj + Tdv)
+        err = max(err, np.abs(T.T @ tau - tau_mj).max() / max(np.abs(tau_mj).max(), 1.0))
     return float(err)
 
 

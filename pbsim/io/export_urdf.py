@@ -101,8 +101,8 @@ def frames_by_body(model):
 
 def geom_frame(model, g, by_body):
     """The frame (of its own body) a shape was declared on, or None (write it on the body)."""
-    for f, own in by_body.get(int(g.body), []):
-        if f.name == g.link and not own:
+    for n, (f, own) in enumerate(by_body.get(int(g.body), [])):
+        if f.name == g.link and not own and not (g.body < 0 and n == 0):
             return f
     return None
 
@@ -275,6 +275,7 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
 
     # shapes
     nvis = {}
+    world_shapes = None
     for idx, g in enumerate(model.geoms):
         if g.body < 0 and world is None:
             continue
@@ -282,12 +283,18 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
         if f is not None:
             host = frame_link[(int(g.body), f.name)]
             R, p = f.R.T @ g.R, f.R.T @ (g.p - f.p)
+        elif g.body < 0:  # pbsim's reader treats a world link with shapes as a robot link: use a child
+            if world_shapes is None:
+                world_shapes = add_link("world_shapes")
+                add_fixed(world, world_shapes, np.eye(3), np.zeros(3), "world_shapes_fixed")
+            host, R, p = world_shapes, g.R, g.p
         else:
-            host = world if g.body < 0 else body_link[int(g.body)]
+            host = body_link[int(g.body)]
             R, p = g.R, g.p
         role = "visual" if g.role == "visual" else "collision"
-        if g.shape == "plane":
-            report.append(f"URDF: plane {g.name!r} written as <plane> (pbsim/pybullet dialect, not ROS URDF)")
+        if g.shape == "plane":  # urdfdom (ROS, Pinocchio) refuses unknown geometry: drop it
+            report.append(f"URDF: plane {g.name!r} dropped (URDF has no plane geometry)")
+            continue
         el = etree.Element(role, name=g.name) if g.name else etree.Element(role)
         _origin(el, R, p)
         _geometry(el, g, mesh_ref(g, idx, mesh_paths, out_dir) if g.shape == "mesh" else None)

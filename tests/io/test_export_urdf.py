@@ -126,6 +126,26 @@ def test_free_joint_with_placement_becomes_floating_joint(tmp_path):
     back = pbsim.load(out)
     assert np.allclose(back.tree_p[0], m.tree_p[0]) and np.allclose(back.tree_R[0], m.tree_R[0], atol=1e-15)
     assert dynamics_error(m, back, nstates=5) < TOL
+    pin = pytest.importorskip("pinocchio")
+    assert pin.buildModelFromUrdf(str(out)).nv == m.nv  # pin reads 'floating' as a free-flyer
+
+
+def test_world_shapes_and_planes(tmp_path):
+    """Shapes fixed to the world stay on the world link (fixed base); planes are dropped
+    (reported) so that urdfdom/Pinocchio still parse the file."""
+    import pbsim_models as pm
+    from pbsim.model import Geometry
+
+    m = pm.chain(2)
+    m.geoms.append(Geometry("floor", "plane", -1, np.eye(3), np.zeros(3), np.zeros(2)))
+    m.geoms.append(Geometry("post", "box", -1, np.eye(3), np.array([0, 0, -0.5]), np.array([0.1, 0.1, 0.5])))
+    out = tmp_path / "c.urdf"
+    lost = write_urdf(m, out)
+    assert any("floor" in x and "dropped" in x for x in lost)
+    back = pbsim.load(out)
+    post = [g for g in back.geoms if g.name == "post"]
+    assert len(post) == 1 and post[0].body == -1 and np.allclose(post[0].p, [0, 0, -0.5])
+    _pin_check(out, m)
 
 
 def test_rpy_and_quaternion_conversions(rng):
