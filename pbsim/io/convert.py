@@ -227,14 +227,16 @@ def _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, r
 # ---------------------------------------------------------------------- main entry
 def convert(in_path, out_path, mesh_format: str | None = "stl", convex_hull: bool = False,
             simplify: int | None = None, floating_base: bool | None = None, verbose: bool = False,
-            **load_kw) -> ConvertReport:
+            capsules: str = "capsule", **load_kw) -> ConvertReport:
     """Convert a robot file (URDF or MJCF) into another (by ``out_path``'s extension).
 
     ``mesh_format``: "stl" (default) or "obj" for every mesh written next to the output, or None
     to copy meshes the target reads as they are (URDF: STL/OBJ/DAE, MJCF: STL/OBJ) and convert
     the rest to STL.  ``convex_hull``: replace collision meshes by their convex hulls.
     ``simplify``: at most this many faces per mesh.  ``floating_base`` and ``load_kw`` go to
-    :func:`pbsim.load`.  Returns (and with ``verbose`` prints) a :class:`ConvertReport`.
+    :func:`pbsim.load`.  ``capsules`` (URDF output): "capsule" (pybullet dialect) or
+    "cylinder+spheres" (standard shapes).  Returns (and with ``verbose`` prints) a
+    :class:`ConvertReport`.
     """
     from pbsim.io import load
     from pbsim.io.export_mjcf import write_mjcf
@@ -249,8 +251,10 @@ def convert(in_path, out_path, mesh_format: str | None = "stl", convex_hull: boo
     rep.lost += _source_extras(in_path)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     meshes = _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, rep)
-    writer = write_urdf if target == "urdf" else write_mjcf
-    rep.lost += writer(model, out_path, mesh_paths=meshes)
+    if target == "urdf":
+        rep.lost += write_urdf(model, out_path, mesh_paths=meshes, capsules=capsules)
+    else:
+        rep.lost += write_mjcf(model, out_path, mesh_paths=meshes)
     if verbose:
         print(rep)
     return rep

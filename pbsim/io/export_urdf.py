@@ -160,9 +160,11 @@ def _geometry(el, g, ref):
 
 
 # ---------------------------------------------------------------------- writer
-def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
+def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="capsule"):
     """The URDF document (lxml element) for ``model``; see :func:`write_urdf`."""
     report = [] if report is None else report
+    if capsules not in ("capsule", "cylinder+spheres"):
+        raise ValueError(f"capsules={capsules!r}: expected 'capsule' or 'cylinder+spheres'")
     out_dir = os.path.dirname(os.path.abspath(path))
     robot = etree.Element("robot", name=model.name or "robot")
     by_body = frames_by_body(model)
@@ -276,6 +278,7 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
     # shapes
     nvis = {}
     world_shapes = None
+    ncaps = 0
     for idx, g in enumerate(model.geoms):
         if g.body < 0 and world is None:
             continue
@@ -292,6 +295,26 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
             host = body_link[int(g.body)]
             R, p = g.R, g.p
         role = "visual" if g.role == "visual" else "collision"
+        if g.shape == "capsule":
+            ncaps += 1
+            if capsules == "cylinder+spheres":  # the exact union, in shapes every URDF reader knows
+                from pbsim.model.geometry import Geometry
+
+                r, h = float(g.size[0]), float(g.size[1])
+                parts = [Geometry(g.name, "cylinder", g.body, R, p, np.array([r, h]), g.role, rgba=g.rgba)]
+                for s_, suf in ((1, "_top"), (-1, "_bottom")):
+                    parts.append(Geometry(g.name + suf, "sphere", g.body, R, p + s_ * h * R[:, 2], np.array([r]),
+                                          g.role, rgba=g.rgba))
+                for part in parts:
+                    el = etree.Element(role, name=part.name)
+                    _origin(el, part.R, part.p)
+                    _geometry(el, part, None)
+                    if role == "visual":
+                        mat = etree.SubElement(el, "material", name=nvis.setdefault(tuple(np.round(g.rgba, 6)),
+                                                                                   f"mat{len(nvis)}"))
+                        etree.SubElement(mat, "color", rgba=fmt(*g.rgba))
+                    link_el[host].append(el)
+                continue
         if g.shape == "plane":  # urdfdom (ROS, Pinocchio) refuses unknown geometry: drop it
             report.append(f"URDF: plane {g.name!r} dropped (URDF has no plane geometry)")
             continue
@@ -305,6 +328,12 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
         # URDF wants visuals before collisions only by convention; keep inertial first
         link_el[host].append(el)
 
+    if ncaps and capsules == "capsule":
+        report.append(f"URDF: {ncaps} capsule(s) written as <capsule> (pybullet/pbsim dialect; ROS urdfdom and "
+                      "Pinocchio skip them with 'Could not parse visual element'; capsules='cylinder+spheres' "
+                      "writes the exact union in standard shapes)")
+    elif ncaps:
+        report.append(f"URDF: {ncaps} capsule(s) written as a cylinder plus two spheres")
     # what URDF cannot hold
     own = dof_owner(model)
     arm = [(model.joint_names[own[j]], float(model.armature[j])) for j in range(model.nv)
@@ -322,13 +351,15 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None):
     return robot
 
 
-def write_urdf(model, path, mesh_paths: dict | None = None) -> list[str]:
+def write_urdf(model, path, mesh_paths: dict | None = None, capsules: str = "capsule") -> list[str]:
     """Write ``model`` as URDF to ``path``.
 
     ``mesh_paths``: optional ``{geom index: filename as written}`` (default: the mesh file's path
-    relative to the output folder).  Returns the list of things the URDF could not represent.
+    relative to the output folder).  ``capsules``: "capsule" (pybullet dialect, read by pbsim and
+    pybullet) or "cylinder+spheres" (the same solid in shapes ROS tools read).  Returns the list
+    of things the URDF could not represent.
     """
     report: list[str] = []
-    root = urdf_tree(model, path, mesh_paths, report)
+    root = urdf_tree(model, path, mesh_paths, report, capsules)
     etree.ElementTree(root).write(str(path), pretty_print=True, xml_declaration=True, encoding="utf-8")
     return report

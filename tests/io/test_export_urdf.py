@@ -148,6 +148,31 @@ def test_world_shapes_and_planes(tmp_path):
     _pin_check(out, m)
 
 
+def test_capsules_as_cylinder_and_spheres(tmp_path, capfd):
+    """ROS-compatible capsules: urdfdom parses every shape silently, dynamics unchanged."""
+    import pbsim_models as pm
+
+    m = pm.spider()
+    out = tmp_path / "s.urdf"
+    lost = write_urdf(m, out, capsules="cylinder+spheres")
+    assert "<capsule" not in out.read_text() and any("cylinder plus two spheres" in x for x in lost)
+    back = pbsim.load(out)
+    caps = [g for g in m.geoms if g.shape == "capsule"]
+    assert len(back.geoms) == len(m.geoms) + 2 * len(caps)
+    top = next(g for g in back.geoms if g.name == caps[0].name + "_top")
+    c = caps[0]
+    assert np.allclose(top.p, c.p + c.size[1] * c.R[:, 2]) and np.isclose(top.size[0], c.size[0])
+    assert dynamics_error(m, back, nstates=3) < TOL
+    pin = pytest.importorskip("pinocchio")
+    capfd.readouterr()
+    pin.buildModelFromUrdf(str(out), pin.JointModelFreeFlyer())
+    pin.buildGeomFromUrdf(pin.buildModelFromUrdf(str(out), pin.JointModelFreeFlyer()), str(out),
+                          pin.GeometryType.COLLISION)
+    assert "Could not parse" not in capfd.readouterr().err
+    with pytest.raises(ValueError, match="capsules"):
+        write_urdf(m, out, capsules="cone")
+
+
 def test_rpy_and_quaternion_conversions(rng):
     for _ in range(200):
         u = rng.normal(size=4)
