@@ -150,7 +150,7 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
         t = h["t"]
         for key, label in (("energy", "total energy [J]"), ("iterations", "solver iterations"),
                            ("tracking_error", "tracking error [rad]")):
-            if implot.begin_plot(f"{label}###plot_{key}", imgui.ImVec2(-1, 130)):
+            if implot.begin_plot(f"{label}###plot_{key}", imgui.ImVec2(-1, 110)):
                 implot.setup_axes("t [s]", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 if len(t) > 1:
                     implot.plot_line(key, np.ascontiguousarray(t), np.ascontiguousarray(h[key]))

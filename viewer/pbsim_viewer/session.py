@@ -189,7 +189,8 @@ class Session:
             self._fail(f"{type(e).__name__}: {e}")
             return False
         wall = time.perf_counter() - t0
-        self.ms_per_step = 1e3 * wall if self.steps == 0 else 0.9 * self.ms_per_step + 100.0 * wall
+        # the first step after a (re)start may include JIT compilation: do not let it seed the average
+        self.ms_per_step = 1e3 * wall if self.steps <= 1 else 0.9 * self.ms_per_step + 100.0 * wall
         if np.any(diag.nan) or not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v))):
             self._fail("diverged (NaN or inf in the state)")
             return False
