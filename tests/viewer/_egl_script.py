@@ -47,6 +47,12 @@ def main(path, floating, do_input, shot):
     panel = img[:, :PANEL_WIDTH].astype(float)
     res["panel_pixels"] = int((np.abs(panel - bg).sum(2) > 30).sum())
     res["panel_text_pixels"] = int((panel.max(2) > 200).sum())  # bright glyphs
+    # every overlay on: exercises each draw path (a GL error raises here)
+    v.opt.show_collision = v.opt.show_frames = v.opt.show_com = v.opt.show_contacts = True
+    v.pump(2)
+    over = v.read_pixels()
+    res["overlay_changed_pixels"] = int((np.abs(over.astype(int) - img.astype(int)).sum(2) > 30)[:, PANEL_WIDTH:].sum())
+    v.opt.show_collision = v.opt.show_frames = v.opt.show_com = False
     if shot:
         v.save_screenshot(shot)
     if do_input:

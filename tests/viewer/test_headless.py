@@ -39,6 +39,8 @@ def check_drawn(res):
     # ... and the panel (400x640 px) is drawn, with text
     assert res["panel_pixels"] > 50_000, res
     assert res["panel_text_pixels"] > 1000, res
+    # collision shapes, joint frames and the COM marker change the picture
+    assert res["overlay_changed_pixels"] > 200, res
 
 
 def test_humanoid_frames_render():

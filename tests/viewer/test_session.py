@@ -21,7 +21,8 @@ def session():
 
 def test_every_integrator_50_steps_and_switch_mid_run(session):
     s = session
-    s.target[:] = 0.3
+    for j in range(s.model.nv):
+        s.set_target(j, 0.3)
     for name in pbsim.integrators.available():
         assert s.set_integrator(name), s.message
         for _ in range(50):
@@ -42,6 +43,18 @@ def test_every_integrator_on_humanoid_fixed_base():
         s.set_integrator(name)
         for _ in range(50):
             assert s.step_once(), s.message
+
+
+def test_tracking_error_matches_pbsim_difference():
+    from tests.conftest import pybullet_file
+
+    s = Session(pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=False))
+    rng = np.random.default_rng(0)
+    q = s.model.random_configuration(rng)
+    for j in np.flatnonzero(s.actuated):
+        s.set_target(int(j), rng.uniform(-0.5, 0.5))
+    e = pbsim.difference(s.model, s.q_ref, q)
+    assert s.tracking_error(q) == pytest.approx(np.sqrt(np.mean(e * e)), rel=1e-9)
 
 
 def test_parameters_clamped(session):

@@ -125,7 +125,7 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     _rect('targets')
     if _hit:
         if imgui.button("zero targets###zero_targets"):
-            s.target[:] = 0.0
+            s.zero_targets()
         imgui.begin_child("targets_child", imgui.ImVec2(0, 220))
         for j in act:
             lo, hi = s.target_range(int(j))

@@ -206,7 +206,6 @@ class SceneRenderer:
             buf.draw()
         gl.glDisable(gl.GL_DEPTH_TEST)
         if opt.show_frames:
-            gl.glLineWidth(2.0)
             for i in range(len(T_bodies)):
                 M = T_bodies[i].copy()
                 M[:3, :3] *= 0.12

@@ -66,6 +66,11 @@ class Session:
         self.hist_err = deque(maxlen=history)
         self._integrator = None
         self._integrator_key = None
+        self._q_ref = None
+        self._q_ref_of = None
+        m = model
+        self._err_1dof = np.array([int(m.iq[i]) for i in range(m.nb) if int(m.jtype[i]) in (0, 1)], int)
+        self._err_ball = np.array([int(m.iq[i]) for i in range(m.nb) if int(m.jtype[i]) == BALL], int)
         self.reset()
 
     # ------------------------------------------------------------------ parameters
@@ -114,6 +119,11 @@ class Session:
     def set_target(self, dof: int, value: float):
         if self.actuated[dof]:
             self.target[dof] = float(value)
+            self._q_ref = None
+
+    def zero_targets(self):
+        self.target[:] = 0.0
+        self._q_ref = None
 
     def target_range(self, dof: int) -> tuple[float, float]:
         """Slider range of a DOF's target offset: the joint limits (relative to q0) or ±pi."""
@@ -126,7 +136,11 @@ class Session:
 
     @property
     def q_ref(self) -> np.ndarray:
-        return pbsim.integrate(self.model, self.q0, self.target)
+        """``q0 (+) target``; cached (recomputed when a target changes or on reset)."""
+        if self._q_ref is None or not np.array_equal(self._q_ref_of, self.target):
+            self._q_ref = pbsim.integrate(self.model, self.q0, self.target)
+            self._q_ref_of = self.target.copy()
+        return self._q_ref
 
     def control(self) -> "pbsim.Control":
         return pbsim.Control(mode="spd", kp=self.kp.copy(), kd=self.kd.copy(), q_ref=self.q_ref)
@@ -143,6 +157,7 @@ class Session:
 
     def reset(self):
         """Back to q0 at rest, t = 0; clears the failure message and histories."""
+        self._q_ref = None
         self.state = pbsim.State.make(self.model, q=self.q0)
         self.last_good = self.state.copy()
         self.message = ""
@@ -165,10 +180,17 @@ class Session:
     def tracking_error(self, q=None) -> float:
         """RMS over actuated DOFs of ``q (-) q_ref`` (rad or m)."""
         q = self.q if q is None else q
-        if not self.actuated.any():
+        n = int(self.actuated.sum())
+        if n == 0:
             return 0.0
-        e = pbsim.difference(self.model, self.q_ref, q)[self.actuated]
-        return float(np.sqrt(np.mean(e * e)))
+        r = self.q_ref
+        # numpy on purpose (called every step): |q (-) q_ref|^2 is (dq)^2 per 1-DOF joint and
+        # the squared relative rotation angle per ball joint
+        sq = float(np.sum((q[self._err_1dof] - r[self._err_1dof]) ** 2))
+        for k in self._err_ball:
+            c = abs(float(np.dot(q[k:k + 4], r[k:k + 4])) / max(np.linalg.norm(q[k:k + 4]) * np.linalg.norm(r[k:k + 4]), 1e-300))
+            sq += (2.0 * math.acos(min(c, 1.0))) ** 2
+        return math.sqrt(sq / n)
 
     def _fail(self, why: str):
         self.failed = True
