@@ -143,3 +143,27 @@ def test_pbsim_and_viewer_import_without_gl():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'viewer'}:{ROOT / 'models'}", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0 and "ok Session" in r.stdout, r.stderr
+
+
+def test_place_on_terrain_without_gl():
+    from tests.conftest import robosimian_urdf, terrain_file
+
+    from pbsim_viewer.app import place_on_terrain, terrain_top, terrain_triangles
+    from pbsim_viewer.shapes import primitive_mesh
+
+    tris = terrain_triangles(terrain_file("drc_rough_terrain.stl"))
+    s = Session(pbsim.load(robosimian_urdf(), floating_base=True))
+    place_on_terrain(s, tris, clearance=0.02)
+    T = pbsim.forward_kinematics(s.model, s.q)
+    pts = np.concatenate([t.reshape(-1, 3) @ T[g.body, :3, :3].T + T[g.body, :3, 3]
+                          for g in s.model.geoms if len(t := primitive_mesh(g))])
+    # the lowest robot point sits 2 cm above the terrain under the robot's footprint
+    top = terrain_top(tris, pts[:, 0].min(), pts[:, 0].max(), pts[:, 1].min(), pts[:, 1].max())
+    assert pts[:, 2].min() - top == pytest.approx(0.02, abs=1e-9)
+    # and that bound really is above every terrain point there: sample the triangles' interiors
+    rng = np.random.default_rng(1)
+    w = rng.dirichlet(np.ones(3), size=(len(tris), 8))
+    samp = np.einsum("fsk,fkd->fsd", w, tris).reshape(-1, 3)
+    inside = ((samp[:, 0] > pts[:, 0].min()) & (samp[:, 0] < pts[:, 0].max())
+              & (samp[:, 1] > pts[:, 1].min()) & (samp[:, 1] < pts[:, 1].max()))
+    assert inside.sum() > 10 and samp[inside, 2].max() <= top + 1e-12

@@ -40,7 +40,7 @@ def contact_available(model, scene) -> bool:
 class Viewer:
     """Window + renderer + panel.  ``frame(wall_dt)`` advances the session and draws once."""
 
-    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None):
+    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None, terrain=None):
         import pyglet
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends.pyglet_backend import create_renderer
@@ -74,6 +74,10 @@ class Viewer:
             self.scene_renderer.ground_z = float(scene.plane_offset)
         else:
             self.scene_renderer.ground_z = self.scene_renderer.lowest_point(T0)
+        if terrain is not None:
+            tris = terrain_triangles(terrain)
+            self.scene_renderer.add_world_mesh(tris)
+            self.scene_renderer.ground_z = min(self.scene_renderer.ground_z, float(tris[:, :, 2].min()) - 1e-3)
         lo = min((T0[:, 2, 3].min(), self.scene_renderer.ground_z))
         extent = float(np.ptp(T0[:, :3, 3], axis=0).max()) if len(T0) else 1.0
         self.camera = OrbitCamera(target=self._com(T0), distance=max(1.7 * extent, 1.2), pitch=25.0)
@@ -222,6 +226,55 @@ class Viewer:
         self.close()
 
 
+def terrain_triangles(terrain) -> np.ndarray:
+    """Triangles (F, 3, 3) of a terrain mesh file (STL, OFF, OBJ ...) or trimesh."""
+    import trimesh
+
+    m = trimesh.load(str(terrain), force="mesh") if not hasattr(terrain, "faces") else terrain
+    return np.asarray(m.vertices, float)[np.asarray(m.faces)]
+
+
+def terrain_top(tris, x0, x1, y0, y1) -> float:
+    """Highest z of the terrain triangles whose x-y bounding box overlaps [x0, x1] x [y0, y1]
+    (an upper bound of the terrain height over that rectangle)."""
+    lo, hi = tris.min(1), tris.max(1)
+    hit = (hi[:, 0] >= x0) & (lo[:, 0] <= x1) & (hi[:, 1] >= y0) & (lo[:, 1] <= y1)
+    return float(hi[hit, 2].max()) if hit.any() else float(hi[:, 2].max())
+
+
+def place_on_terrain(session: Session, tris: np.ndarray, xy=None, clearance=0.01):
+    """Move a floating base over the terrain point ``xy`` (default: 20 % along its longer side,
+    centred across) so that the robot's lowest shape point sits
+    ``clearance`` above the terrain under its footprint (:func:`terrain_top`); resets the session."""
+    from pbsim_viewer.shapes import primitive_mesh
+
+    m = session.model
+    if not m.floating_base:
+        return
+    lo, hi = tris.reshape(-1, 3).min(0), tris.reshape(-1, 3).max(0)
+    if xy is None:
+        xy = (lo[:2] + hi[:2]) / 2
+        k = int(np.argmax(hi[:2] - lo[:2]))
+        xy[k] = lo[k] + 0.2 * (hi[k] - lo[k])
+    q0 = session.q0.copy()
+    q0[0:2] = xy
+    T = pbsim.forward_kinematics(m, q0)
+    pts = []
+    for g in m.geoms:
+        try:
+            t = primitive_mesh(g)
+        except Exception:  # noqa: BLE001
+            continue
+        if t is not None and len(t):
+            Tb = T[g.body] if g.body >= 0 else np.eye(4)
+            pts.append(t.reshape(-1, 3) @ Tb[:3, :3].T + Tb[:3, 3])
+    pts = np.concatenate(pts) if pts else T[:, :3, 3]
+    top = terrain_top(tris, pts[:, 0].min(), pts[:, 0].max(), pts[:, 1].min(), pts[:, 1].max())
+    q0[2] += top + clearance - float(pts[:, 2].min())
+    session.q0 = q0
+    session.reset()
+
+
 def make_session(model_path, floating: bool | None = None, scene=None, integrator=None, dt=2e-3,
                  kp=300.0, kd=10.0) -> Session:
     """Load ``model_path`` and wrap it in a :class:`Session`.
@@ -238,21 +291,25 @@ def make_session(model_path, floating: bool | None = None, scene=None, integrato
 def view(model_path, screenshot=None, frames: int | None = None, *, floating: bool | None = None, scene=None,
          integrator: str | None = None, dt: float = 2e-3, kp: float = 300.0, kd: float = 10.0,
          play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
-         options: dict | None = None) -> "Session":
+         options: dict | None = None, terrain=None) -> "Session":
     """Open the viewer on ``model_path``.
 
     Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
     frames (default 120) at 60 Hz simulated wall time, saves the screenshot, closes and returns the
     session.  ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
+    ``terrain``: a mesh file drawn in the world (display only until the scene carries it as
+    contact geometry); a floating base is placed on top of it.
     """
     scripted = screenshot is not None or frames is not None
     if headless is None:
         headless = scripted and not os.environ.get("DISPLAY")
     setup_gl(headless)
     session = make_session(model_path, floating=floating, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd)
+    if terrain is not None:
+        place_on_terrain(session, terrain_triangles(terrain))
     if play if play is not None else True:
         session.play()
-    v = Viewer(session, width, height, visible=not headless)
+    v = Viewer(session, width, height, visible=not headless, terrain=terrain)
     for k, val in (options or {}).items():
         setattr(v.opt, k, val)
     if not scripted:
@@ -281,6 +338,7 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--paused", action="store_true", help="start paused")
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
+    p.add_argument("--terrain", metavar="MESH", help="terrain mesh drawn in the world (display only for now)")
     return p
 
 
@@ -289,5 +347,5 @@ def main(argv=None) -> int:
     w, h = (int(x) for x in args.size.lower().split("x"))
     view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
          integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
-         width=w, height=h, headless=args.headless)
+         width=w, height=h, headless=args.headless, terrain=args.terrain)
     return 0

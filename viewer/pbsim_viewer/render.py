@@ -11,6 +11,8 @@ import numpy as np
 from pyglet import gl
 from pyglet.graphics.shader import Shader, ShaderProgram
 
+from pbsim_viewer.shapes import flat_buffer, primitive_mesh
+
 VERT = """#version 330 core
 layout(location = 0) in vec3 pos;
 layout(location = 1) in vec3 nrm;
@@ -36,39 +38,6 @@ void main() {
     frag = vec4(color.rgb * d, color.a);
 }
 """
-
-
-def primitive_mesh(g):
-    """Triangles (F, 3, 3) of a primitive Geometry in its body frame, or None."""
-    import trimesh
-
-    if g.shape == "mesh":
-        m = g.load_mesh()
-        return np.asarray(m.vertices, float)[np.asarray(m.faces)]
-    if g.shape == "box":
-        m = trimesh.creation.box(extents=2 * np.asarray(g.size[:3], float))
-    elif g.shape == "sphere":
-        m = trimesh.creation.icosphere(subdivisions=2, radius=float(g.size[0]))
-    elif g.shape == "capsule":
-        m = trimesh.creation.capsule(height=2 * float(g.size[1]), radius=float(g.size[0]), count=[16, 16])
-    elif g.shape == "cylinder":
-        m = trimesh.creation.cylinder(radius=float(g.size[0]), height=2 * float(g.size[1]), sections=20)
-    else:
-        return None
-    T = np.eye(4)
-    T[:3, :3], T[:3, 3] = g.R, g.p
-    m.apply_transform(T)
-    return np.asarray(m.vertices, float)[np.asarray(m.faces)]
-
-
-def flat_buffer(tris):
-    """Interleaved (pos, normal) float32 array for triangles (F, 3, 3): face normals, no scipy."""
-    n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
-    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-20)
-    data = np.empty((tris.shape[0], 3, 6), np.float32)
-    data[:, :, :3] = tris
-    data[:, :, 3:] = n[:, None, :]
-    return np.ascontiguousarray(data.reshape(-1, 6))
 
 
 class Buffer:
@@ -163,6 +132,10 @@ class SceneRenderer:
             segs.append([[-e, k * step, 0], [e, k * step, 0]])
         return segs
 
+    def add_world_mesh(self, tris, rgba=(0.55, 0.5, 0.45, 1.0)):
+        """A static world shape (e.g. terrain), triangles (F, 3, 3) in world coordinates."""
+        self.shapes.append(("world", -1, Buffer(flat_buffer(np.asarray(tris, float))), np.asarray(rgba, float)))
+
     def lowest_point(self, T_bodies) -> float:
         """Lowest z of every shape's bounding box at the given body poses."""
         zs = [(((T_bodies[b] if b >= 0 else np.eye(4))[:3, :3] @ c.T).T + (T_bodies[b] if b >= 0 else np.eye(4))[:3, 3])[:, 2].min()
@@ -200,6 +173,8 @@ class SceneRenderer:
             if role == "both" and not (opt.show_visual or opt.show_collision):
                 continue
             if role == "collision" and not opt.show_collision:
+                continue
+            if role == "world" and not opt.show_grid:
                 continue
             M = T_bodies[body] if body >= 0 else np.eye(4)
             self._set(VP, M, rgba)
