@@ -167,3 +167,18 @@ def test_place_on_terrain_without_gl():
     inside = ((samp[:, 0] > pts[:, 0].min()) & (samp[:, 0] < pts[:, 0].max())
               & (samp[:, 1] > pts[:, 1].min()) & (samp[:, 1] < pts[:, 1].max()))
     assert inside.sum() > 10 and samp[inside, 2].max() <= top + 1e-12
+
+
+def test_cluster_decimate_keeps_shape():
+    import trimesh
+
+    from pbsim_viewer.shapes import cluster_decimate
+
+    m = trimesh.creation.icosphere(subdivisions=5, radius=0.5)
+    tris = np.asarray(m.vertices)[np.asarray(m.faces)]
+    d = cluster_decimate(tris, 0.05)
+    assert len(d) < len(tris) / 5
+    r = np.linalg.norm(d.reshape(-1, 3), axis=1)
+    assert np.all(np.abs(r - 0.5) < 0.05)
+    area = 0.5 * np.linalg.norm(np.cross(d[:, 1] - d[:, 0], d[:, 2] - d[:, 0]), axis=1).sum()
+    assert area == pytest.approx(4 * np.pi * 0.25, rel=0.05)

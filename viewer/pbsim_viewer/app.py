@@ -40,7 +40,8 @@ def contact_available(model, scene) -> bool:
 class Viewer:
     """Window + renderer + panel.  ``frame(wall_dt)`` advances the session and draws once."""
 
-    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None, terrain=None):
+    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None, terrain=None,
+                 samples: int = 4, max_triangles: int = 0):
         import pyglet
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends.pyglet_backend import create_renderer
@@ -52,7 +53,9 @@ class Viewer:
         self.session = session
         self.opt = ViewOptions()
         try:
-            config = gl.Config(double_buffer=True, depth_size=24, sample_buffers=1, samples=4,
+            if not samples:
+                raise ValueError("no multisampling requested")
+            config = gl.Config(double_buffer=True, depth_size=24, sample_buffers=1, samples=samples,
                                major_version=3, minor_version=3, forward_compatible=True)
             self.window = pyglet.window.Window(width, height, caption=title or f"pbsim - {session.model.name}",
                                                resizable=True, visible=visible, config=config)
@@ -69,7 +72,7 @@ class Viewer:
         self.gui = create_renderer(self.window)
         T0 = pbsim.forward_kinematics(session.model, session.q0)
         scene = session.scene
-        self.scene_renderer = SceneRenderer(session.model, scene)
+        self.scene_renderer = SceneRenderer(session.model, scene, max_triangles=max_triangles)
         if contact_available(session.model, scene):
             self.scene_renderer.ground_z = float(scene.plane_offset)
         else:
@@ -291,7 +294,7 @@ def make_session(model_path, floating: bool | None = None, scene=None, integrato
 def view(model_path, screenshot=None, frames: int | None = None, *, floating: bool | None = None, scene=None,
          integrator: str | None = None, dt: float = 2e-3, kp: float = 300.0, kd: float = 10.0,
          play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
-         options: dict | None = None, terrain=None) -> "Session":
+         options: dict | None = None, terrain=None, max_triangles: int = 0) -> "Session":
     """Open the viewer on ``model_path``.
 
     Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
@@ -309,7 +312,7 @@ def view(model_path, screenshot=None, frames: int | None = None, *, floating: bo
         place_on_terrain(session, terrain_triangles(terrain))
     if play if play is not None else True:
         session.play()
-    v = Viewer(session, width, height, visible=not headless, terrain=terrain)
+    v = Viewer(session, width, height, visible=not headless, terrain=terrain, max_triangles=max_triangles)
     for k, val in (options or {}).items():
         setattr(v.opt, k, val)
     if not scripted:
@@ -339,6 +342,8 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
     p.add_argument("--terrain", metavar="MESH", help="terrain mesh drawn in the world (display only for now)")
+    p.add_argument("--max-triangles", type=int, default=0,
+                   help="simplify dense meshes to about this many triangles (software GL); 0 = off")
     return p
 
 
@@ -347,5 +352,6 @@ def main(argv=None) -> int:
     w, h = (int(x) for x in args.size.lower().split("x"))
     view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
          integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
-         width=w, height=h, headless=args.headless, terrain=args.terrain)
+         width=w, height=h, headless=args.headless, terrain=args.terrain,
+         max_triangles=args.max_triangles)
     return 0

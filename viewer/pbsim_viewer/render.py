@@ -11,7 +11,7 @@ import numpy as np
 from pyglet import gl
 from pyglet.graphics.shader import Shader, ShaderProgram
 
-from pbsim_viewer.shapes import flat_buffer, primitive_mesh
+from pbsim_viewer.shapes import cluster_decimate, flat_buffer, primitive_mesh
 
 VERT = """#version 330 core
 layout(location = 0) in vec3 pos;
@@ -82,7 +82,7 @@ def _lines(segments):
 
 
 class SceneRenderer:
-    def __init__(self, model, scene=None, ground_z: float = 0.0):
+    def __init__(self, model, scene=None, ground_z: float = 0.0, max_triangles: int = 0):
         self.model = model
         self.scene = scene
         self.ground_z = float(ground_z)
@@ -95,13 +95,25 @@ class SceneRenderer:
         self.shapes = []  # (role, body, Buffer, rgba)
         self.bounds = []  # (body, (8, 3) bounding-box corners in the body frame)
         has_visual = {g.body for g in model.geoms if g.role == "visual"}
+        built = []
         for g in model.geoms:
             try:
                 tris = primitive_mesh(g)
             except Exception:  # noqa: BLE001 - a missing/odd mesh only loses that shape
                 tris = None
-            if tris is None or len(tris) == 0:
-                continue
+            if tris is not None and len(tris):
+                built.append((g, tris))
+        # optional (software GL draws ~1M triangles/s): simplify dense meshes above a budget;
+        # off by default, vertex clustering visibly damages thin parts
+        total = sum(len(t) for _, t in built)
+        self.triangles_in, self.triangles = total, total
+        if max_triangles and total > max_triangles:
+            allv = np.concatenate([t.reshape(-1, 3) for _, t in built])
+            extent = float(np.ptp(allv, axis=0).max())
+            cell = 0.01 * extent * (total / max_triangles) ** 0.5
+            built = [(g, cluster_decimate(t, cell) if len(t) > 2000 else t) for g, t in built]
+            self.triangles = sum(len(t) for _, t in built)
+        for g, tris in built:
             role = g.role
             if role == "collision" and g.body not in has_visual:
                 role = "both"  # visual falls back to collision geometry

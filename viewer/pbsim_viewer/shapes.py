@@ -35,3 +35,23 @@ def flat_buffer(tris):
     data[:, :, :3] = tris
     data[:, :, 3:] = n[:, None, :]
     return np.ascontiguousarray(data.reshape(-1, 6))
+
+
+def cluster_decimate(tris: np.ndarray, cell: float) -> np.ndarray:
+    """Vertex-clustering simplification for display: snap vertices to a grid of ``cell`` metres,
+    merge those in one cell (at their mean), drop collapsed and duplicate triangles."""
+    if cell <= 0 or len(tris) == 0:
+        return tris
+    v = tris.reshape(-1, 3)
+    key = np.floor(v / cell).astype(np.int64)
+    _, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    n = inv.max() + 1
+    mean = np.zeros((n, 3))
+    np.add.at(mean, inv, v)
+    mean /= np.bincount(inv, minlength=n)[:, None]
+    f = inv.reshape(-1, 3)
+    ok = (f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])
+    f = f[ok]
+    _, first = np.unique(np.sort(f, axis=1), axis=0, return_index=True)
+    return mean[f[np.sort(first)]]
