@@ -1,0 +1,58 @@
+"""Real window in headless EGL (Mesa), in a subprocess so GL options are set before any GL import:
+frames of the DeepMimic humanoid and Robosimian, pixel checks, synthetic pyglet input."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pybullet_file, robosimian_urdf
+
+pytest.importorskip("pyglet")
+pytest.importorskip("imgui_bundle")
+pytest.importorskip("OpenGL")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("_egl_script.py")
+
+
+def run_script(*args):
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "viewer"), str(ROOT / "models"),
+                                         env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=ROOT)
+    for line in r.stdout.splitlines():
+        if line.startswith("SKIP"):
+            pytest.skip(line)
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise AssertionError(f"viewer subprocess failed (rc {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
+
+def check_drawn(res):
+    # the robot covers a visible part of the 3-D viewport (624x640 px) ...
+    assert res["robot_pixels"] > 2000, res
+    # ... and the panel (400x640 px) is drawn, with text
+    assert res["panel_pixels"] > 50_000, res
+    assert res["panel_text_pixels"] > 1000, res
+    # collision shapes, joint frames and the COM marker change the picture
+    assert res["overlay_changed_pixels"] > 200, res
+
+
+def test_humanoid_frames_render():
+    res = run_script(pybullet_file("humanoid/humanoid.urdf"), "fixed", "noinput")
+    check_drawn(res)
+
+
+def test_robosimian_frames_and_synthetic_input(tmp_path):
+    res = run_script(robosimian_urdf(), "fixed", "input", tmp_path / "shot.png")
+    check_drawn(res)
+    assert (tmp_path / "shot.png").stat().st_size > 10_000
+    assert res["integrator"] == res["integrator_target"]
+    assert res["dt"] == pytest.approx(0.004)
+    assert res["kp"] == pytest.approx(777.0) and res["kp_dofs"] == pytest.approx(777.0)
+    assert res["space_toggles"] and res["right_steps"] == 1 and res["reset"]

@@ -1,0 +1,357 @@
+"""The pyglet window: 3-D scene + ImGui panel around a :class:`Session`.
+
+GL is imported only inside :func:`setup_gl` / :class:`Viewer`, so ``import pbsim_viewer`` works on
+a server with no display.  Headless rendering: ``setup_gl(headless=True)`` before anything
+imports ``pyglet.gl`` (sets ``pyglet.options['headless']`` and ``PYOPENGL_PLATFORM=egl``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import pbsim
+from pbsim_viewer.camera import OrbitCamera
+from pbsim_viewer.panel import PANEL_WIDTH, ViewOptions, draw_panel
+from pbsim_viewer.session import Session
+
+
+def setup_gl(headless: bool = False):
+    """Configure pyglet (and PyOpenGL) before the first GL import; returns the pyglet module."""
+    import pyglet
+
+    if headless:
+        pyglet.options["headless"] = True
+        os.environ["PYOPENGL_PLATFORM"] = "egl"
+    pyglet.options["shadow_window"] = False
+    return pyglet
+
+
+def contact_available(model, scene) -> bool:
+    """True when ``scene`` has a ground with contact points for this model."""
+    try:
+        return scene is not None and bool(scene.ground) and scene.kernel_arrays(model).npts > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class Viewer:
+    """Window + renderer + panel.  ``frame(wall_dt)`` advances the session and draws once."""
+
+    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None, terrain=None,
+                 samples: int = 4, max_triangles: int = 0):
+        import pyglet
+        from imgui_bundle import imgui, implot
+        from imgui_bundle.python_backends.pyglet_backend import create_renderer
+        from pyglet import gl
+
+        from pbsim_viewer.render import SceneRenderer
+
+        self.gl, self.imgui = gl, imgui
+        self.session = session
+        self.opt = ViewOptions()
+        try:
+            if not samples:
+                raise ValueError("no multisampling requested")
+            config = gl.Config(double_buffer=True, depth_size=24, sample_buffers=1, samples=samples,
+                               major_version=3, minor_version=3, forward_compatible=True)
+            self.window = pyglet.window.Window(width, height, caption=title or f"pbsim - {session.model.name}",
+                                               resizable=True, visible=visible, config=config)
+        except Exception:  # noqa: BLE001 - no multisampling available
+            config = gl.Config(double_buffer=True, depth_size=24, major_version=3, minor_version=3,
+                               forward_compatible=True)
+            self.window = pyglet.window.Window(width, height, caption=title or f"pbsim - {session.model.name}",
+                                               resizable=True, visible=visible, config=config)
+        self.window.switch_to()
+        self.imgui_ctx = imgui.create_context()
+        self.implot_ctx = implot.create_context()
+        imgui.get_io().set_ini_filename("")
+        imgui.style_colors_dark()
+        self.gui = create_renderer(self.window)
+        T0 = pbsim.forward_kinematics(session.model, session.q0)
+        scene = session.scene
+        self.scene_renderer = SceneRenderer(session.model, scene, max_triangles=max_triangles)
+        if contact_available(session.model, scene):
+            self.scene_renderer.ground_z = float(scene.plane_offset)
+        else:
+            self.scene_renderer.ground_z = self.scene_renderer.lowest_point(T0)
+        if terrain is not None:
+            tris = terrain_triangles(terrain)
+            self.scene_renderer.add_world_mesh(tris)
+            self.scene_renderer.ground_z = min(self.scene_renderer.ground_z, float(tris[:, :, 2].min()) - 1e-3)
+        lo = min((T0[:, 2, 3].min(), self.scene_renderer.ground_z))
+        extent = float(np.ptp(T0[:, :3, 3], axis=0).max()) if len(T0) else 1.0
+        self.camera = OrbitCamera(target=self._com(T0), distance=max(1.7 * extent, 1.2), pitch=25.0)
+        self.camera.target[2] = max(self.camera.target[2], lo + 0.3)
+        self.window.push_handlers(on_key_press=self.on_key_press, on_mouse_drag=self.on_mouse_drag,
+                                  on_mouse_scroll=self.on_mouse_scroll, on_draw=self.on_draw)
+        self._last = time.perf_counter()
+
+    # ------------------------------------------------------------------ input
+    def _gui_wants_mouse(self):
+        return self.imgui.get_io().want_capture_mouse
+
+    def on_key_press(self, symbol, modifiers):
+        from pyglet.window import key
+
+        if self.imgui.get_io().want_text_input:
+            return None
+        s = self.session
+        if symbol == key.SPACE:
+            s.toggle()
+        elif symbol == key.RIGHT:
+            s.pause()
+            s.step_once()
+        elif symbol == key.R:
+            s.reset()
+        elif symbol == key.ESCAPE:
+            self.opt.quit = True
+            self.window.close()
+            return True
+        return None
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        from pyglet.window import key, mouse
+
+        if self._gui_wants_mouse():
+            return
+        if buttons & mouse.LEFT and not modifiers & key.MOD_SHIFT:
+            self.camera.orbit(dx, dy)
+        else:
+            self.camera.pan(dx, dy, self.window.height)
+
+    def on_mouse_scroll(self, x, y, sx, sy):
+        if not self._gui_wants_mouse():
+            self.camera.zoom(sy)
+
+    def on_draw(self):
+        pass  # drawing happens in frame(); pyglet's on_draw only flips
+
+    # ------------------------------------------------------------------ drawing
+    def _com(self, T):
+        m = self.session.model
+        pts = np.einsum("bij,bj->bi", T[:, :3, :3], m.com) + T[:, :3, 3]
+        return (m.mass[:, None] * pts).sum(0) / max(m.mass.sum(), 1e-12)
+
+    def _contacts(self, T):
+        sc = self.session.scene
+        if not getattr(sc, "ground", False) or len(sc.points_body) == 0:
+            return None
+        b = np.asarray(sc.points_body, int)
+        return np.einsum("bij,bj->bi", T[b, :3, :3], np.asarray(sc.points_local, float).reshape(-1, 3)) + T[b, :3, 3]
+
+    def frame(self, wall_dt: float | None = None):
+        """Advance the session by ``wall_dt`` of real time (measured when None) and draw once."""
+        gl, imgui = self.gl, self.imgui
+        now = time.perf_counter()
+        if wall_dt is None:
+            wall_dt = min(now - self._last, 0.1)
+        self._last = now
+        s = self.session
+        s.update(wall_dt)
+        T = pbsim.forward_kinematics(s.model, s.q)
+        com = self._com(T)
+        if self.opt.follow:
+            self.camera.follow(com, 0.15)
+        self.window.switch_to()
+        fw, fh = self.window.get_framebuffer_size()
+        sx = fw / max(self.window.width, 1)
+        gl.glViewport(0, 0, fw, fh)
+        gl.glClearColor(0.12, 0.13, 0.16, 1.0)
+        gl.glClear(gl.GL_COLOR_BUFFER_BIT | gl.GL_DEPTH_BUFFER_BIT)
+        x0 = int(PANEL_WIDTH * sx)
+        vw = max(fw - x0, 1)
+        gl.glViewport(x0, 0, vw, fh)
+        VP = self.camera.projection(vw / max(fh, 1)) @ self.camera.view()
+        self.scene_renderer.draw(T, VP, self.opt, com=com, contacts=self._contacts(T))
+        gl.glViewport(0, 0, fw, fh)
+        io = imgui.get_io()
+        io.delta_time = float(max(wall_dt, 1e-4))
+        imgui.new_frame()
+        draw_panel(s, self.opt)
+        imgui.render()
+        self.gui.render(imgui.get_draw_data())
+
+    def read_pixels(self) -> np.ndarray:
+        """The current back buffer as an (H, W, 3) uint8 array, top row first."""
+        import ctypes
+
+        gl = self.gl
+        fw, fh = self.window.get_framebuffer_size()
+        buf = (ctypes.c_ubyte * (fw * fh * 4))()
+        gl.glPixelStorei(gl.GL_PACK_ALIGNMENT, 1)
+        gl.glReadPixels(0, 0, fw, fh, gl.GL_RGBA, gl.GL_UNSIGNED_BYTE, buf)
+        return np.frombuffer(buf, np.uint8).reshape(fh, fw, 4)[::-1, :, :3].copy()
+
+    def save_screenshot(self, path):
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        plt.imsave(str(path), self.read_pixels())
+
+    def pump(self, n=1, wall_dt=1 / 60):
+        """Scripted frames: dispatch pending window events, draw, flip."""
+        for _ in range(n):
+            self.window.dispatch_events()
+            if self.opt.quit:
+                return
+            self.frame(wall_dt)
+            self.window.flip()
+
+    def close(self):
+        from imgui_bundle import implot
+
+        try:
+            self.gui.shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+        implot.destroy_context(self.implot_ctx)
+        self.imgui.destroy_context(self.imgui_ctx)
+        if not self.opt.quit:
+            self.window.close()
+
+    def run(self):
+        import pyglet
+
+        def tick(dt):
+            if self.opt.quit or self.window.has_exit:
+                pyglet.app.exit()
+                return
+            self.frame()
+
+        pyglet.clock.schedule_interval(tick, 1 / 60)
+        pyglet.app.run()
+        self.close()
+
+
+def terrain_triangles(terrain) -> np.ndarray:
+    """Triangles (F, 3, 3) of a terrain mesh file (STL, OFF, OBJ ...) or trimesh."""
+    import trimesh
+
+    m = trimesh.load(str(terrain), force="mesh") if not hasattr(terrain, "faces") else terrain
+    return np.asarray(m.vertices, float)[np.asarray(m.faces)]
+
+
+def terrain_top(tris, x0, x1, y0, y1) -> float:
+    """Highest z of the terrain triangles whose x-y bounding box overlaps [x0, x1] x [y0, y1]
+    (an upper bound of the terrain height over that rectangle)."""
+    lo, hi = tris.min(1), tris.max(1)
+    hit = (hi[:, 0] >= x0) & (lo[:, 0] <= x1) & (hi[:, 1] >= y0) & (lo[:, 1] <= y1)
+    return float(hi[hit, 2].max()) if hit.any() else float(hi[:, 2].max())
+
+
+def place_on_terrain(session: Session, tris: np.ndarray, xy=None, clearance=0.01):
+    """Move a floating base over the terrain point ``xy`` (default: 20 % along its longer side,
+    centred across) so that the robot's lowest shape point sits
+    ``clearance`` above the terrain under its footprint (:func:`terrain_top`); resets the session."""
+    from pbsim_viewer.shapes import primitive_mesh
+
+    m = session.model
+    if not m.floating_base:
+        return
+    lo, hi = tris.reshape(-1, 3).min(0), tris.reshape(-1, 3).max(0)
+    if xy is None:
+        xy = (lo[:2] + hi[:2]) / 2
+        k = int(np.argmax(hi[:2] - lo[:2]))
+        xy[k] = lo[k] + 0.2 * (hi[k] - lo[k])
+    q0 = session.q0.copy()
+    q0[0:2] = xy
+    T = pbsim.forward_kinematics(m, q0)
+    pts = []
+    for g in m.geoms:
+        try:
+            t = primitive_mesh(g)
+        except Exception:  # noqa: BLE001
+            continue
+        if t is not None and len(t):
+            Tb = T[g.body] if g.body >= 0 else np.eye(4)
+            pts.append(t.reshape(-1, 3) @ Tb[:3, :3].T + Tb[:3, 3])
+    pts = np.concatenate(pts) if pts else T[:, :3, 3]
+    top = terrain_top(tris, pts[:, 0].min(), pts[:, 0].max(), pts[:, 1].min(), pts[:, 1].max())
+    q0[2] += top + clearance - float(pts[:, 2].min())
+    session.q0 = q0
+    session.reset()
+
+
+def make_session(model_path, floating: bool | None = None, scene=None, integrator=None, dt=2e-3,
+                 kp=300.0, kd=10.0) -> Session:
+    """Load ``model_path`` and wrap it in a :class:`Session`.
+
+    ``floating=None``: the base floats only when the scene has ground contact (otherwise the robot
+    would just fall through the ground), i.e. ``pbsim.load(path, floating_base=False)``.
+    """
+    if floating is None:
+        floating = contact_available(pbsim.load(model_path), scene)
+    model = pbsim.load(model_path, floating_base=bool(floating))
+    return Session(model, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd)
+
+
+def view(model_path, screenshot=None, frames: int | None = None, *, floating: bool | None = None, scene=None,
+         integrator: str | None = None, dt: float = 2e-3, kp: float = 300.0, kd: float = 10.0,
+         play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
+         options: dict | None = None, terrain=None, max_triangles: int = 0) -> "Session":
+    """Open the viewer on ``model_path``.
+
+    Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
+    frames (default 120) at 60 Hz simulated wall time, saves the screenshot, closes and returns the
+    session.  ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
+    ``terrain``: a mesh file drawn in the world (display only until the scene carries it as
+    contact geometry); a floating base is placed on top of it.
+    """
+    scripted = screenshot is not None or frames is not None
+    if headless is None:
+        headless = scripted and not os.environ.get("DISPLAY")
+    setup_gl(headless)
+    session = make_session(model_path, floating=floating, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd)
+    if terrain is not None:
+        place_on_terrain(session, terrain_triangles(terrain))
+    if play if play is not None else True:
+        session.play()
+    v = Viewer(session, width, height, visible=not headless, terrain=terrain, max_triangles=max_triangles)
+    for k, val in (options or {}).items():
+        setattr(v.opt, k, val)
+    if not scripted:
+        v.run()
+        return session
+    v.pump(frames if frames is not None else 120)
+    if screenshot is not None:
+        v.frame(1 / 60)
+        v.save_screenshot(screenshot)
+    v.close()
+    return session
+
+
+def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    p = p or argparse.ArgumentParser(prog="pbsim view", description="Interactive pbsim viewer")
+    p.add_argument("model", help="robot file (.urdf, .xml)")
+    p.add_argument("--screenshot", metavar="PNG", help="render, save a screenshot and exit")
+    p.add_argument("--frames", type=int, help="number of frames to render before the screenshot / exit")
+    p.add_argument("--integrator", help="integrator name (see `pbsim.integrators.available()`)")
+    p.add_argument("--dt", type=float, default=2e-3)
+    p.add_argument("--kp", type=float, default=300.0)
+    p.add_argument("--kd", type=float, default=10.0)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--float", dest="floating", action="store_true", default=None, help="floating base")
+    g.add_argument("--fixed", dest="floating", action="store_false", help="fixed base")
+    p.add_argument("--paused", action="store_true", help="start paused")
+    p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
+    p.add_argument("--size", default="1280x720", help="window size WxH")
+    p.add_argument("--terrain", metavar="MESH", help="terrain mesh drawn in the world (display only for now)")
+    p.add_argument("--max-triangles", type=int, default=0,
+                   help="simplify dense meshes to about this many triangles (software GL); 0 = off")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    w, h = (int(x) for x in args.size.lower().split("x"))
+    view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
+         integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
+         width=w, height=h, headless=args.headless, terrain=args.terrain,
+         max_triangles=args.max_triangles)
+    return 0

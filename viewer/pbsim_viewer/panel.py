@@ -1,0 +1,180 @@
+"""The ImGui control panel.  Uses imgui-bundle (imgui + implot) but no GL: tests drive it with a
+stand-in renderer (:class:`StandInRenderer`) by feeding events into imgui's IO."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from pbsim_viewer.session import DT_MAX, DT_MIN, Session
+
+PANEL_WIDTH = 400
+KP_MAX, KD_MAX = 1e5, 1e3
+# Screen rectangles (x0, y0, x1, y1; imgui coordinates, y down) of the last frame's main widgets,
+# by stable widget ID: tests and scripted captures click on them.
+ITEM_RECTS: dict[str, tuple[float, float, float, float]] = {}
+
+
+def _rect(key: str) -> None:
+    a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+    ITEM_RECTS[key] = (a.x, a.y, b.x, b.y)
+
+
+@dataclass
+class ViewOptions:
+    """Display toggles shared by the panel and the 3-D renderer."""
+
+    show_visual: bool = True
+    show_collision: bool = False
+    show_contacts: bool = True
+    show_frames: bool = False
+    show_com: bool = False
+    show_grid: bool = True
+    follow: bool = True
+    show_plots: bool = True
+    quit: bool = False
+
+
+def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> None:
+    """One frame of the panel (between ``imgui.new_frame`` and ``imgui.render``)."""
+    io = imgui.get_io()
+    imgui.set_next_window_pos(imgui.ImVec2(0, 0), imgui.Cond_.always)
+    imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, height or io.display_size.y), imgui.Cond_.always)
+    imgui.begin("pbsim###panel", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize
+                | imgui.WindowFlags_.no_collapse)
+    imgui.text(f"{s.model.name}  nq {s.model.nq}  nv {s.model.nv}")
+    imgui.text(f"t = {s.time:.3f} s   steps {s.steps}")
+    if s.message:
+        imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(1.0, 0.35, 0.3, 1.0))
+        imgui.text_wrapped(s.message)
+        imgui.pop_style_color()
+
+    # --- run controls
+    _hit = imgui.button(("Pause" if s.playing else "Play") + "###pause", imgui.ImVec2(80, 0))
+    _rect('pause')
+    if _hit:
+        s.toggle()
+    imgui.same_line()
+    _hit = imgui.button("Step###step", imgui.ImVec2(80, 0))
+    _rect('step')
+    if _hit:
+        s.pause()
+        s.step_once()
+    imgui.same_line()
+    _hit = imgui.button("Reset###reset", imgui.ImVec2(80, 0))
+    _rect('reset')
+    if _hit:
+        s.reset()
+    imgui.text(f"real-time factor {s.rtf:5.2f}   {s.ms_per_step:7.3f} ms/step")
+
+    # --- integrator and time step
+    names = s.integrators
+    cur = names.index(s.integrator_name) if s.integrator_name in names else 0
+    changed, idx = imgui.combo("integrator###integrator", cur, names)
+    _rect('integrator')
+    if changed:
+        s.set_integrator(names[idx])
+    changed, dt = imgui.slider_float("dt [s]###dt", s.dt, DT_MIN, DT_MAX, "%.5f",
+                                     imgui.SliderFlags_.logarithmic | imgui.SliderFlags_.always_clamp)
+    _rect('dt')
+    if changed:
+        s.set_dt(dt)
+    changed, dt = imgui.input_double("dt typed###dt_typed", s.dt, 0.0, 0.0, "%.6f",
+                                     imgui.InputTextFlags_.enter_returns_true)
+    _rect('dt_typed')
+    if changed:
+        s.set_dt(dt)
+
+    # --- SPD gains
+    imgui.separator_text("stable PD")
+    changed, kp = imgui.slider_float("kp###kp", s.kp_global, 0.0, KP_MAX, "%.1f", imgui.SliderFlags_.logarithmic)
+    _rect('kp')
+    if changed:
+        s.set_kp(kp)
+    changed, kd = imgui.slider_float("kd###kd", s.kd_global, 0.0, KD_MAX, "%.2f", imgui.SliderFlags_.logarithmic)
+    _rect('kd')
+    if changed:
+        s.set_kd(kd)
+    act = np.flatnonzero(s.actuated)
+    _hit = imgui.collapsing_header("per-joint gains###perjoint")
+    _rect('perjoint')
+    if _hit:
+        if imgui.begin_table("gains###gains_table", 3, imgui.TableFlags_.borders | imgui.TableFlags_.row_bg
+                             | imgui.TableFlags_.scroll_y, imgui.ImVec2(0, 220)):
+            imgui.table_setup_column("joint")
+            imgui.table_setup_column("kp")
+            imgui.table_setup_column("kd")
+            imgui.table_headers_row()
+            for j in act:
+                imgui.table_next_row()
+                imgui.table_next_column()
+                imgui.text(s.dof_names[j])
+                imgui.table_next_column()
+                imgui.set_next_item_width(-1)
+                c, v = imgui.drag_float(f"###kp_{j}", float(s.kp[j]), 1.0, 0.0, KP_MAX, "%.1f")
+                if c:
+                    s.set_kp(v, int(j))
+                imgui.table_next_column()
+                imgui.set_next_item_width(-1)
+                c, v = imgui.drag_float(f"###kd_{j}", float(s.kd[j]), 0.1, 0.0, KD_MAX, "%.2f")
+                if c:
+                    s.set_kd(v, int(j))
+            imgui.end_table()
+    _hit = imgui.collapsing_header("joint targets###targets")
+    _rect('targets')
+    if _hit:
+        if imgui.button("zero targets###zero_targets"):
+            s.zero_targets()
+        imgui.begin_child("targets_child", imgui.ImVec2(0, 220))
+        for j in act:
+            lo, hi = s.target_range(int(j))
+            c, v = imgui.slider_float(f"{s.dof_names[j]}###target_{j}", float(s.target[j]), lo, hi, "%.3f")
+            if c:
+                s.set_target(int(j), v)
+        imgui.end_child()
+
+    # --- display toggles
+    if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
+        for attr, label in (("show_visual", "visual meshes"), ("show_collision", "collision geometry"),
+                            ("show_contacts", "contact points"), ("show_frames", "joint frames"),
+                            ("show_com", "centre of mass"), ("show_grid", "ground grid"),
+                            ("follow", "camera follows robot")):
+            c, v = imgui.checkbox(f"{label}###{attr}", getattr(opt, attr))
+            if c:
+                setattr(opt, attr, v)
+
+    # --- plots
+    if imgui.collapsing_header("plots###plots", imgui.TreeNodeFlags_.default_open):
+        h = s.histories()
+        t = h["t"]
+        for key, label in (("energy", "total energy [J]"), ("iterations", "solver iterations"),
+                           ("tracking_error", "tracking error [rad]")):
+            if implot.begin_plot(f"{label}###plot_{key}", imgui.ImVec2(-1, 110)):
+                implot.setup_axes("t [s]", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+                if len(t) > 1:
+                    implot.plot_line(key, np.ascontiguousarray(t), np.ascontiguousarray(h[key]))
+                implot.end_plot()
+    imgui.end()
+
+
+class StandInRenderer:
+    """Replaces a GL renderer in tests: claims texture support, marks textures as uploaded and
+    throws the draw data away."""
+
+    def __init__(self):
+        io = imgui.get_io()
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        self._next_id = 1
+
+    def render(self, draw_data) -> int:
+        for tex in imgui.get_platform_io().textures:
+            if tex.status == imgui.ImTextureStatus.want_create:
+                tex.set_tex_id(self._next_id)
+                self._next_id += 1
+                tex.status = imgui.ImTextureStatus.ok
+            elif tex.status == imgui.ImTextureStatus.want_updates:
+                tex.status = imgui.ImTextureStatus.ok
+            elif tex.status == imgui.ImTextureStatus.want_destroy:
+                tex.status = imgui.ImTextureStatus.destroyed
+        return draw_data.total_vtx_count
