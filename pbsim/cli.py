@@ -86,10 +86,21 @@ def cmd_rollout(args):
 
     model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
     q0 = model.default_configuration()
+    control = None
+    if args.control != "torque" or args.target:
+        from pbsim.control import control_from_args
+
+        control = control_from_args(model, control=args.control, solver=args.spd_solver, kp=args.kp, kd=args.kd,
+                                    target=args.target, dt=args.dt, clamp=args.clamp, root=args.root,
+                                    root_kp=args.root_kp, root_kd=args.root_kd, loop=args.loop)
+    opts = {}
+    if args.integrator.startswith("variational"):
+        opts = {k: v for k, v in (("method", args.vi_method), ("ig", args.vi_ig), ("tol", args.vi_tol),
+                                  ("max_iter", args.vi_max_iter)) if v is not None}
     t0 = time.perf_counter()
     traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
-                         progress=not args.quiet, record_every=args.record_every,
-                         on_nan="stop" if args.batch else "raise")
+                         control=control, progress=not args.quiet, record_every=args.record_every,
+                         on_nan="stop" if args.batch else "raise", **opts)
     wall = time.perf_counter() - t0
     E = traj.energy
     B = args.batch or 1
@@ -119,6 +130,25 @@ def cmd_rollout(args):
             print(f"{k:<{w}}  {v:.6g}" if isinstance(v, float) else f"{k:<{w}}  {v}")
 
 
+def cmd_view(args):
+    try:
+        import pbsim_viewer
+    except ImportError as e:
+        raise PbsimError(f"the viewer needs its extra: pip install 'pbsim[viewer]' ({e})") from None
+    code = pbsim_viewer.main(args.rest)
+    if code:
+        raise SystemExit(code)
+
+
+def cmd_convert(args):
+    from pbsim.io.convert import convert
+
+    rep = convert(args.input, args.output, mesh_format=args.mesh_format, convex_hull=args.convex_hull,
+                  simplify=args.simplify, floating_base=args.floating_base,
+                  capsules="cylinder+spheres" if args.ros_capsules else "capsule")
+    print(rep)
+
+
 def cmd_integrators(args):
     import pbsim
 
@@ -146,7 +176,44 @@ def build_parser():
     pr.add_argument("--plot", help="write an energy/velocity plot (PNG)")
     pr.add_argument("--json", action="store_true")
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
+    c = pr.add_argument_group("control (paper 001)")
+    c.add_argument("--control", default="torque", choices=["torque", "pd", "spd"],
+                   help="joint control: zero torque, plain PD or stable PD (default torque)")
+    c.add_argument("--spd-solver", default="maba", choices=["maba", "sf", "df"],
+                   help="SPD solve: linear-time MABA, sparse (SF) or dense (DF) factorization")
+    c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
+    c.add_argument("--kd", default="0", help="like --kp")
+    c.add_argument("--target", help="reference motion file (.npz/.csv with joint-name columns)")
+    c.add_argument("--root", default="passive", choices=["passive", "hog", "as_given"],
+                   help="free root: passive, or 'hand of God' SPD (sec. 4.1)")
+    c.add_argument("--root-kp", type=float, default=20000.0)
+    c.add_argument("--root-kd", type=float, default=2000.0)
+    c.add_argument("--clamp", action="store_true", help="clamp torques to the model's effort limits")
+    c.add_argument("--loop", action="store_true", help="loop the reference motion")
+    v = pr.add_argument_group("variational integrator (paper 004)")
+    v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
+    v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])
+    v.add_argument("--vi-tol", type=float)
+    v.add_argument("--vi-max-iter", type=int)
     pr.set_defaults(fn=cmd_rollout)
+
+    pv = sub.add_parser("view", help="interactive viewer (needs the [viewer] extra)", add_help=False)
+    pv.add_argument("rest", nargs=argparse.REMAINDER)
+    pv.set_defaults(fn=cmd_view)
+
+    pc = sub.add_parser("convert", help="convert robot files: URDF <-> MJCF")
+    pc.add_argument("input")
+    pc.add_argument("output")
+    pc.add_argument("--mesh-format", choices=["stl", "obj"], default=None,
+                    help="convert meshes to this format (default: copy what the target reads, else STL)")
+    pc.add_argument("--convex-hull", action="store_true", help="replace collision meshes by their convex hulls")
+    pc.add_argument("--simplify", type=int, metavar="FACES", help="decimate meshes to about FACES faces")
+    g = pc.add_mutually_exclusive_group()
+    g.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None)
+    g.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False)
+    pc.add_argument("--ros-capsules", action="store_true",
+                    help="write capsules as cylinder + 2 spheres (standard URDF) instead of pybullet <capsule>")
+    pc.set_defaults(fn=cmd_convert)
 
     pl = sub.add_parser("integrators", help="list the registered integrators")
     pl.set_defaults(fn=cmd_integrators)

@@ -51,7 +51,7 @@ from pbsim.integrators.base import Diagnostics, Integrator, State, register
 RIQN, NEWTON, BROYDEN = 0, 1, 2
 METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
 
-VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy")
+VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy qs")
 
 
 def make_vwork(model, batch: int, dense: bool) -> VWork:
@@ -60,7 +60,7 @@ def make_vwork(model, batch: int, dense: bool) -> VWork:
     nd = nv if dense else 1
     return VWork(z((B, nq)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
                  z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
-                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)))
+                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)), z((B, nq)))
 
 
 @kernel
@@ -220,7 +220,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
     for j in range(nv):
         zero[j] = 0.0
     # joint impulses (all constant within the step, or linear in d_k)
-    control_torques(m, c, b, q, v, dt, vw.dq[b], w.Rj[b], tau, arm)
+    control_torques(m, c, b, q, v, dt, vw.dq[b], vw.qs[b], w.Rj[b], tau, arm)
     spd = c.mode == SPD
     bp = b if c.kp.shape[0] > 1 else 0
     bd = b if c.kd.shape[0] > 1 else 0
