@@ -131,7 +131,7 @@ def test_grid_vs_trimesh(name, h):
 
 def test_closed_mesh_parity_sign():
     box = trimesh.creation.box([1.0, 1.0, 0.5])
-    T = MeshTerrain.from_mesh(box, spacing=0.05, padding=0.1)
+    T = MeshTerrain.from_mesh(box, spacing=0.05, padding=0.1, exact_band=0.3)
     assert T.closed
     out = query([T], np.array([[0.0, 0, 0], [0.0, 0, 0.4], [0.1, 0.2, -0.2], [0.7, 0, 0]]))
     assert np.abs(out[:, 0] - [-0.25, 0.15, -0.05, 0.2]).max() < T.bound
