@@ -1,4 +1,83 @@
 """Contact: environment geometry, robot contact points, penetration depth/normal, force models."""
-from pbsim.contact.scene import Scene
+from __future__ import annotations
 
-__all__ = ["Scene"]
+import numpy as np
+
+from pbsim.contact.environment import (Box, Capsule, ContactInputError, EmptyMeshError, GridBudgetError,
+                                       HeightField, MeshTerrain, OpenMeshError, Plane, Sphere)
+from pbsim.contact.points import ContactPoints, sample_contact_points
+from pbsim.contact.scene import KScene, Scene
+
+__all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
+           "sample_contact_points", "make_scene", "contact_query", "contact_diagnostics", "up_rotation",
+           "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
+
+
+def up_rotation(model) -> np.ndarray:
+    """Rotation taking world +z to the model's "up" (``-gravity``): terrain files are z-up, so a
+    y-up robot (``gravity = (0, -9.81, 0)``) gets its terrain rotated with this."""
+    g = np.asarray(model.gravity, float)
+    ng = np.linalg.norm(g)
+    up = -g / ng if ng > 0 else np.array([0.0, 0.0, 1.0])
+    z = np.array([0.0, 0.0, 1.0])
+    c = float(z @ up)
+    if c > 1 - 1e-12:
+        return np.eye(3)
+    if c < -1 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])
+    a = np.cross(z, up)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + K + K @ K / (1 + c)
+
+
+def make_scene(model, ground: str | None = "plane", terrain=None, mu: float = 0.8, stiffness: float | None = None,
+               damping: float | None = None, friction_eps: float = 0.01, ground_height: float = 0.0,
+               spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
+               open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), points: ContactPoints | None = None,
+               environment=(), **point_options) -> Scene:
+    """A contact scene for ``model``.
+
+    ``ground``: "plane" (plane through ``ground_height`` along -gravity, so y-up models work
+    once their gravity is set) or None.  ``terrain``: a mesh file (STL/OBJ/OFF, z-up; rotated to
+    the model's up and shifted by ``terrain_offset``) or a :class:`MeshTerrain`; ``spacing``,
+    ``padding``, ``max_bytes``, ``open_mesh`` go to :meth:`MeshTerrain.from_mesh`.  ``points``:
+    contact points (default :func:`sample_contact_points` with ``point_options``).
+    ``environment``: extra shapes."""
+    env = list(environment)
+    R = up_rotation(model)
+    if ground not in (None, "plane", "none"):
+        raise ContactInputError(f"ground must be 'plane' or None, got {ground!r}")
+    if ground == "plane":
+        env.append(Plane(R[:, 2], ground_height))
+    if terrain is not None:
+        if isinstance(terrain, MeshTerrain):
+            env.append(terrain)
+        else:
+            T = np.eye(4)
+            T[:3, :3] = R
+            T[:3, 3] = np.asarray(terrain_offset, float)
+            env.append(MeshTerrain.from_file(terrain, spacing=spacing, padding=padding, max_bytes=max_bytes,
+                                             open_mesh=open_mesh, transform=T))
+    pts = points if points is not None else sample_contact_points(model, **point_options)
+    return Scene(environment=env, points=pts, mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
+
+
+def contact_query(model, scene, q):
+    """Batched query: dict of X (B, n, 3), d (B, n), n (B, n, 3), dd_dv (B, n, nv)."""
+    from pbsim.contact.query import contact_query_batch
+    from pbsim.dynamics.api import as_batch
+    from pbsim.dynamics.workspace import work_for
+
+    Q, _ = as_batch(q, model.nq, "q")
+    ks = scene.kernel_arrays(model) if isinstance(scene, Scene) else scene
+    B, n = Q.shape[0], ks.npts
+    X, D, N, dD = np.zeros((B, n, 3)), np.zeros((B, n)), np.zeros((B, n, 3)), np.zeros((B, n, model.nv))
+    contact_query_batch(model.k, ks, work_for(model, B), np.ascontiguousarray(Q), X, D, N, dD)
+    return dict(X=X, d=D, n=N, dd_dv=dD)
+
+
+def contact_diagnostics(model, scene, q) -> dict:
+    """Per state: number of active contacts (d > 0) and max penetration depth (m)."""
+    r = contact_query(model, scene, q)
+    d = r["d"]
+    return dict(active=(d > 0).sum(axis=1), max_penetration=d.max(axis=1) if d.shape[1] else np.zeros(len(d)))

@@ -1,8 +1,15 @@
 """Scene: the environment and the contact parameters of one simulation.
 
-The kernels read a :class:`KScene` namedtuple.  This first version only knows an optional
-ground plane and robot contact points given explicitly; the contact module grows it
-(heightfields, meshes via signed-distance grids, sampled contact points).
+The kernels read a :class:`KScene` namedtuple (environment arrays packed by
+:func:`pbsim.contact.environment.pack_environment`, contact points, penalty parameters).
+
+Penalty parameters (see :mod:`pbsim.contact.penalty`):
+- ``stiffness`` k (N/m, per contact point).  Default scale: ``k = M g / (n_ref * delta_ref)``
+  with M the robot mass, g = |gravity|, ``n_ref = 4`` and ``delta_ref`` (default 5 mm): with n
+  points sharing the weight at rest, the mean static penetration is ``delta_ref * n_ref / n``.
+- ``damping`` c (N s/m, per point).  Default ``c_i = 2 zeta sqrt(k m_i)`` with ``zeta = 0.5`` and
+  ``m_i = min(mass of the subtree of the point's body, M / n_ref)``.
+- ``mu`` Coulomb coefficient, ``friction_eps`` (m/s) regularization velocity.
 """
 from __future__ import annotations
 
@@ -11,27 +18,94 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-KScene = namedtuple("KScene", "npts pt_body pt_local pt_radius plane_n plane_d stiffness damping mu")
+from pbsim.contact.environment import ContactInputError, Plane, pack_environment
+from pbsim.contact.points import ContactPoints
+
+KScene = namedtuple(
+    "KScene",
+    "npts pt_body pt_local pt_radius pt_k pt_c mu friction_eps "
+    "env_plane env_sphere env_box env_capsule hf_meta hf_geom hf_data gr_meta gr_geom gr_data")
+
+N_REF = 4
+DELTA_REF = 0.005
+ZETA = 0.5
 
 
 @dataclass
 class Scene:
-    """Environment + penalty-contact parameters.  ``Scene()`` is empty space (no contact)."""
+    """Environment + penalty-contact parameters.  ``Scene()`` is empty space (no contact).
 
+    ``environment``: list of :mod:`pbsim.contact.environment` shapes.  ``points``: robot contact
+    points (:class:`ContactPoints`).  ``ground=True`` (with ``plane_normal``/``plane_offset``)
+    adds a plane; ``points_body``/``points_local``/``points_radius`` give points explicitly
+    (older stub API).  ``stiffness``/``damping`` None -> the documented defaults."""
+
+    environment: list = field(default_factory=list)
+    points: ContactPoints | None = None
+    stiffness: float | None = None
+    damping: float | None = None
+    mu: float = 0.8
+    friction_eps: float = 0.01
+    delta_ref: float = DELTA_REF
+    zeta: float = ZETA
     ground: bool = False
     plane_normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     plane_offset: float = 0.0
-    stiffness: float = 0.0
-    damping: float = 0.0
-    mu: float = 0.0
     points_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     points_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     points_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    def __post_init__(self):
+        for nm in ("mu", "friction_eps", "delta_ref", "zeta"):
+            v = float(getattr(self, nm))
+            if not (np.isfinite(v) and v >= 0):
+                raise ContactInputError(f"scene {nm} must be a finite number >= 0, got {v!r}")
+        if self.friction_eps <= 0 or self.delta_ref <= 0:
+            raise ContactInputError("scene friction_eps and delta_ref must be > 0")
+        for nm in ("stiffness", "damping"):
+            v = getattr(self, nm)
+            if v is not None and not (np.isfinite(float(v)) and float(v) >= 0):
+                raise ContactInputError(f"scene {nm} must be a finite number >= 0, got {v!r}")
+
+    def all_environment(self) -> list:
+        env = list(self.environment)
+        if self.ground:
+            env.append(Plane(self.plane_normal, self.plane_offset))
+        return env
+
+    def contact_points(self) -> ContactPoints:
+        if self.points is not None:
+            return self.points
+        return ContactPoints(np.asarray(self.points_body, np.int32).reshape(-1),
+                             np.asarray(self.points_local, np.float64).reshape(-1, 3),
+                             np.asarray(self.points_radius, np.float64).reshape(-1))
+
+    def default_stiffness(self, model) -> float:
+        g = float(np.linalg.norm(model.gravity)) or 9.81
+        return max(model.total_mass, 1e-6) * g / (N_REF * self.delta_ref)
+
+    def point_parameters(self, model, pts: ContactPoints):
+        """Per-point stiffness and damping arrays."""
+        n = len(pts)
+        k = float(self.stiffness) if self.stiffness is not None else self.default_stiffness(model)
+        if self.damping is not None:
+            return np.full(n, k), np.full(n, float(self.damping))
+        sub = np.array(model.mass, float).copy()  # subtree masses
+        for i in range(model.nb - 1, -1, -1):
+            if model.parent[i] >= 0:
+                sub[model.parent[i]] += sub[i]
+        mref = max(model.total_mass, 1e-6) / N_REF
+        mi = np.minimum(sub[pts.body], mref) if n else np.zeros(0)
+        return np.full(n, k), 2.0 * self.zeta * np.sqrt(k * np.maximum(mi, 1e-6))
+
     def kernel_arrays(self, model) -> KScene:
-        n = len(self.points_body) if self.ground else 0
-        return KScene(n, np.ascontiguousarray(self.points_body, np.int32),
-                      np.ascontiguousarray(self.points_local, np.float64).reshape(-1, 3),
-                      np.ascontiguousarray(self.points_radius, np.float64),
-                      np.asarray(self.plane_normal, np.float64), float(self.plane_offset),
-                      float(self.stiffness), float(self.damping), float(self.mu))
+        env = self.all_environment()
+        pts = self.contact_points()
+        if len(pts) and (pts.body.min() < 0 or pts.body.max() >= model.nb):
+            raise ContactInputError(f"contact point body indices must be in 0..{model.nb - 1}")
+        n = len(pts) if env else 0
+        k, c = self.point_parameters(model, pts)
+        arrs = pack_environment(env)
+        return KScene(n, np.ascontiguousarray(pts.body, np.int32), np.ascontiguousarray(pts.local, np.float64),
+                      np.ascontiguousarray(pts.radius, np.float64), np.ascontiguousarray(k),
+                      np.ascontiguousarray(c), float(self.mu), float(self.friction_eps), **arrs)

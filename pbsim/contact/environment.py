@@ -1,0 +1,291 @@
+"""Static environment geometry: planes, heightfields, boxes, spheres, capsules and triangle-mesh
+terrain (signed-distance grid built at load time).
+
+Every shape defines a signed distance ``phi`` (> 0 in free space, < 0 inside) and the outward
+normal ``grad phi``; the environment is their union (min of phi).  The kernels are in
+:mod:`pbsim.contact.query`; this module validates input and packs the arrays.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pbsim.errors import InputError
+
+
+class ContactInputError(InputError):
+    """Bad environment / contact input (names the value at fault)."""
+
+
+class EmptyMeshError(ContactInputError):
+    """A terrain mesh file holds no triangles."""
+
+
+class OpenMeshError(ContactInputError):
+    """An open (non-watertight) terrain mesh was refused (``open_mesh="error"``)."""
+
+
+class GridBudgetError(ContactInputError, MemoryError):
+    """A signed-distance grid would exceed the memory budget; ``.requested`` holds the bytes."""
+
+    def __init__(self, msg, requested: int, budget: int):
+        super().__init__(msg)
+        self.requested = requested
+        self.budget = budget
+
+
+def _vec(x, n, what):
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ContactInputError(f"{what} must be {n} finite numbers, got {x!r}")
+    return a
+
+
+def _pos(x, what):
+    x = float(x)
+    if not (np.isfinite(x) and x > 0):
+        raise ContactInputError(f"{what} must be a positive finite number, got {x!r}")
+    return x
+
+
+@dataclass
+class Plane:
+    """Half-space ``n . x <= offset`` is solid; ``phi = n . x - offset`` (n normalised)."""
+
+    normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    offset: float = 0.0
+
+    def __post_init__(self):
+        n = _vec(self.normal, 3, "plane normal")
+        ln = np.linalg.norm(n)
+        if ln < 1e-12:
+            raise ContactInputError(f"plane normal must be non-zero, got {self.normal!r}")
+        self.normal = n / ln
+        self.offset = float(self.offset)
+        if not np.isfinite(self.offset):
+            raise ContactInputError(f"plane offset must be finite, got {self.offset!r}")
+
+
+@dataclass
+class Sphere:
+    center: np.ndarray
+    radius: float
+
+    def __post_init__(self):
+        self.center = _vec(self.center, 3, "sphere center")
+        self.radius = _pos(self.radius, "sphere radius")
+
+
+@dataclass
+class Box:
+    """Box with half extents ``half``, pose ``(R, p)`` in the world."""
+
+    half: np.ndarray
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self):
+        self.half = _vec(self.half, 3, "box half extents")
+        if np.any(self.half <= 0):
+            raise ContactInputError(f"box half extents must be > 0, got {self.half.tolist()}")
+        R = np.asarray(self.R, np.float64)
+        if R.shape != (3, 3) or not np.allclose(R.T @ R, np.eye(3), atol=1e-9):
+            raise ContactInputError("box rotation R must be a 3x3 rotation matrix")
+        self.R = R
+        self.p = _vec(self.p, 3, "box position")
+
+
+@dataclass
+class Capsule:
+    """Segment ``a``-``b`` swept by a sphere of ``radius``."""
+
+    a: np.ndarray
+    b: np.ndarray
+    radius: float
+
+    def __post_init__(self):
+        self.a = _vec(self.a, 3, "capsule end a")
+        self.b = _vec(self.b, 3, "capsule end b")
+        self.radius = _pos(self.radius, "capsule radius")
+
+
+@dataclass
+class HeightField:
+    """``heights[i, j]`` is the ground height at ``(x0 + i dx, y0 + j dy)`` over ``extents =
+    (x0, x1, y0, y1)``; bilinear in between, edge values extended outside.
+
+    ``phi = (z - h(x, y)) / sqrt(1 + |grad h|^2)``: the vertical gap projected on the normal
+    ``(-h_x, -h_y, 1)/norm`` (exact on planar patches; first order elsewhere)."""
+
+    heights: np.ndarray
+    extents: tuple = (0.0, 1.0, 0.0, 1.0)
+
+    def __post_init__(self):
+        H = np.asarray(self.heights, np.float64)
+        if H.ndim != 2 or H.shape[0] < 2 or H.shape[1] < 2 or not np.all(np.isfinite(H)):
+            raise ContactInputError(f"heightfield must be a finite 2-D array of at least 2x2, got shape "
+                                    f"{np.shape(self.heights)}")
+        ext = _vec(self.extents, 4, "heightfield extents (x0, x1, y0, y1)")
+        if not (ext[1] > ext[0] and ext[3] > ext[2]):
+            raise ContactInputError(f"heightfield extents need x1 > x0 and y1 > y0, got {ext.tolist()}")
+        self.heights = np.ascontiguousarray(H)
+        self.extents = tuple(ext)
+
+    @classmethod
+    def from_image(cls, path, extents, z_scale: float = 1.0, z_offset: float = 0.0) -> "HeightField":
+        """Grayscale image -> heights ``z_offset + z_scale * gray`` (gray in [0, 1]); image rows
+        run along -y (top row = y1), columns along +x."""
+        from PIL import Image
+
+        p = Path(path)
+        if not p.is_file():
+            raise ContactInputError(f"heightfield image {str(path)!r} does not exist")
+        img = np.asarray(Image.open(p).convert("F"), np.float64)
+        img = img / 255.0
+        return cls(z_offset + z_scale * img[::-1].T, extents)
+
+
+@dataclass
+class MeshTerrain:
+    """Triangle mesh turned into a signed-distance grid (see :mod:`pbsim.contact.sdf_grid`)."""
+
+    phi: np.ndarray  # (nx, ny, nz) float32
+    origin: np.ndarray  # (3,) position of node (0, 0, 0)
+    spacing: float
+    closed: bool
+    source: str = ""
+    ntri: int = 0
+    band: float = 0.0  # distances are exact up to this, clamped beyond
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.phi.nbytes)
+
+    @property
+    def bound(self) -> float:
+        """Interpolation error bound of the grid: ``(sqrt(3)/2) * spacing``."""
+        return 0.5 * math.sqrt(3.0) * self.spacing
+
+    @classmethod
+    def from_file(cls, path, **kw) -> "MeshTerrain":
+        import trimesh
+
+        p = Path(path)
+        if not p.is_file():
+            raise ContactInputError(f"terrain mesh {str(path)!r} does not exist")
+        try:
+            mesh = trimesh.load(str(p), force="mesh", process=True)
+        except Exception as e:  # trimesh raises many kinds
+            raise ContactInputError(f"terrain mesh {str(path)!r} could not be read: {e}") from e
+        return cls.from_mesh(mesh, source=str(path), **kw)
+
+    @classmethod
+    def from_mesh(cls, mesh, spacing: float = 0.02, padding: float = 0.2, exact_band: float = 0.1,
+                  max_bytes: int = 512 * 2**20, open_mesh: str = "height", transform=None,
+                  source: str = "<mesh>") -> "MeshTerrain":
+        """``spacing`` grid step (m); ``padding`` margin around the mesh bounds (m); distances are
+        exact up to ``exact_band`` (m, rounded up to whole cells) and clamped to it beyond; ``max_bytes`` budget for the build (8 bytes per node);
+        ``open_mesh``: "height" (an open mesh is a height surface: solid below its highest
+        crossing of each vertical line) or "error" (raise :class:`OpenMeshError`)."""
+        from pbsim.contact.sdf_grid import build_sdf_grid
+
+        spacing = _pos(spacing, "terrain grid spacing")
+        padding = float(padding)
+        if not (np.isfinite(padding) and padding >= 0):
+            raise ContactInputError(f"terrain padding must be >= 0, got {padding!r}")
+        if open_mesh not in ("height", "error"):
+            raise ContactInputError(f"open_mesh must be 'height' or 'error', got {open_mesh!r}")
+        V = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), np.float64)
+        F = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), np.int64)
+        if len(F) == 0 or len(V) == 0:
+            raise EmptyMeshError(f"terrain mesh {source!r} has no triangles")
+        if not np.all(np.isfinite(V)):
+            raise ContactInputError(f"terrain mesh {source!r} has non-finite vertices")
+        if transform is not None:
+            T = np.asarray(transform, np.float64)
+            V = V @ T[:3, :3].T + T[:3, 3]
+        closed = bool(mesh.is_watertight) and bool(mesh.is_winding_consistent)
+        if not closed and open_mesh == "error":
+            raise OpenMeshError(f"terrain mesh {source!r} is not watertight (open_mesh='error')")
+        if not closed:
+            F = envelope_faces(V, F)
+        lo = V.min(axis=0) - padding
+        hi = V.max(axis=0) + padding
+        shape = tuple(int(math.ceil((hi[i] - lo[i]) / spacing)) + 1 for i in range(3))
+        shape = tuple(max(s, 2) for s in shape)
+        nodes = shape[0] * shape[1] * shape[2]
+        need = 8 * nodes
+        if need > max_bytes:
+            raise GridBudgetError(
+                f"terrain {source!r}: SDF grid {shape[0]}x{shape[1]}x{shape[2]} at spacing {spacing} m needs "
+                f"{need / 2**20:.1f} MiB, over the budget of {max_bytes / 2**20:.1f} MiB "
+                f"(raise max_bytes or the spacing)", need, max_bytes)
+        band = max(2, int(math.ceil(float(exact_band) / spacing)))
+        phi = build_sdf_grid(V, F, lo, spacing, shape, closed, band)
+        return cls(phi, lo, spacing, closed, source, len(F), band * spacing)
+
+
+def envelope_faces(V, F, tol: float = 1e-6):
+    """Faces of an open mesh that bound its height solid: near-vertical faces (walls, |n_z| < 0.05)
+    and faces whose centroid is the highest crossing of its vertical line (within ``tol``).
+    Hidden faces (e.g. the underside of a terrain slab) are dropped, so inside distances are
+    distances to the upper surface."""
+    import trimesh
+
+    mesh = trimesh.Trimesh(V, F, process=False)
+    C = V[F].mean(axis=1)
+    nz = np.abs(mesh.face_normals[:, 2])
+    top = np.full(len(F), -np.inf)
+    orig = np.c_[C[:, :2], np.full(len(C), V[:, 2].max() + 1.0)]
+    locs, ri, _ = mesh.ray.intersects_location(orig, np.tile([0.0, 0.0, -1.0], (len(C), 1)), multiple_hits=False)
+    top[ri] = locs[:, 2]
+    keep = (nz < 0.05) | (C[:, 2] >= top - tol)
+    return F[keep]
+
+
+SHAPES_ENV = (Plane, Sphere, Box, Capsule, HeightField, MeshTerrain)
+
+
+def pack_environment(items) -> dict:
+    """Arrays for :class:`pbsim.contact.scene.KScene` from a list of environment shapes."""
+    pl, sp, bx, cp, hfm, hfg, hfd, grm, grg, grd = [], [], [], [], [], [], [], [], [], []
+    hoff = goff = 0
+    for it in items:
+        if isinstance(it, Plane):
+            pl.append([*it.normal, it.offset])
+        elif isinstance(it, Sphere):
+            sp.append([*it.center, it.radius])
+        elif isinstance(it, Box):
+            bx.append([*it.R.reshape(-1), *it.p, *it.half])
+        elif isinstance(it, Capsule):
+            cp.append([*it.a, *it.b, it.radius])
+        elif isinstance(it, HeightField):
+            nx, ny = it.heights.shape
+            x0, x1, y0, y1 = it.extents
+            hfm.append([hoff, nx, ny])
+            hfg.append([x0, y0, (x1 - x0) / (nx - 1), (y1 - y0) / (ny - 1)])
+            hfd.append(it.heights.reshape(-1))
+            hoff += nx * ny
+        elif isinstance(it, MeshTerrain):
+            nx, ny, nz = it.phi.shape
+            grm.append([goff, nx, ny, nz])
+            grg.append([*it.origin, it.spacing])
+            grd.append(it.phi.reshape(-1))
+            goff += nx * ny * nz
+        else:
+            raise ContactInputError(f"unknown environment item {it!r}; expected one of "
+                                    f"{[c.__name__ for c in SHAPES_ENV]}")
+
+    def arr(x, w, dt=np.float64):
+        return np.ascontiguousarray(np.array(x, dt).reshape(-1, w))
+
+    return dict(
+        env_plane=arr(pl, 4), env_sphere=arr(sp, 4), env_box=arr(bx, 15), env_capsule=arr(cp, 7),
+        hf_meta=arr(hfm, 3, np.int64), hf_geom=arr(hfg, 4),
+        hf_data=np.concatenate(hfd) if hfd else np.zeros(1),
+        gr_meta=arr(grm, 4, np.int64), gr_geom=arr(grg, 4),
+        gr_data=(grd[0] if len(grd) == 1 else np.concatenate(grd).astype(np.float32)) if grd
+        else np.zeros(1, np.float32))

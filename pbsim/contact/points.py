@@ -1,0 +1,148 @@
+"""Robot contact points sampled per body from the Model's collision geometry (body coordinates).
+
+A contact point is ``(body, local position, radius)``: its surface is the sphere of ``radius``
+around the point (0 for a plain point), so spheres and capsules are exact offset surfaces.
+
+Sampling rules (``role == "collision"`` shapes; visual shapes only when a body has no collision
+shape and ``use_visual_meshes``):
+- box: 8 corners, plus ``box_edge_points`` evenly spaced interior points per edge;
+- sphere: its centre with its radius;
+- capsule: ``capsule_points`` centres evenly spaced on the axis segment, with its radius;
+- cylinder: ``cylinder_rim`` points on each of the two rim circles (radius 0);
+- mesh: vertices of the convex hull (all vertices if that fails), farthest-point subsampled;
+then each body keeps at most ``max_per_body`` points (farthest-point sampling).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pbsim.contact.environment import ContactInputError
+
+
+@dataclass
+class ContactPoints:
+    body: np.ndarray  # (n,) int32
+    local: np.ndarray  # (n, 3)
+    radius: np.ndarray  # (n,)
+
+    def __len__(self):
+        return len(self.body)
+
+    def for_body(self, i):
+        sel = self.body == i
+        return self.local[sel], self.radius[sel]
+
+
+def farthest_points(P: np.ndarray, k: int) -> np.ndarray:
+    """Indices of ``k`` points of P picked by farthest-point sampling (deterministic)."""
+    n = len(P)
+    if n <= k:
+        return np.arange(n)
+    c = P.mean(axis=0)
+    idx = [int(np.argmax(((P - c) ** 2).sum(1)))]
+    dmin = ((P - P[idx[0]]) ** 2).sum(1)
+    for _ in range(k - 1):
+        j = int(np.argmax(dmin))
+        idx.append(j)
+        dmin = np.minimum(dmin, ((P - P[j]) ** 2).sum(1))
+    return np.array(sorted(idx))
+
+
+def _geom_points(g, box_edge_points, capsule_points, cylinder_rim, mesh_budget):
+    R, p, s = np.asarray(g.R, float), np.asarray(g.p, float), np.asarray(g.size, float)
+    if g.shape == "box":
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+        pts = [signs * s]
+        if box_edge_points > 0:
+            t = np.arange(1, box_edge_points + 1) / (box_edge_points + 1) * 2 - 1
+            for ax in range(3):
+                o1, o2 = [a for a in range(3) if a != ax]
+                for s1 in (-1, 1):
+                    for s2 in (-1, 1):
+                        e = np.zeros((len(t), 3))
+                        e[:, ax] = t * s[ax]
+                        e[:, o1] = s1 * s[o1]
+                        e[:, o2] = s2 * s[o2]
+                        pts.append(e)
+        loc = np.concatenate(pts)
+        rad = np.zeros(len(loc))
+    elif g.shape == "sphere":
+        loc, rad = np.zeros((1, 3)), np.array([s[0]])
+    elif g.shape == "capsule":
+        n = max(2, int(capsule_points))
+        loc = np.zeros((n, 3))
+        loc[:, 2] = np.linspace(-s[1], s[1], n)
+        rad = np.full(n, s[0])
+    elif g.shape == "cylinder":
+        n = max(3, int(cylinder_rim))
+        a = 2 * np.pi * np.arange(n) / n
+        ring = np.stack([s[0] * np.cos(a), s[0] * np.sin(a), np.zeros(n)], 1)
+        top, bot = ring.copy(), ring.copy()
+        top[:, 2], bot[:, 2] = s[1], -s[1]
+        loc = np.concatenate([top, bot])
+        rad = np.zeros(len(loc))
+    elif g.shape == "mesh":
+        mesh = g.load_mesh()  # already in the body frame
+        try:
+            V = np.asarray(mesh.convex_hull.vertices)
+        except Exception:
+            V = np.asarray(mesh.vertices)
+        V = V[farthest_points(V, mesh_budget)]
+        return V, np.zeros(len(V))
+    else:  # planes on bodies are not contact geometry
+        return np.zeros((0, 3)), np.zeros(0)
+    return loc @ R.T + p, rad
+
+
+def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 1, capsule_points: int = 3,
+                          cylinder_rim: int = 8, mesh_points: int = 32, bodies=None, explicit=None,
+                          use_visual_meshes: bool = False) -> ContactPoints:
+    """Contact points of ``model``.  ``bodies``: body names/indices to sample (default all);
+    ``explicit``: {body name or index: (n, 3) points or (n, 4) points + radius} replaces sampling
+    for those bodies.  See the module docstring for the rules."""
+    if int(max_per_body) < 1:
+        raise ContactInputError(f"max_per_body must be >= 1, got {max_per_body!r}")
+
+    def bidx(key):
+        if isinstance(key, (int, np.integer)):
+            if not 0 <= key < model.nb:
+                raise ContactInputError(f"body index {key} out of range 0..{model.nb - 1}")
+            return int(key)
+        try:
+            return model.body_index(key)
+        except Exception as e:
+            raise ContactInputError(f"unknown body {key!r} for contact points") from e
+
+    wanted = set(range(model.nb)) if bodies is None else {bidx(k) for k in bodies}
+    expl = {bidx(k): v for k, v in (explicit or {}).items()}
+    out_b, out_l, out_r = [], [], []
+    for i in range(model.nb):
+        if i in expl:
+            a = np.asarray(expl[i], float)
+            if a.ndim != 2 or a.shape[1] not in (3, 4) or not np.all(np.isfinite(a)):
+                raise ContactInputError(f"explicit contact points for body {i} must be (n, 3) or (n, 4) "
+                                        f"finite, got shape {a.shape}")
+            loc, rad = a[:, :3], (a[:, 3] if a.shape[1] == 4 else np.zeros(len(a)))
+        elif i in wanted:
+            gs = [g for g in model.geoms if g.body == i and g.role == "collision"]
+            if not gs and use_visual_meshes:
+                gs = [g for g in model.geoms if g.body == i and g.shape == "mesh"]
+            if not gs:
+                continue
+            parts = [_geom_points(g, box_edge_points, capsule_points, cylinder_rim, mesh_points) for g in gs]
+            loc = np.concatenate([p[0] for p in parts])
+            rad = np.concatenate([p[1] for p in parts])
+            if len(loc) > max_per_body:
+                # keep spread: sample on the offset surface extremes (position + radius weight)
+                keep = farthest_points(loc, int(max_per_body))
+                loc, rad = loc[keep], rad[keep]
+        else:
+            continue
+        out_b.append(np.full(len(loc), i, np.int32))
+        out_l.append(loc)
+        out_r.append(rad)
+    if not out_b:
+        return ContactPoints(np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0))
+    return ContactPoints(np.concatenate(out_b), np.concatenate(out_l), np.concatenate(out_r))
