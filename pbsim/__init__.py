@@ -6,13 +6,13 @@ from pbsim.io import load
 from pbsim.model import Model, ModelBuilder
 from pbsim import integrators
 from pbsim.control import Control, Reference, control_from_args, spd_forward
-from pbsim.contact import Scene
+from pbsim.contact import Scene, contact_diagnostics, contact_query, make_scene
 from pbsim.integrators import State
 from pbsim.rollout import Trajectory, rollout  # noqa: E402  (the function shadows the module name)
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "Model", "ModelBuilder", "rollout", "Trajectory", "State", "Control", "Reference", "control_from_args", "spd_forward", "Scene", "integrators", "aba", "rnea", "crba", "forward_kinematics", "frame_poses",
+__all__ = ["load", "Model", "ModelBuilder", "rollout", "Trajectory", "State", "Control", "Reference", "control_from_args", "spd_forward", "Scene", "make_scene", "contact_query", "contact_diagnostics", "integrators", "aba", "rnea", "crba", "forward_kinematics", "frame_poses",
            "energy", "point_jacobian", "integrate", "difference", "PbsimError", "ParseError",
            "MeshNotFoundError", "InertiaError", "InputError", "SimulationError"]
 

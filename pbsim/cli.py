@@ -93,13 +93,21 @@ def cmd_rollout(args):
         control = control_from_args(model, control=args.control, solver=args.spd_solver, kp=args.kp, kd=args.kd,
                                     target=args.target, dt=args.dt, clamp=args.clamp, root=args.root,
                                     root_kp=args.root_kp, root_kd=args.root_kd, loop=args.loop)
+    scene = None
+    if args.ground != "none" or args.terrain:
+        from pbsim.contact import make_scene
+
+        kw = {} if args.contact_points is None else {"max_per_body": args.contact_points}
+        scene = make_scene(model, ground=None if args.ground == "none" else args.ground, terrain=args.terrain,
+                           mu=args.mu, stiffness=args.stiffness, damping=args.damping,
+                           spacing=args.terrain_spacing, **kw)
     opts = {}
     if args.integrator.startswith("variational"):
         opts = {k: v for k, v in (("method", args.vi_method), ("ig", args.vi_ig), ("tol", args.vi_tol),
                                   ("max_iter", args.vi_max_iter)) if v is not None}
     t0 = time.perf_counter()
     traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
-                         control=control, progress=not args.quiet, record_every=args.record_every,
+                         control=control, scene=scene, progress=not args.quiet, record_every=args.record_every,
                          on_nan="stop" if args.batch else "raise", **opts)
     wall = time.perf_counter() - t0
     E = traj.energy
@@ -190,6 +198,14 @@ def build_parser():
     c.add_argument("--root-kd", type=float, default=2000.0)
     c.add_argument("--clamp", action="store_true", help="clamp torques to the model's effort limits")
     c.add_argument("--loop", action="store_true", help="loop the reference motion")
+    k = pr.add_argument_group("contact")
+    k.add_argument("--ground", default="none", choices=["plane", "none"], help="ground plane (normal along -gravity)")
+    k.add_argument("--terrain", help="terrain mesh (STL/OBJ/OFF), turned into a signed-distance grid")
+    k.add_argument("--terrain-spacing", type=float, default=0.02, help="grid spacing [m]")
+    k.add_argument("--mu", type=float, default=0.8, help="Coulomb friction coefficient")
+    k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
+    k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
+    k.add_argument("--contact-points", type=int, help="max contact points per body")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])
