@@ -187,7 +187,10 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
     world_frames = [f for f, _ in by_body.get(-1, [])][1:]  # [0] is the world itself
     floating_root = (len(roots) == 1 and model.jtype[roots[0]] == FREE
                      and np.allclose(model.tree_R[roots[0]], np.eye(3), rtol=0, atol=0)
-                     and not np.any(model.tree_p[roots[0]]))
+                     and not np.any(model.tree_p[roots[0]])
+                     # the reader names an implicit free joint "<root link>_root"; any other name
+                     # needs an explicit world link + floating joint to survive the round trip
+                     and model.joint_names[roots[0]] == f"{model.body_names[roots[0]]}_root")
     world = None
     if floating_root:
         if world_geoms:

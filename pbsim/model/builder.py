@@ -113,10 +113,17 @@ class ModelBuilder:
             root == "world" and self.links[root].mass == 0 and not self.links[root].geoms)
         base_joints = []
         if is_world_root:
-            for j in kids.get(root, []):
+            world_kids = kids.get(root, [])
+            has_free = any(JOINT_TYPES[j.type] == FREE for j in world_kids)
+
+            def subtree_mass(link):
+                lk = self.links.get(link)
+                return (lk.mass if lk else 0.0) + sum(subtree_mass(c.child) for c in kids.get(link, []))
+
+            for j in world_kids:
                 t = JOINT_TYPES[j.type]
-                if floating_base is True and t is None:
-                    j.type = "free"
+                if floating_base is True and t is None and not has_free and subtree_mass(j.child) > 0:
+                    j.type = "free"  # welded robot made floating; massless static links stay welded
                 elif floating_base is False and t == FREE:
                     j.type = "fixed"
                 base_joints.append(j)
