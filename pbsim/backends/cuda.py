@@ -17,7 +17,9 @@ pays is for a GPU session to measure (``scripts/bench_gpu.py --layout``).
 from __future__ import annotations
 
 import os
+import types
 from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -177,10 +179,10 @@ def zeros_like_tuple(nt, layout: str = "aos"):
 # Module globals the CUDA kernels below call; _build() sets them to the cuda_twin(...) of the
 # CPU kernels (numba resolves globals when a kernel is first compiled).
 cuda = None
-_fk = _rnea = _crba = _aba = _energy = _euler = _rk = _copy_rows = None
+_fk = _rnea = _crba = _aba = _energy = _copy_rows = _step = None
 _K = None  # namespace of compiled kernels
 
-Kernels = namedtuple("Kernels", "fk rnea crba aba energy euler rk record")
+Kernels = namedtuple("Kernels", "fk rnea crba aba energy record commit")
 
 
 def _fk_k(m, w, q):
@@ -213,29 +215,27 @@ def _energy_k(m, w, q, v, e):
         _energy(m, w, b, q[b], v[b], e[b])
 
 
-def _copy_rows_src(m, b, qn, vn, q, v):
-    for j in range(m.nq):
-        q[b, j] = qn[b, j]
-    for j in range(m.nv):
-        v[b, j] = vn[b, j]
-
-
-def _euler_k(m, s, c, w, sw, q, v, qn, vn, dt, nsteps):
-    """``nsteps`` semi-implicit Euler steps in one launch; the state stays in (q, v)."""
+def _steps_k(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
+    """``nsteps`` steps of the stepper ``_step`` in one launch; the state stays in (q, v).
+    (Specialized per stepper by :func:`_specialize`, which rebinds ``_step``.)"""
     b = cuda.grid(1)
     if b < q.shape[0]:
         for k in range(nsteps):
-            _euler(m, s, c, w, sw, b, q, v, dt, qn, vn)
+            _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             _copy_rows(m, b, qn, vn, q, v)
 
 
-def _rk_k(m, s, c, w, sw, q, v, qn, vn, dt, A, wts, nsteps):
-    """``nsteps`` explicit Runge-Kutta(-Munthe-Kaas) steps with tableau (A, wts) in one launch."""
+def _phase_k(m, s, c, w, sw, x, q, v, qn, vn, dt):
+    """One phase (begin / one solver iteration / end) of a step, for per-launch scheduling."""
     b = cuda.grid(1)
     if b < q.shape[0]:
-        for k in range(nsteps):
-            _rk(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn)
-            _copy_rows(m, b, qn, vn, q, v)
+        _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+
+
+def _commit_k(m, q, v, qn, vn):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _copy_rows(m, b, qn, vn, q, v)
 
 
 def _record_k(m, w, q, v, qo, vo, e):
@@ -251,26 +251,34 @@ def _record_k(m, w, q, v, qo, vo, e):
 
 def kernels() -> Kernels:
     """Compile (lazily, once) the CUDA kernels from the twins of the CPU kernels."""
-    global cuda, _fk, _rnea, _crba, _aba, _energy, _euler, _rk, _copy_rows, _K
+    global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows, _K
     if _K is not None:
         return _K
     cuda_mod = require_cuda()
+    from pbsim.backends.cpu import copy_rows
     from pbsim.backends.kernel import cuda_twin
     from pbsim.dynamics.aba import aba_state
     from pbsim.dynamics.crba import crba_state
     from pbsim.dynamics.energy import energy_state
     from pbsim.dynamics.kinematics import fk_state
     from pbsim.dynamics.rnea import rnea_state
-    from pbsim.integrators.explicit import euler_state, rk_state
 
     cuda = cuda_mod
     _fk, _rnea, _crba, _aba = cuda_twin(fk_state), cuda_twin(rnea_state), cuda_twin(crba_state), cuda_twin(aba_state)
-    _energy, _euler, _rk = cuda_twin(energy_state), cuda_twin(euler_state), cuda_twin(rk_state)
-    _copy_rows = cuda_mod.jit(device=True)(_copy_rows_src)
+    _energy, _copy_rows = cuda_twin(energy_state), cuda_twin(copy_rows)
     jit = cuda_mod.jit
-    _K = Kernels(jit(_fk_k), jit(_rnea_k), jit(_crba_k), jit(_aba_k), jit(_energy_k), jit(_euler_k), jit(_rk_k),
-                 jit(_record_k))
+    _K = Kernels(jit(_fk_k), jit(_rnea_k), jit(_crba_k), jit(_aba_k), jit(_energy_k), jit(_record_k), jit(_commit_k))
     return _K
+
+
+def _specialize(pyfn, step_kernel):
+    """``cuda.jit`` of ``pyfn`` with its global ``_step`` bound to the twin of ``step_kernel``."""
+    from pbsim.backends.kernel import cuda_twin
+
+    kernels()
+    g = dict(globals())
+    g["_step"] = cuda_twin(step_kernel)
+    return cuda.jit(types.FunctionType(pyfn.__code__, g, pyfn.__name__))
 
 
 def threads_per_block() -> int:
@@ -345,18 +353,72 @@ def aba(model, q, v, tau, layout="aos"):
 
 
 # ---------------------------------------------------------------------------- batched simulation
-def _steppers():
+@dataclass
+class Stepper:
+    """How an integrator runs on the device.
+
+    ``step``: a CPU ``@kernel`` with the adapter signature
+    ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)`` (see :mod:`pbsim.backends.cpu`) doing one
+    whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B)``: its
+    ``x`` namedtuple; fields named in ``batched`` have a leading batch axis (stored in the chosen
+    layout), the others are shared.  ``per_launch``: optional ``(begin, iterate, end, n_iter)``
+    kernels of the same signature for the papers' scheduling, one solver iteration per launch
+    across all trajectories (``iterate`` must skip trajectories whose flag in ``x`` says
+    converged); ``end`` writes (qn, vn).
+    """
+
+    step: object
+    make_extra: object = None
+    batched: tuple = ()
+    per_launch: tuple | None = None
+    _compiled: dict | None = None
+
+    def compiled(self, which):
+        if self._compiled is None:
+            self._compiled = {}
+        if which not in self._compiled:
+            if which == "steps":
+                self._compiled[which] = _specialize(_steps_k, self.step)
+            else:
+                begin, iterate, end, _ = self.per_launch
+                k = {"begin": begin, "iterate": iterate, "end": end}[which]
+                self._compiled[which] = _specialize(_phase_k, k)
+        return self._compiled[which]
+
+
+_STEPPERS: dict[str, Stepper] = {}
+
+
+def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=None):
+    """Give integrator ``name`` a device path (PBAD, DRNEA ... register theirs here)."""
+    _STEPPERS[name] = Stepper(step, make_extra, tuple(batched), per_launch)
+
+
+def _builtin_steppers():
+    if "euler" in _STEPPERS:
+        return
+    from pbsim.backends.cpu import euler_step, extra_for, rk_step
     from pbsim.integrators.explicit import TABLEAUS
 
-    st = {"euler": ("euler", None)}
+    _STEPPERS.setdefault("euler", Stepper(euler_step, lambda model, B: extra_for("euler", model, B)))
     for name in TABLEAUS:
-        st[name] = ("rk", name)
-    return st
+        _STEPPERS.setdefault(name, Stepper(rk_step, lambda model, B, _n=name: extra_for(_n, model, B)))
 
 
 def supported_integrators() -> list[str]:
-    """Integrators with a CUDA path (later ones add an entry in :func:`_steppers`)."""
-    return list(_steppers())
+    """Integrators with a device path."""
+    _builtin_steppers()
+    return list(_STEPPERS)
+
+
+def _extra_to_device(x, batched, layout):
+    vals = []
+    for f, a in zip(x._fields, x):
+        if isinstance(a, np.ndarray):
+            vals.append(dev_put(a, layout if f in batched else "aos"))
+        else:
+            vals.append(a)
+    return type(x)(*vals)
 
 
 class CudaBatch:
@@ -364,25 +426,30 @@ class CudaBatch:
 
     The state, the workspaces, the model/scene/control arrays are uploaded once; :meth:`advance`
     runs ``n`` steps in one launch (the state never leaves the device); :meth:`state` /
-    :meth:`record` copy back only what is asked for.
+    :meth:`record` copy back only what is asked for.  ``schedule``: "kernel" (whole steps, the
+    solver loop inside the kernel) or "launch" (one solver iteration per launch, for steppers
+    registered with ``per_launch``).
     """
 
     def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1, layout: str = "aos",
-                 threads: int | None = None):
+                 threads: int | None = None, schedule: str = "kernel"):
         from pbsim.contact.scene import Scene
         from pbsim.dynamics.workspace import make_work
-        from pbsim.integrators.explicit import TABLEAUS
         from pbsim.integrators.forces import make_step_work
 
-        st = _steppers()
+        st = dict.fromkeys(supported_integrators())
         if integrator not in st:
             raise InputError(f"integrator {integrator!r} has no CUDA path yet; device='cuda' supports "
                              f"{', '.join(st)} (use device='cpu' for the others)")
         if layout not in LAYOUTS:
             raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        self.spec = _STEPPERS[integrator]
+        if schedule not in ("kernel", "launch"):
+            raise InputError(f"schedule must be 'kernel' or 'launch', got {schedule!r}")
+        if schedule == "launch" and self.spec.per_launch is None:
+            raise InputError(f"integrator {integrator!r} has no per-launch (one iteration per launch) schedule")
         self.K = kernels()
-        self.model, self.integrator, self.layout = model, integrator, layout
-        self.kind, tab = st[integrator]
+        self.model, self.integrator, self.layout, self.schedule = model, integrator, layout, schedule
         self.B = B = int(batch)
         if B < 1:
             raise InputError(f"batch must be >= 1, got {batch}")
@@ -392,9 +459,13 @@ class CudaBatch:
         self.s = tuple_to_device(scene.kernel_arrays(model))
         self.w = zeros_like_tuple(make_work(model, B), layout)
         self.sw = zeros_like_tuple(make_step_work(model, B), layout)
-        if tab is not None:
-            A, wts = TABLEAUS[tab]
-            self.A, self.wts = dev_put(np.ascontiguousarray(A, np.float64)), dev_put(np.ascontiguousarray(wts))
+        mk = self.spec.make_extra
+        x = mk(model, B) if mk is not None else None
+        if x is None:
+            from pbsim.backends.cpu import NoExtra
+
+            x = NoExtra(np.zeros(1))
+        self.x = _extra_to_device(x, self.spec.batched, layout)
         self.q = dev_empty((B, model.nq), layout)
         self.v = dev_empty((B, model.nv), layout)
         self.qn = dev_empty((B, model.nq), layout)
@@ -425,19 +496,25 @@ class CudaBatch:
         self.c = tuple_to_device(control.kernel_arrays(self.model, self.B))
 
     def advance(self, nsteps: int, dt: float):
-        """``nsteps`` steps of size ``dt`` in one launch (asynchronous on a real GPU)."""
+        """``nsteps`` steps of size ``dt`` (asynchronous on a real GPU)."""
         nsteps = int(nsteps)
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
         if nsteps <= 0:
             return
-        if self.kind == "euler":
-            launch(self.K.euler, self.B, self.m, self.s, self.c, self.w, self.sw, self.q, self.v, self.qn, self.vn,
-                   dt, nsteps, tpb=self.tpb)
+        args = (self.m, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn, dt)
+        if self.schedule == "kernel":
+            launch(self.spec.compiled("steps"), self.B, *args, nsteps, tpb=self.tpb)
         else:
-            launch(self.K.rk, self.B, self.m, self.s, self.c, self.w, self.sw, self.q, self.v, self.qn, self.vn,
-                   dt, self.A, self.wts, nsteps, tpb=self.tpb)
+            n_iter = self.spec.per_launch[3]
+            begin, iterate, end = (self.spec.compiled(k) for k in ("begin", "iterate", "end"))
+            for _ in range(nsteps):
+                launch(begin, self.B, *args, tpb=self.tpb)
+                for _ in range(n_iter):
+                    launch(iterate, self.B, *args, tpb=self.tpb)
+                launch(end, self.B, *args, tpb=self.tpb)
+                launch(self.K.commit, self.B, self.m, self.q, self.v, self.qn, self.vn, tpb=self.tpb)
         self.t += nsteps * dt
 
     def synchronize(self):

@@ -10,7 +10,8 @@ import numpy as np
 import pbsim
 import pbsim_models
 from pbsim.backends import cuda as pc
-from pbsim.backends.kernel import is_kernel
+from pbsim.backends.cpu import euler_step, noop_step, rk_step
+from pbsim.backends.kernel import cuda_twin, is_kernel
 from pbsim.integrators import State, make
 from pbsim.rollout_gpu import rollout_cuda
 
@@ -43,7 +44,8 @@ def main():
     pc.kernels()
     # every kernel a twin calls must itself be a twin (a CPU dispatcher left in would mean the
     # simulator ran CPU code, or a real GPU build fails)
-    left = [(f.__name__, n) for t in (pc._fk, pc._rnea, pc._crba, pc._aba, pc._euler, pc._rk, pc._energy)
+    twins = (pc._fk, pc._rnea, pc._crba, pc._aba, pc._energy, cuda_twin(euler_step), cuda_twin(rk_step))
+    left = [(f.__name__, n) for t in twins
             for f, n in _callees(t) if is_kernel(f.__globals__.get(n))] if pc.simulated() else []
     out["twins/cpu_callees_left"] = float(len(left))
     models = {"chain3": pbsim_models.chain(3), "ballchain2": pbsim_models.chain(2, joint="spherical"),
@@ -83,6 +85,25 @@ def main():
                     for _ in range(3):
                         st, d = I.step(st, ctrl, 0.01)
                     out[f"{integ}/{name}/{cn}/{layout}"] = max(rel(qg, st.q), rel(vg, st.v), rel(eg, d.energy))
+    # per-launch scheduling (one phase per launch) reproduces the in-kernel step
+    pc.register_stepper("euler_split", euler_step, per_launch=(euler_step, noop_step, noop_step, 2))
+    m = models["swimmer"]
+    q = np.stack([m.random_configuration(rng) for _ in range(B)])
+    v = rng.standard_normal((B, m.nv))
+    ctrl = pbsim.Control(mode="spd", kp=40.0, kd=4.0, q_ref=m.neutral())
+    res = {}
+    for integ, sched in (("euler", "kernel"), ("euler_split", "launch")):
+        g = pc.CudaBatch(m, integ, batch=B, layout="soa", schedule=sched)
+        g.set_state(q, v)
+        g.set_control(ctrl)
+        g.advance(2, 0.02)
+        res[sched] = g.state()
+    st = State.make(m, q, v)
+    I = make("euler", m)
+    for _ in range(2):
+        st, _d = I.step(st, ctrl, 0.02)
+    out["schedule/launch"] = max(rel(res["launch"][0], st.q), rel(res["launch"][1], st.v))
+    out["schedule/kernel"] = max(rel(res["kernel"][0], st.q), rel(res["kernel"][1], st.v))
     # rollout(device="cuda") against the CPU rollout, recording every 2nd of 4 steps
     m = models["swimmer"]
     q0 = m.random_configuration(rng)

@@ -81,6 +81,12 @@ def test_rollout_cuda_matches_cpu_rollout(sim_results):
     assert sim_results["rollout/swimmer"] <= 1e-10
 
 
+def test_per_launch_schedule(sim_results):
+    """One-phase-per-launch scheduling gives the same step as the in-kernel loop and the CPU."""
+    for k in ("schedule/launch", "schedule/kernel"):
+        assert sim_results[k] <= 1e-12, (k, sim_results[k])
+
+
 def test_real_gpu_matches_cpu():
     if not _real_gpu():
         pytest.skip("no CUDA GPU here (the simulator tests cover the kernels)")
