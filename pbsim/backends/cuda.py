@@ -166,13 +166,7 @@ def tuple_to_device(nt, layout: str = "aos", batched: bool = False):
 
 def zeros_like_tuple(nt, layout: str = "aos"):
     """Device zeros with the shapes of a batched workspace namedtuple (nothing copied)."""
-    out = []
-    for x in nt:
-        d = dev_empty(x.shape, layout, x.dtype)
-        if simulated():
-            d[...] = 0
-        out.append(d)
-    return type(nt)(*out)
+    return type(nt)(*(dev_put(np.zeros(x.shape, x.dtype), layout) for x in nt))
 
 
 # ---------------------------------------------------------------------------- kernels
