@@ -351,7 +351,7 @@ def aba(model, q, v, tau, layout="aos"):
 class Stepper:
     """How an integrator runs on the device.
 
-    ``step``: a CPU ``@kernel`` with the adapter signature
+    ``step``: a CPU kernel (decorated with pbsim.backends.kernel.kernel) with the adapter signature
     ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)`` (see :mod:`pbsim.backends.cpu`) doing one
     whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B)``: its
     ``x`` namedtuple; fields named in ``batched`` have a leading batch axis (stored in the chosen
