@@ -129,6 +129,8 @@ def dev_put(host, layout: str = "aos", out=None):
     if simulated():
         d[...] = host
         return d
+    if host.size == 0:
+        return d
     base = getattr(d, "_pbsim_base", None)
     if base is None:
         d.copy_to_device(np.ascontiguousarray(host))
@@ -243,12 +245,9 @@ def _record_k(m, w, q, v, qo, vo, e):
         _energy(m, w, b, q[b], v[b], e[b])
 
 
-def kernels() -> Kernels:
-    """Compile (lazily, once) the CUDA kernels from the twins of the CPU kernels."""
-    global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows, _K
-    if _K is not None:
-        return _K
-    cuda_mod = require_cuda()
+def _bind_twins(cuda_mod):
+    """Set the module globals the kernels call to the CUDA twins of the CPU kernels."""
+    global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows
     from pbsim.backends.cpu import copy_rows
     from pbsim.backends.kernel import cuda_twin
     from pbsim.dynamics.aba import aba_state
@@ -260,9 +259,85 @@ def kernels() -> Kernels:
     cuda = cuda_mod
     _fk, _rnea, _crba, _aba = cuda_twin(fk_state), cuda_twin(rnea_state), cuda_twin(crba_state), cuda_twin(aba_state)
     _energy, _copy_rows = cuda_twin(energy_state), cuda_twin(copy_rows)
+
+
+def kernels() -> Kernels:
+    """Compile (lazily, once) the CUDA kernels from the twins of the CPU kernels."""
+    global _K
+    if _K is not None:
+        return _K
+    cuda_mod = require_cuda()
+    _bind_twins(cuda_mod)
     jit = cuda_mod.jit
     _K = Kernels(jit(_fk_k), jit(_rnea_k), jit(_crba_k), jit(_aba_k), jit(_energy_k), jit(_record_k), jit(_commit_k))
     return _K
+
+
+def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0), batch: int = 4) -> str:
+    """PTX of the real (not simulated) CUDA step kernel of ``integrator`` for ``model``.
+
+    Needs numba-cuda with NVVM (``numba-cuda[cu12]``) but no GPU or driver: it checks that the
+    twins type-check and compile for the real target on machines without a GPU (CI, this
+    project's development box).  Not available under the simulator."""
+    import numba
+
+    if simulated():
+        raise DeviceError("compile_ptx needs the real CUDA target; unset NUMBA_ENABLE_CUDASIM")
+    try:
+        from numba import cuda as cuda_mod
+        import numba.cuda.dispatcher as cdisp
+
+        nvvm_ok = cuda_mod.cudadrv.nvvm.is_available()
+    except Exception as e:  # noqa: BLE001
+        raise DeviceError(f"numba-cuda is not importable ({e}); {INSTALL_HINT}") from None
+    if not nvvm_ok:
+        raise DeviceError('NVVM (libnvvm) not found: pip install "numba-cuda[cu12]" or a CUDA toolkit')
+    from pbsim.contact.scene import Scene
+    from pbsim.control.control import Control
+    from pbsim.dynamics.workspace import make_work
+    from pbsim.integrators.forces import make_step_work
+
+    st = dict.fromkeys(supported_integrators())
+    if integrator not in st:
+        raise InputError(f"integrator {integrator!r} has no CUDA path; supported: {', '.join(st)}")
+    spec = _STEPPERS[integrator]
+    _bind_twins(cuda_mod)
+    from pbsim.backends.kernel import cuda_twin
+
+    g = dict(globals())
+    g["_step"] = cuda_twin(spec.step)
+    fn = types.FunctionType(_steps_k.__code__, g, "_steps_k")
+    B = int(batch)
+
+    def lay(a, batched=True):  # a host array with the strides the device array would have
+        if layout == "soa" and batched and a.ndim > 1:
+            return np.moveaxis(np.zeros(a.shape[1:] + a.shape[:1], a.dtype), -1, 0)
+        return a
+
+    def nt(t, batched=True):
+        return type(t)(*(lay(a, batched) if isinstance(a, np.ndarray) else a for a in t))
+
+    x = spec.make_extra(model, B) if spec.make_extra is not None else None
+    if x is None:
+        from pbsim.backends.cpu import NoExtra
+
+        x = NoExtra(np.zeros(1))
+    x = type(x)(*(lay(a, f in spec.batched) if isinstance(a, np.ndarray) else a for f, a in zip(x._fields, x)))
+    q, v = lay(np.zeros((B, model.nq))), lay(np.zeros((B, model.nv)))
+    args = (model.k, Scene().kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
+            nt(make_work(model, B)), nt(make_step_work(model, B)), x, q, v, q, v)
+    sig = tuple(numba.typeof(a) for a in args) + (numba.float64, numba.int64)
+
+    class _Dev:  # device functions ask the current device for its compute capability
+        compute_capability = tuple(cc)
+
+    saved = cdisp.get_current_device
+    cdisp.get_current_device = lambda: _Dev()
+    try:
+        ptx, _ = cuda_mod.compile_ptx(fn, sig, cc=tuple(cc))
+    finally:
+        cdisp.get_current_device = saved
+    return ptx
 
 
 def _specialize(pyfn, step_kernel):
