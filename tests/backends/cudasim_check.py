@@ -112,6 +112,19 @@ def main():
     tc = pbsim.rollout(m, "euler", dt=0.01, steps=4, q0=q0, batch=2, control=ctrl, record_every=2)
     out["rollout/swimmer"] = max(rel(tg.q, tc.q), rel(tg.v, tc.v), rel(tg.energy, tc.energy), rel(tg.t, tc.t))
     out["rollout/shape"] = float(tg.q.shape != tc.q.shape)
+    # divergence: trajectory 0 blows up (kp = 1e300), trajectory 1 does not
+    m = models["chain3"]
+    c = pbsim.Control(mode="pd", kp=np.array([[1e300] * 3, [0.0] * 3]), kd=0.0, q_ref=np.ones(3))
+    with np.errstate(all="ignore"):
+        tc = pbsim.rollout(m, "euler", dt=0.01, steps=4, q0=m.neutral(), batch=2, control=c, on_nan="stop")
+        tg = rollout_cuda(m, "euler", dt=0.01, steps=4, q0=m.neutral(), batch=2, control=c, on_nan="stop")
+        out["nan/stop"] = float(not (list(tg.diverged) == list(tc.diverged) == [True, False]
+                                     and np.array_equal(tg.q, tc.q)))
+        try:
+            rollout_cuda(m, "euler", dt=0.01, steps=4, q0=m.neutral(), batch=2, control=c)
+            out["nan/raise"] = 1.0
+        except pbsim.SimulationError as e:
+            out["nan/raise"] = float("trajectory 0" not in str(e))
     print("RESULT " + json.dumps(out))
 
 

@@ -87,6 +87,12 @@ def test_per_launch_schedule(sim_results):
         assert sim_results[k] <= 1e-12, (k, sim_results[k])
 
 
+def test_divergence_is_reported_like_the_cpu_rollout(sim_results):
+    """on_nan="stop" freezes and flags the same trajectory as the CPU; "raise" names it."""
+    assert sim_results["nan/stop"] == 0
+    assert sim_results["nan/raise"] == 0
+
+
 def test_real_gpu_matches_cpu():
     if not _real_gpu():
         pytest.skip("no CUDA GPU here (the simulator tests cover the kernels)")
@@ -142,7 +148,9 @@ PTX = """
 import pbsim_models
 from pbsim.backends import cuda as pc
 try:
-    for m, integ, lay in ((pbsim_models.swimmer(), "euler", "aos"), (pbsim_models.chain(3), "rk4", "soa")):
+    # rk4 covers everything euler calls (control/SPD, ABA, contact, Lie-group update) plus dexp^-1;
+    # swimmer: free + revolute joints; soa: strided ('A' layout) arrays
+    for m, integ, lay in ((pbsim_models.swimmer(), "rk4", "soa"),):
         p = pc.compile_ptx(m, integ, lay, cc=(9, 0))
         print("PTX_OK", integ, lay, ".entry" in p and "sm_90" in p, len(p))
 except pc.DeviceError as e:
@@ -156,4 +164,4 @@ def test_real_cuda_target_compiles_to_ptx():
     if "NO_NVVM" in r.stdout:
         pytest.skip(r.stdout.strip())
     ok = [ln for ln in r.stdout.splitlines() if ln.startswith("PTX_OK")]
-    assert len(ok) == 2 and all(" True " in ln for ln in ok), r.stdout[-2000:] + r.stderr[-3000:]
+    assert len(ok) == 1 and all(" True " in ln for ln in ok), r.stdout[-2000:] + r.stderr[-3000:]
