@@ -232,7 +232,7 @@ def main(argv=None):
                 rows.append((label, integ, dt, B, "gpu", lay, rate, rate * dt, ratio, n))
                 series.setdefault((label, f"gpu {lay}"), []).append((B, rate))
 
-    hdr = f"| case | integrator | dt | batch | device | layout | steps/s | realtime x | GPU/CPU | steps timed |"
+    hdr = "| case | integrator | dt | batch | device | layout | steps/s | realtime x | GPU/CPU | steps timed |"
     print()
     print(hdr)
     print("|" + "---|" * 10)

@@ -167,12 +167,12 @@ def tuple_to_device(nt, layout: str = "aos", batched: bool = False):
 
 
 def zeros_like_tuple(nt, layout: str = "aos"):
-    """Device zeros with the shapes of a batched workspace namedtuple (nothing copied)."""
+    """Device zeros with the shapes of a batched workspace namedtuple."""
     return type(nt)(*(dev_put(np.zeros(x.shape, x.dtype), layout) for x in nt))
 
 
 # ---------------------------------------------------------------------------- kernels
-# Module globals the CUDA kernels below call; _build() sets them to the cuda_twin(...) of the
+# Module globals the CUDA kernels below call; _bind_twins() sets them to the cuda_twin(...) of the
 # CPU kernels (numba resolves globals when a kernel is first compiled).
 cuda = None
 _fk = _rnea = _crba = _aba = _energy = _copy_rows = _step = None
