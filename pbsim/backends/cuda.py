@@ -1,0 +1,600 @@
+"""CUDA backend: the CPU kernels' own source, compiled as numba-cuda device functions, one
+thread per trajectory.
+
+Nothing here imports ``numba.cuda`` until a GPU is asked for (:func:`require_cuda`), so the CPU
+path never needs numba-cuda.  Without a GPU (or without numba-cuda) every entry point raises
+:class:`DeviceError` with a one-line reason, never a traceback from inside numba.  Under
+``NUMBA_ENABLE_CUDASIM=1`` (numba's CUDA simulator, set before numba.cuda is first imported) the
+same kernels run as Python on the CPU: that is how CI checks them.
+
+Layout (``layout=``): every workspace/state array keeps the kernels' logical shape with the
+batch axis first, ``(B, ...)``.  ``"aos"`` stores it C-contiguous (trajectory b's scratch is
+one block); ``"soa"`` stores the batch axis *fastest* (strides ``(8, ...)``), so that the 32
+threads of a warp touching ``w.IA[b, i, r, c]`` for consecutive ``b`` read consecutive words
+(coalesced).  The kernels do not change: numba compiles strided ('A' layout) indexing.  Which
+pays is for a GPU session to measure (``scripts/bench_gpu.py --layout``).
+"""
+from __future__ import annotations
+
+import os
+import types
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+
+from pbsim.errors import InputError, PbsimError
+
+
+class DeviceError(PbsimError, RuntimeError):
+    """The requested compute device is not usable (no GPU, no driver, no numba-cuda)."""
+
+
+INSTALL_HINT = 'install the GPU extra: pip install "numba-cuda>=0.30" (numpy<2.5)'
+LAYOUTS = ("aos", "soa")
+
+
+def simulated() -> bool:
+    """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+_STATUS: tuple[bool, str] | None = None
+
+
+def device_status() -> tuple[bool, str]:
+    """``(usable, description)``: the GPU's name, or why there is none.  Never raises."""
+    global _STATUS
+    if _STATUS is not None:
+        return _STATUS
+    try:
+        from numba import cuda
+    except Exception as e:  # noqa: BLE001 - any import failure means "no numba-cuda"
+        _STATUS = (False, f"numba-cuda is not importable ({type(e).__name__}: {e}); {INSTALL_HINT}")
+        return _STATUS
+    if simulated():
+        _STATUS = (True, "numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1, runs on the CPU)")
+        return _STATUS
+    try:
+        ok = bool(cuda.is_available())
+    except Exception as e:  # noqa: BLE001
+        ok, why = False, f"{type(e).__name__}: {e}"
+    else:
+        why = "no CUDA driver or no NVIDIA GPU found"
+    if not ok:
+        _STATUS = (False, f"no usable CUDA GPU ({why}); run on a machine with an NVIDIA GPU, "
+                          "use device='cpu', or set NUMBA_ENABLE_CUDASIM=1 to simulate (slow)")
+        return _STATUS
+    try:
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        cc = ".".join(map(str, dev.compute_capability))
+        _STATUS = (True, f"{name} (compute capability {cc})")
+    except Exception as e:  # noqa: BLE001
+        _STATUS = (False, f"CUDA GPU found but unusable ({type(e).__name__}: {e})")
+    return _STATUS
+
+
+def available() -> bool:
+    return device_status()[0]
+
+
+def device_name() -> str:
+    return device_status()[1]
+
+
+def require_cuda():
+    """The ``numba.cuda`` module, or :class:`DeviceError` saying why it cannot be used."""
+    ok, msg = device_status()
+    if not ok:
+        raise DeviceError(f"device='cuda' is not available: {msg}")
+    from numba import cuda
+
+    return cuda
+
+
+# ---------------------------------------------------------------------------- device arrays
+def _is_dev(a) -> bool:
+    return hasattr(a, "copy_to_host") or hasattr(a, "__cuda_array_interface__")
+
+
+def dev_empty(shape, layout: str = "aos", dtype=np.float64):
+    """A device array of logical shape ``shape`` (batch axis first) in ``layout``.
+
+    Under the simulator a device array is a plain numpy array with the same strides."""
+    cuda = require_cuda()
+    shape = tuple(int(s) for s in shape)
+    if layout not in LAYOUTS:
+        raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    soa = layout == "soa" and len(shape) > 1
+    phys = shape[1:] + shape[:1] if soa else shape  # batch axis last = fastest in memory
+    if simulated():
+        buf = np.zeros(phys, dtype)
+        return np.moveaxis(buf, -1, 0) if soa else buf
+    base = cuda.device_array(phys, dtype=dtype)
+    if not soa:
+        return base
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    strides = (base.strides[-1],) + tuple(base.strides[:-1])
+    view = DeviceNDArray(shape, strides, np.dtype(dtype), gpu_data=base.gpu_data)
+    view._pbsim_base = base  # keep the allocation (and its physical shape) reachable
+    return view
+
+
+def dev_put(host, layout: str = "aos", out=None):
+    """Copy host array ``host`` (batch axis first) to the device (into ``out`` if given)."""
+    host = np.asarray(host)
+    d = dev_empty(host.shape, layout, host.dtype) if out is None else out
+    if simulated():
+        d[...] = host
+        return d
+    if host.size == 0:
+        return d
+    base = getattr(d, "_pbsim_base", None)
+    if base is None:
+        d.copy_to_device(np.ascontiguousarray(host))
+    else:
+        base.copy_to_device(np.ascontiguousarray(np.moveaxis(host, 0, -1)))
+    return d
+
+
+def dev_get(d) -> np.ndarray:
+    """Copy a device array back to the host (C-contiguous, batch axis first)."""
+    if isinstance(d, np.ndarray):
+        return np.array(d)
+    base = getattr(d, "_pbsim_base", None)
+    if base is None:
+        return d.copy_to_host()
+    return np.ascontiguousarray(np.moveaxis(base.copy_to_host(), -1, 0))
+
+
+def tuple_to_device(nt, layout: str = "aos", batched: bool = False):
+    """A namedtuple with every numpy array copied to the device (scalars stay).
+
+    ``batched``: arrays have a leading batch axis and follow ``layout``; otherwise (model,
+    scene, tableau: shared by all threads) they are stored C-contiguous."""
+    vals = []
+    for x in nt:
+        if isinstance(x, np.ndarray):
+            if x.ndim == 0:
+                vals.append(x.item())
+            else:
+                vals.append(dev_put(x, layout if batched else "aos"))
+        else:
+            vals.append(x)
+    return type(nt)(*vals)
+
+
+def zeros_like_tuple(nt, layout: str = "aos"):
+    """Device zeros with the shapes of a batched workspace namedtuple."""
+    return type(nt)(*(dev_put(np.zeros(x.shape, x.dtype), layout) for x in nt))
+
+
+# ---------------------------------------------------------------------------- kernels
+# Module globals the CUDA kernels below call; _bind_twins() sets them to the cuda_twin(...) of the
+# CPU kernels (numba resolves globals when a kernel is first compiled).
+cuda = None
+_fk = _rnea = _crba = _aba = _energy = _copy_rows = _step = None
+_K = None  # namespace of compiled kernels
+
+Kernels = namedtuple("Kernels", "fk rnea crba aba energy record commit")
+
+
+def _fk_k(m, w, q):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _fk(m, w, b, q[b])
+
+
+def _rnea_k(m, w, q, v, qdd, tau):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _rnea(m, w, b, q[b], v[b], qdd[b], tau[b])
+
+
+def _crba_k(m, w, q, M):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _crba(m, w, b, q[b], M[b])
+
+
+def _aba_k(m, w, q, v, tau, arm_extra, qdd):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _aba(m, w, b, q[b], v[b], tau[b], arm_extra, qdd[b])
+
+
+def _energy_k(m, w, q, v, e):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _energy(m, w, b, q[b], v[b], e[b])
+
+
+def _steps_k(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
+    """``nsteps`` steps of the stepper ``_step`` in one launch; the state stays in (q, v).
+    (Specialized per stepper by :func:`_specialize`, which rebinds ``_step``.)"""
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        for k in range(nsteps):
+            _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+            _copy_rows(m, b, qn, vn, q, v)
+
+
+def _phase_k(m, s, c, w, sw, x, q, v, qn, vn, dt):
+    """One phase (begin / one solver iteration / end) of a step, for per-launch scheduling."""
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+
+
+def _commit_k(m, q, v, qn, vn):
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        _copy_rows(m, b, qn, vn, q, v)
+
+
+def _record_k(m, w, q, v, qo, vo, e):
+    """Copy the state into contiguous (B, n) frame buffers and evaluate its energy."""
+    b = cuda.grid(1)
+    if b < q.shape[0]:
+        for j in range(m.nq):
+            qo[b, j] = q[b, j]
+        for j in range(m.nv):
+            vo[b, j] = v[b, j]
+        _energy(m, w, b, q[b], v[b], e[b])
+
+
+def _bind_twins(cuda_mod):
+    """Set the module globals the kernels call to the CUDA twins of the CPU kernels."""
+    global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows
+    from pbsim.backends.cpu import copy_rows
+    from pbsim.backends.kernel import cuda_twin
+    from pbsim.dynamics.aba import aba_state
+    from pbsim.dynamics.crba import crba_state
+    from pbsim.dynamics.energy import energy_state
+    from pbsim.dynamics.kinematics import fk_state
+    from pbsim.dynamics.rnea import rnea_state
+
+    cuda = cuda_mod
+    _fk, _rnea, _crba, _aba = cuda_twin(fk_state), cuda_twin(rnea_state), cuda_twin(crba_state), cuda_twin(aba_state)
+    _energy, _copy_rows = cuda_twin(energy_state), cuda_twin(copy_rows)
+
+
+def kernels() -> Kernels:
+    """Compile (lazily, once) the CUDA kernels from the twins of the CPU kernels."""
+    global _K
+    if _K is not None:
+        return _K
+    cuda_mod = require_cuda()
+    _bind_twins(cuda_mod)
+    jit = cuda_mod.jit
+    _K = Kernels(jit(_fk_k), jit(_rnea_k), jit(_crba_k), jit(_aba_k), jit(_energy_k), jit(_record_k), jit(_commit_k))
+    return _K
+
+
+def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0), batch: int = 4) -> str:
+    """PTX of the real (not simulated) CUDA step kernel of ``integrator`` for ``model``.
+
+    Needs numba-cuda with NVVM (``numba-cuda[cu12]``) but no GPU or driver: it checks that the
+    twins type-check and compile for the real target on machines without a GPU (CI, this
+    project's development box).  Not available under the simulator."""
+    import numba
+
+    if simulated():
+        raise DeviceError("compile_ptx needs the real CUDA target; unset NUMBA_ENABLE_CUDASIM")
+    try:
+        from numba import cuda as cuda_mod
+        import numba.cuda.dispatcher as cdisp
+
+        nvvm_ok = cuda_mod.cudadrv.nvvm.is_available()
+    except Exception as e:  # noqa: BLE001
+        raise DeviceError(f"numba-cuda is not importable ({e}); {INSTALL_HINT}") from None
+    if not nvvm_ok:
+        raise DeviceError('NVVM (libnvvm) not found: pip install "numba-cuda[cu12]" or a CUDA toolkit')
+    from pbsim.contact.scene import Scene
+    from pbsim.control.control import Control
+    from pbsim.dynamics.workspace import make_work
+    from pbsim.integrators.forces import make_step_work
+
+    st = dict.fromkeys(supported_integrators())
+    if integrator not in st:
+        raise InputError(f"integrator {integrator!r} has no CUDA path; supported: {', '.join(st)}")
+    spec = _STEPPERS[integrator]
+    _bind_twins(cuda_mod)
+    from pbsim.backends.kernel import cuda_twin
+
+    g = dict(globals())
+    g["_step"] = cuda_twin(spec.step)
+    fn = types.FunctionType(_steps_k.__code__, g, "_steps_k")
+    B = int(batch)
+
+    def lay(a, batched=True):  # a host array with the strides the device array would have
+        if layout == "soa" and batched and a.ndim > 1:
+            return np.moveaxis(np.zeros(a.shape[1:] + a.shape[:1], a.dtype), -1, 0)
+        return a
+
+    def nt(t, batched=True):
+        return type(t)(*(lay(a, batched) if isinstance(a, np.ndarray) else a for a in t))
+
+    x = spec.make_extra(model, B) if spec.make_extra is not None else None
+    if x is None:
+        from pbsim.backends.cpu import NoExtra
+
+        x = NoExtra(np.zeros(1))
+    x = type(x)(*(lay(a, f in spec.batched) if isinstance(a, np.ndarray) else a for f, a in zip(x._fields, x)))
+    q, v = lay(np.zeros((B, model.nq))), lay(np.zeros((B, model.nv)))
+    args = (model.k, Scene().kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
+            nt(make_work(model, B)), nt(make_step_work(model, B)), x, q, v, q, v)
+    sig = tuple(numba.typeof(a) for a in args) + (numba.float64, numba.int64)
+
+    class _Dev:  # device functions ask the current device for its compute capability
+        compute_capability = tuple(cc)
+
+    saved = cdisp.get_current_device
+    cdisp.get_current_device = lambda: _Dev()
+    try:
+        ptx, _ = cuda_mod.compile_ptx(fn, sig, cc=tuple(cc))
+    finally:
+        cdisp.get_current_device = saved
+    return ptx
+
+
+def _specialize(pyfn, step_kernel):
+    """``cuda.jit`` of ``pyfn`` with its global ``_step`` bound to the twin of ``step_kernel``."""
+    from pbsim.backends.kernel import cuda_twin
+
+    kernels()
+    g = dict(globals())
+    g["_step"] = cuda_twin(step_kernel)
+    return cuda.jit(types.FunctionType(pyfn.__code__, g, pyfn.__name__))
+
+
+def threads_per_block() -> int:
+    return int(os.environ.get("PBSIM_CUDA_TPB", "128"))
+
+
+def launch(kern, B: int, *args, tpb: int | None = None):
+    """Launch ``kern`` with one thread per trajectory."""
+    tpb = tpb or threads_per_block()
+    if simulated():
+        tpb = min(tpb, max(B, 1))  # the simulator runs every thread; no need for idle ones
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        # our simulated device arrays are numpy arrays (maybe strided): pass them without the
+        # simulator's copy-in/copy-out (which also refuses non-contiguous buffers)
+        args = tuple(FakeCUDAArray(a) if isinstance(a, np.ndarray) else a for a in args)
+    kern[(B + tpb - 1) // tpb, tpb](*args)
+
+
+# ---------------------------------------------------------------------------- dynamics (tests, tools)
+def _work(model, B, layout):
+    from pbsim.dynamics.workspace import make_work
+
+    return zeros_like_tuple(make_work(model, B), layout)
+
+
+def _batch(x, n, name, B=None):
+    from pbsim.dynamics.api import as_batch
+
+    return as_batch(x, n, name, B)[0]
+
+
+def fk(model, q, layout="aos"):
+    """World poses (Rw (B, nb, 3, 3), pw (B, nb, 3)) computed on the device."""
+    K = kernels()
+    Q = _batch(q, model.nq, "q")
+    B = Q.shape[0]
+    w = _work(model, B, layout)
+    launch(K.fk, B, tuple_to_device(model.k), w, dev_put(Q, layout))
+    return dev_get(w.Rw), dev_get(w.pw)
+
+
+def rnea(model, q, v, qdd, layout="aos"):
+    K = kernels()
+    Q = _batch(q, model.nq, "q")
+    B = Q.shape[0]
+    V, A = _batch(v, model.nv, "v", B), _batch(qdd, model.nv, "qdd", B)
+    tau = dev_empty((B, model.nv), layout)
+    launch(K.rnea, B, tuple_to_device(model.k), _work(model, B, layout), dev_put(Q, layout), dev_put(V, layout),
+           dev_put(A, layout), tau)
+    return dev_get(tau)
+
+
+def crba(model, q, layout="aos"):
+    K = kernels()
+    Q = _batch(q, model.nq, "q")
+    B = Q.shape[0]
+    M = dev_empty((B, model.nv, model.nv), layout)
+    launch(K.crba, B, tuple_to_device(model.k), _work(model, B, layout), dev_put(Q, layout), M)
+    return dev_get(M)
+
+
+def aba(model, q, v, tau, layout="aos"):
+    K = kernels()
+    Q = _batch(q, model.nq, "q")
+    B = Q.shape[0]
+    V, T = _batch(v, model.nv, "v", B), _batch(tau, model.nv, "tau", B)
+    qdd = dev_empty((B, model.nv), layout)
+    launch(K.aba, B, tuple_to_device(model.k), _work(model, B, layout), dev_put(Q, layout), dev_put(V, layout),
+           dev_put(T, layout), dev_put(np.zeros(model.nv)), qdd)
+    return dev_get(qdd)
+
+
+# ---------------------------------------------------------------------------- batched simulation
+@dataclass
+class Stepper:
+    """How an integrator runs on the device.
+
+    ``step``: a CPU kernel (decorated with pbsim.backends.kernel.kernel) with the adapter signature
+    ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)`` (see :mod:`pbsim.backends.cpu`) doing one
+    whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B)``: its
+    ``x`` namedtuple; fields named in ``batched`` have a leading batch axis (stored in the chosen
+    layout), the others are shared.  ``per_launch``: optional ``(begin, iterate, end, n_iter)``
+    kernels of the same signature for the papers' scheduling, one solver iteration per launch
+    across all trajectories (``iterate`` must skip trajectories whose flag in ``x`` says
+    converged); ``end`` writes (qn, vn).
+    """
+
+    step: object
+    make_extra: object = None
+    batched: tuple = ()
+    per_launch: tuple | None = None
+    _compiled: dict | None = None
+
+    def compiled(self, which):
+        if self._compiled is None:
+            self._compiled = {}
+        if which not in self._compiled:
+            if which == "steps":
+                self._compiled[which] = _specialize(_steps_k, self.step)
+            else:
+                begin, iterate, end, _ = self.per_launch
+                k = {"begin": begin, "iterate": iterate, "end": end}[which]
+                self._compiled[which] = _specialize(_phase_k, k)
+        return self._compiled[which]
+
+
+_STEPPERS: dict[str, Stepper] = {}
+
+
+def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=None):
+    """Give integrator ``name`` a device path (PBAD, DRNEA ... register theirs here)."""
+    _STEPPERS[name] = Stepper(step, make_extra, tuple(batched), per_launch)
+
+
+def _builtin_steppers():
+    if "euler" in _STEPPERS:
+        return
+    from pbsim.backends.cpu import euler_step, extra_for, rk_step
+    from pbsim.integrators.explicit import TABLEAUS
+
+    _STEPPERS.setdefault("euler", Stepper(euler_step, lambda model, B: extra_for("euler", model, B)))
+    for name in TABLEAUS:
+        _STEPPERS.setdefault(name, Stepper(rk_step, lambda model, B, _n=name: extra_for(_n, model, B)))
+
+
+def supported_integrators() -> list[str]:
+    """Integrators with a device path."""
+    _builtin_steppers()
+    return list(_STEPPERS)
+
+
+def _extra_to_device(x, batched, layout):
+    vals = []
+    for f, a in zip(x._fields, x):
+        if isinstance(a, np.ndarray):
+            vals.append(dev_put(a, layout if f in batched else "aos"))
+        else:
+            vals.append(a)
+    return type(x)(*vals)
+
+
+class CudaBatch:
+    """A batch of ``B`` trajectories living on the GPU.
+
+    The state, the workspaces, the model/scene/control arrays are uploaded once; :meth:`advance`
+    runs ``n`` steps in one launch (the state never leaves the device); :meth:`state` /
+    :meth:`record` copy back only what is asked for.  ``schedule``: "kernel" (whole steps, the
+    solver loop inside the kernel) or "launch" (one solver iteration per launch, for steppers
+    registered with ``per_launch``).
+    """
+
+    def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1, layout: str = "aos",
+                 threads: int | None = None, schedule: str = "kernel"):
+        from pbsim.contact.scene import Scene
+        from pbsim.dynamics.workspace import make_work
+        from pbsim.integrators.forces import make_step_work
+
+        st = dict.fromkeys(supported_integrators())
+        if integrator not in st:
+            raise InputError(f"integrator {integrator!r} has no CUDA path yet; device='cuda' supports "
+                             f"{', '.join(st)} (use device='cpu' for the others)")
+        if layout not in LAYOUTS:
+            raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        self.spec = _STEPPERS[integrator]
+        if schedule not in ("kernel", "launch"):
+            raise InputError(f"schedule must be 'kernel' or 'launch', got {schedule!r}")
+        if schedule == "launch" and self.spec.per_launch is None:
+            raise InputError(f"integrator {integrator!r} has no per-launch (one iteration per launch) schedule")
+        self.K = kernels()
+        self.model, self.integrator, self.layout, self.schedule = model, integrator, layout, schedule
+        self.B = B = int(batch)
+        if B < 1:
+            raise InputError(f"batch must be >= 1, got {batch}")
+        self.tpb = threads
+        scene = scene if scene is not None else Scene()
+        self.m = tuple_to_device(model.k)
+        self.s = tuple_to_device(scene.kernel_arrays(model))
+        self.w = zeros_like_tuple(make_work(model, B), layout)
+        self.sw = zeros_like_tuple(make_step_work(model, B), layout)
+        mk = self.spec.make_extra
+        x = mk(model, B) if mk is not None else None
+        if x is None:
+            from pbsim.backends.cpu import NoExtra
+
+            x = NoExtra(np.zeros(1))
+        self.x = _extra_to_device(x, self.spec.batched, layout)
+        self.q = dev_empty((B, model.nq), layout)
+        self.v = dev_empty((B, model.nv), layout)
+        self.qn = dev_empty((B, model.nq), layout)
+        self.vn = dev_empty((B, model.nv), layout)
+        self._qo = dev_empty((B, model.nq))
+        self._vo = dev_empty((B, model.nv))
+        self._e = dev_empty((B, 2))
+        self.c = None
+        self.t = 0.0
+        self.set_control(None)
+
+    def set_state(self, q, v=None):
+        from pbsim.integrators.base import State
+
+        st = State.make(self.model, q, v, self.B)
+        dev_put(st.q, self.layout, out=self.q)
+        dev_put(st.v, self.layout, out=self.v)
+
+    def set_control(self, control):
+        """Upload a :class:`pbsim.Control` (constant over the following :meth:`advance` calls)."""
+        from pbsim.control.control import Control
+
+        if control is None:
+            control = Control()
+        if not isinstance(control, Control):
+            raise InputError("device='cuda' takes a pbsim.Control (constant per launch); a callable control "
+                             f"would need the state on the host every step (got {type(control).__name__})")
+        self.c = tuple_to_device(control.kernel_arrays(self.model, self.B))
+
+    def advance(self, nsteps: int, dt: float):
+        """``nsteps`` steps of size ``dt`` (asynchronous on a real GPU)."""
+        nsteps = int(nsteps)
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+        if nsteps <= 0:
+            return
+        args = (self.m, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn, dt)
+        if self.schedule == "kernel":
+            launch(self.spec.compiled("steps"), self.B, *args, nsteps, tpb=self.tpb)
+        else:
+            n_iter = self.spec.per_launch[3]
+            begin, iterate, end = (self.spec.compiled(k) for k in ("begin", "iterate", "end"))
+            for _ in range(nsteps):
+                launch(begin, self.B, *args, tpb=self.tpb)
+                for _ in range(n_iter):
+                    launch(iterate, self.B, *args, tpb=self.tpb)
+                launch(end, self.B, *args, tpb=self.tpb)
+                launch(self.K.commit, self.B, self.m, self.q, self.v, self.qn, self.vn, tpb=self.tpb)
+        self.t += nsteps * dt
+
+    def synchronize(self):
+        if not simulated():
+            cuda.synchronize()
+
+    def record(self):
+        """``(q (B, nq), v (B, nv), energy (B,))`` copied to the host."""
+        launch(self.K.record, self.B, self.m, self.w, self.q, self.v, self._qo, self._vo, self._e, tpb=self.tpb)
+        return dev_get(self._qo), dev_get(self._vo), dev_get(self._e).sum(axis=1)
+
+    def state(self):
+        """``(q, v)`` copied to the host (no energy evaluation)."""
+        return dev_get(self.q), dev_get(self.v)

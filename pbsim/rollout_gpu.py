@@ -1,0 +1,96 @@
+"""Headless rollouts on an NVIDIA GPU: ``pbsim.rollout(..., device="cuda")``.
+
+The batch lives on the device for the whole rollout; each launch runs ``record_every`` steps
+(one thread per trajectory, the loop inside the kernel) and only the recorded frames (q, v,
+energy) are copied back.  Results equal the CPU path's (same kernel source, fp64).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pbsim.backends.cuda import CudaBatch
+from pbsim.control.control import Control
+from pbsim.dynamics.api import energy as _energy
+from pbsim.errors import InputError, SimulationError
+from pbsim.integrators.base import State
+from pbsim.rollout import Trajectory
+
+
+def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
+                 batch: int | None = None, control=None, scene=None, record_every: int = 1,
+                 progress: bool = False, on_nan: str = "raise", layout: str = "aos", threads: int | None = None,
+                 **integrator_options) -> Trajectory:
+    """:func:`pbsim.rollout` on the GPU (same arguments and result).
+
+    Differences: ``integrator`` must be a name with a CUDA path
+    (:func:`pbsim.backends.cuda.supported_integrators`); ``control`` must be a constant
+    :class:`pbsim.Control` (a callable would need the state on the host every step); NaN is
+    detected on recorded frames only, so with ``on_nan="stop"`` a trajectory is frozen at its
+    last finite recorded frame.  ``layout``: "aos" or "soa" device storage (see
+    :mod:`pbsim.backends.cuda`).  Raises :class:`pbsim.backends.cuda.DeviceError` without a GPU.
+    """
+    if on_nan not in ("raise", "stop"):
+        raise InputError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
+    if not isinstance(integrator, str):
+        raise InputError("device='cuda' takes the integrator by name, got an Integrator instance")
+    if integrator_options:
+        raise InputError(f"integrator {integrator!r} on device='cuda' takes no options; got "
+                         f"{', '.join(sorted(integrator_options))}")
+    if control is not None and not isinstance(control, Control):
+        raise InputError("device='cuda' takes a constant pbsim.Control; a callable control would need the "
+                         "state on the host every step (use device='cpu')")
+    steps = int(steps)
+    if steps < 0:
+        raise InputError(f"steps must be >= 0, got {steps}")
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0:
+        raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+    record_every = max(1, int(record_every))
+    single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
+    state = State.make(model, q0, v0, batch)
+    B = state.batch
+    sim = CudaBatch(model, integrator, scene, B, layout=layout, threads=threads)
+    sim.set_state(state.q, state.v)
+    sim.set_control(control)
+    nrec = steps // record_every + 1
+    T = np.zeros(nrec)
+    Q = np.zeros((nrec, B, model.nq))
+    V = np.zeros((nrec, B, model.nv))
+    E = np.zeros((nrec, B))
+    Q[0], V[0], E[0] = state.q, state.v, _energy(model, state.q, state.v).sum(axis=1)
+    diverged = np.zeros(B, bool)
+    frames = range(1, nrec)
+    if progress:
+        from tqdm import tqdm
+
+        frames = tqdm(frames, desc=f"{integrator} dt={dt:g} cuda", unit="frame", mininterval=0.5)
+    for r in frames:
+        sim.advance(record_every, dt)
+        q, v, e = sim.record()
+        bad = ~(np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1))
+        if bad.any():
+            if on_nan == "raise":
+                b = int(np.argmax(bad))
+                k = r * record_every
+                raise SimulationError(f"integrator {integrator!r} diverged (NaN/inf) on device='cuda' by step {k}, "
+                                      f"t = {k * dt:.6g} s, dt = {dt:g}, trajectory {b}; try a smaller dt or an "
+                                      "implicit integrator")
+            diverged |= bad
+            q[bad], v[bad] = Q[r - 1][bad], V[r - 1][bad]
+            e[bad] = np.nan
+        T[r], Q[r], V[r], E[r] = r * record_every * dt, q, v, e
+    if single:
+        Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
+    return Trajectory(T, Q, V, E, integrator, dt, diverged if on_nan == "stop" else None,
+                      info={"device": "cuda", "layout": layout})
+
+
+def rollout(model, *args, device: str = "cpu", **kwargs) -> Trajectory:
+    """``pbsim.rollout`` with a ``device`` switch ("cpu" or "cuda"): what the lead wires in."""
+    if device == "cpu":
+        from pbsim.rollout import rollout as cpu_rollout
+
+        return cpu_rollout(model, *args, **kwargs)
+    if device == "cuda":
+        return rollout_cuda(model, *args, **kwargs)
+    raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
