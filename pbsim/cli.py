@@ -108,7 +108,7 @@ def cmd_rollout(args):
     t0 = time.perf_counter()
     traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
                          control=control, scene=scene, progress=not args.quiet, record_every=args.record_every,
-                         on_nan="stop" if args.batch else "raise", **opts)
+                         on_nan="stop" if args.batch else "raise", device=args.device, **opts)
     wall = time.perf_counter() - t0
     E = traj.energy
     B = args.batch or 1
@@ -184,6 +184,8 @@ def build_parser():
     pr.add_argument("--plot", help="write an energy/velocity plot (PNG)")
     pr.add_argument("--json", action="store_true")
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
+    pr.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: run the batch on an NVIDIA GPU (pip install 'pbsim[gpu]')")
     c = pr.add_argument_group("control (paper 001)")
     c.add_argument("--control", default="torque", choices=["torque", "pd", "spd"],
                    help="joint control: zero torque, plain PD or stable PD (default torque)")

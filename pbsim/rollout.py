@@ -31,14 +31,26 @@ class Trajectory:
 
 def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
             batch: int | None = None, control=None, scene=None, record_every: int = 1, progress: bool = False,
-            on_nan: str = "raise", **integrator_options) -> Trajectory:
+            on_nan: str = "raise", device: str = "cpu", **integrator_options) -> Trajectory:
     """Integrate ``steps`` steps of size ``dt``.
 
     ``q0``/``v0``: (nq,)/(nv,) or batched (B, ·); ``batch`` replicates a single initial state.
     ``control``: a :class:`Control`, or a callable ``(t, state) -> Control`` evaluated every step.
     ``on_nan``: "raise" (SimulationError naming the step and time) or "stop" (freeze diverged
     trajectories and mark them in ``Trajectory.diverged``).
+    ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
+    numba-cuda, ``pip install 'pbsim[gpu]'``; see :func:`pbsim.rollout_gpu.rollout_cuda`).
     """
+    if device == "cuda":
+        from pbsim.rollout_gpu import rollout_cuda
+
+        return rollout_cuda(model, integrator, dt=dt, steps=steps, q0=q0, v0=v0, batch=batch, control=control,
+                            scene=scene, record_every=record_every, progress=progress, on_nan=on_nan,
+                            **integrator_options)
+    if device != "cpu":
+        from pbsim.errors import InputError
+
+        raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if on_nan not in ("raise", "stop"):
         raise ValueError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
     steps = int(steps)
