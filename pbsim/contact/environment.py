@@ -251,21 +251,38 @@ class MeshTerrain:
         return cls(phi, lo, spacing, closed, source, len(F), band * spacing)
 
 
-def envelope_faces(V, F, tol: float = 1e-6):
-    """Faces of an open mesh that bound its height solid: near-vertical faces (walls, |n_z| < 0.05)
-    and faces whose centroid is the highest crossing of its vertical line (within ``tol``).
-    Hidden faces (e.g. the underside of a terrain slab) are dropped, so inside distances are
-    distances to the upper surface."""
+def envelope_faces(V, F, tol: float = 1e-6, eps: float = 1e-4):
+    """Faces of an open mesh that bound its height solid: faces whose centroid is the highest
+    crossing of its vertical line (within ``tol``), and near-vertical faces (walls, |n_z| < 0.05)
+    that rise above the top of at least one of the two columns beside them (``eps`` either side
+    of the centroid, along the face normal).  Hidden faces are dropped -- the underside of a
+    terrain slab, and walls buried under the top surface (drc_rough_terrain.stl has block sides
+    continuing below the ground top: kept, they gave inside points wrong normals up to 111 deg) --
+    so inside distances are distances to the height solid's own boundary."""
     import trimesh
 
     mesh = trimesh.Trimesh(V, F, process=False)
     C = V[F].mean(axis=1)
-    nz = np.abs(mesh.face_normals[:, 2])
-    top = np.full(len(F), -np.inf)
-    orig = np.c_[C[:, :2], np.full(len(C), V[:, 2].max() + 1.0)]
-    locs, ri, _ = mesh.ray.intersects_location(orig, np.tile([0.0, 0.0, -1.0], (len(C), 1)), multiple_hits=False)
-    top[ri] = locs[:, 2]
-    keep = (nz < 0.05) | (C[:, 2] >= top - tol)
+    N = mesh.face_normals
+    nz = np.abs(N[:, 2])
+    zup = V[:, 2].max() + 1.0
+
+    def top_of(P):
+        t = np.full(len(P), -np.inf)
+        locs, ri, _ = mesh.ray.intersects_location(np.c_[P[:, :2], np.full(len(P), zup)],
+                                                   np.tile([0.0, 0.0, -1.0], (len(P), 1)), multiple_hits=False)
+        t[ri] = locs[:, 2]
+        return t
+
+    keep = C[:, 2] >= top_of(C) - tol
+    wall = np.where(nz < 0.05)[0]
+    if len(wall):
+        nh = N[wall].copy()
+        nh[:, 2] = 0.0
+        nh /= np.maximum(np.linalg.norm(nh, axis=1), 1e-12)[:, None]
+        zt = V[F[wall]][:, :, 2].max(axis=1)
+        above = (zt > top_of(C[wall] + eps * nh) + tol) | (zt > top_of(C[wall] - eps * nh) + tol)
+        keep[wall[above]] = True
     return F[keep]
 
 
