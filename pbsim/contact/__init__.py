@@ -4,12 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from pbsim.contact.environment import (Box, Capsule, ContactInputError, EmptyMeshError, GridBudgetError,
-                                       HeightField, MeshTerrain, OpenMeshError, Plane, Sphere)
+                                       HeightField, MeshTerrain, OpenMeshError, Plane, Sphere,
+                                       world_environment)
 from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
-           "sample_contact_points", "make_scene", "contact_query", "contact_diagnostics", "up_rotation",
+           "sample_contact_points", "make_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
 
 
@@ -30,23 +31,37 @@ def up_rotation(model) -> np.ndarray:
     return np.eye(3) + K + K @ K / (1 + c)
 
 
-def make_scene(model, ground: str | None = "plane", terrain=None, mu: float = 0.8, stiffness: float | None = None,
+def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8, stiffness: float | None = None,
                damping: float | None = None, friction_eps: float = 0.01, ground_height: float = 0.0,
                spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
-               open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), points: ContactPoints | None = None,
+               open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), exact_band: float | None = None,
+               points: ContactPoints | None = None,
                environment=(), **point_options) -> Scene:
     """A contact scene for ``model``.
 
-    ``ground``: "plane" (plane through ``ground_height`` along -gravity, so y-up models work
-    once their gravity is set) or None.  ``terrain``: a mesh file (STL/OBJ/OFF, z-up; rotated to
-    the model's up and shifted by ``terrain_offset``) or a :class:`MeshTerrain`; ``spacing``,
-    ``padding``, ``max_bytes``, ``open_mesh`` go to :meth:`MeshTerrain.from_mesh`.  ``points``:
+    ``ground``: "auto" (default: the model's world geometry -- MJCF worldbody geoms, see
+    :func:`world_environment` -- when it has any, else the plane), "model" (world geometry only),
+    "plane" (plane through ``ground_height`` along -gravity, so y-up models work once their
+    gravity is set; world geometry ignored) or None (neither).  ``terrain``: a mesh file
+    (STL/OBJ/OFF, z-up; rotated to the model's up and shifted by ``terrain_offset``) or a :class:`MeshTerrain`; ``spacing``,
+    ``padding``, ``max_bytes``, ``open_mesh``, ``exact_band`` go to :meth:`MeshTerrain.from_mesh`;
+    ``exact_band`` None -> ``max(0.1, largest contact-point radius + 2 spacing)``: grid distances
+    are clamped at the band, so a sphere point of radius r > band would read a phantom contact.  ``points``:
     contact points (default :func:`sample_contact_points` with ``point_options``).
     ``environment``: extra shapes."""
     env = list(environment)
     R = up_rotation(model)
-    if ground not in (None, "plane", "none"):
-        raise ContactInputError(f"ground must be 'plane' or None, got {ground!r}")
+    pts = points if points is not None else sample_contact_points(model, **point_options)
+    if exact_band is None:  # grid distances clamp at the band: keep it beyond every point's radius
+        exact_band = max(0.1, (float(pts.radius.max()) if len(pts) else 0.0) + 2.0 * float(spacing))
+    if ground not in (None, "plane", "none", "auto", "model"):
+        raise ContactInputError(f"ground must be 'auto', 'model', 'plane' or None, got {ground!r}")
+    if ground in ("auto", "model"):
+        world, _ = world_environment(model, spacing=spacing, padding=padding, max_bytes=max_bytes,
+                                     open_mesh=open_mesh, exact_band=exact_band)
+        env.extend(world)
+        if ground == "auto" and not world:
+            ground = "plane"
     if ground == "plane":
         env.append(Plane(R[:, 2], ground_height))
     if terrain is not None:
@@ -57,8 +72,7 @@ def make_scene(model, ground: str | None = "plane", terrain=None, mu: float = 0.
             T[:3, :3] = R
             T[:3, 3] = np.asarray(terrain_offset, float)
             env.append(MeshTerrain.from_file(terrain, spacing=spacing, padding=padding, max_bytes=max_bytes,
-                                             open_mesh=open_mesh, transform=T))
-    pts = points if points is not None else sample_contact_points(model, **point_options)
+                                             open_mesh=open_mesh, transform=T, exact_band=exact_band))
     return Scene(environment=env, points=pts, mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
 
 

@@ -189,7 +189,9 @@ class MeshTerrain:
         """``spacing`` grid step (m); ``padding`` margin around the mesh bounds (m); distances are
         exact up to ``exact_band`` (m, rounded up to whole cells) and clamped to it beyond; ``max_bytes`` budget for the build (8 bytes per node);
         ``open_mesh``: "height" (an open mesh is a height surface: solid below its highest
-        crossing of each vertical line) or "error" (raise :class:`OpenMeshError`)."""
+        crossing of each vertical line) or "error" (raise :class:`OpenMeshError`).  ``transform``
+        (4x4) places the mesh; "vertical" is the mesh file's own +z when its rotation is a signed
+        axis permutation (z-up terrain under a y-up robot), world +z otherwise."""
         from pbsim.contact.sdf_grid import build_sdf_grid
 
         spacing = _pos(spacing, "terrain grid spacing")
@@ -204,9 +206,18 @@ class MeshTerrain:
             raise EmptyMeshError(f"terrain mesh {source!r} has no triangles")
         if not np.all(np.isfinite(V)):
             raise ContactInputError(f"terrain mesh {source!r} has non-finite vertices")
+        perm = None
         if transform is not None:
             T = np.asarray(transform, np.float64)
-            V = V @ T[:3, :3].T + T[:3, 3]
+            A = np.abs(T[:3, :3])
+            if np.allclose(A.sum(0), 1.0, atol=1e-12) and np.allclose(A.sum(1), 1.0, atol=1e-12) and \
+                    np.allclose(A.max(1), 1.0, atol=1e-12):
+                # signed axis permutation (e.g. z-up file -> y-up model): build the grid in the
+                # mesh's own frame, so the open-mesh height rule runs along the FILE's +z, then
+                # permute the grid's axes (exact: nodes map onto nodes)
+                perm = (np.argmax(A, axis=1), np.sign(T[np.arange(3), np.argmax(A, axis=1)]), T[:3, 3].copy())
+            else:
+                V = V @ T[:3, :3].T + T[:3, 3]
         closed = bool(mesh.is_watertight) and bool(mesh.is_winding_consistent)
         if not closed and open_mesh == "error":
             raise OpenMeshError(f"terrain mesh {source!r} is not watertight (open_mesh='error')")
@@ -225,24 +236,53 @@ class MeshTerrain:
                 f"(raise max_bytes or the spacing)", need, max_bytes)
         band = max(2, int(math.ceil(float(exact_band) / spacing)))
         phi = build_sdf_grid(V, F, lo, spacing, shape, closed, band)
+        if perm is not None:
+            col, sgn, t = perm
+            phi = phi.transpose(tuple(int(c) for c in col))
+            org = np.zeros(3)
+            for a in range(3):
+                n_a = phi.shape[a]
+                if sgn[a] > 0:
+                    org[a] = lo[col[a]] + t[a]
+                else:
+                    org[a] = -(lo[col[a]] + (n_a - 1) * spacing) + t[a]
+                    phi = np.flip(phi, axis=a)
+            phi, lo = np.ascontiguousarray(phi), org
         return cls(phi, lo, spacing, closed, source, len(F), band * spacing)
 
 
-def envelope_faces(V, F, tol: float = 1e-6):
-    """Faces of an open mesh that bound its height solid: near-vertical faces (walls, |n_z| < 0.05)
-    and faces whose centroid is the highest crossing of its vertical line (within ``tol``).
-    Hidden faces (e.g. the underside of a terrain slab) are dropped, so inside distances are
-    distances to the upper surface."""
+def envelope_faces(V, F, tol: float = 1e-6, eps: float = 1e-4):
+    """Faces of an open mesh that bound its height solid: faces whose centroid is the highest
+    crossing of its vertical line (within ``tol``), and near-vertical faces (walls, |n_z| < 0.05)
+    that rise above the top of at least one of the two columns beside them (``eps`` either side
+    of the centroid, along the face normal).  Hidden faces are dropped -- the underside of a
+    terrain slab, and walls buried under the top surface (drc_rough_terrain.stl has block sides
+    continuing below the ground top: kept, they gave inside points wrong normals up to 111 deg) --
+    so inside distances are distances to the height solid's own boundary."""
     import trimesh
 
     mesh = trimesh.Trimesh(V, F, process=False)
     C = V[F].mean(axis=1)
-    nz = np.abs(mesh.face_normals[:, 2])
-    top = np.full(len(F), -np.inf)
-    orig = np.c_[C[:, :2], np.full(len(C), V[:, 2].max() + 1.0)]
-    locs, ri, _ = mesh.ray.intersects_location(orig, np.tile([0.0, 0.0, -1.0], (len(C), 1)), multiple_hits=False)
-    top[ri] = locs[:, 2]
-    keep = (nz < 0.05) | (C[:, 2] >= top - tol)
+    N = mesh.face_normals
+    nz = np.abs(N[:, 2])
+    zup = V[:, 2].max() + 1.0
+
+    def top_of(P):
+        t = np.full(len(P), -np.inf)
+        locs, ri, _ = mesh.ray.intersects_location(np.c_[P[:, :2], np.full(len(P), zup)],
+                                                   np.tile([0.0, 0.0, -1.0], (len(P), 1)), multiple_hits=False)
+        t[ri] = locs[:, 2]
+        return t
+
+    keep = C[:, 2] >= top_of(C) - tol
+    wall = np.where(nz < 0.05)[0]
+    if len(wall):
+        nh = N[wall].copy()
+        nh[:, 2] = 0.0
+        nh /= np.maximum(np.linalg.norm(nh, axis=1), 1e-12)[:, None]
+        zt = V[F[wall]][:, :, 2].max(axis=1)
+        above = (zt > top_of(C[wall] + eps * nh) + tol) | (zt > top_of(C[wall] - eps * nh) + tol)
+        keep[wall[above]] = True
     return F[keep]
 
 
@@ -289,3 +329,47 @@ def pack_environment(items) -> dict:
         gr_meta=arr(grm, 4, np.int64), gr_geom=arr(grg, 4),
         gr_data=(grd[0] if len(grd) == 1 else np.concatenate(grd).astype(np.float32)) if grd
         else np.zeros(1, np.float32))
+
+
+def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
+                      open_mesh: str = "height", exact_band: float = 0.1,
+                      roles=("collision",)) -> tuple[list, list]:
+    """Environment shapes from the model's world geometry (``model.geoms`` with ``body < 0``, e.g.
+    MJCF worldbody geoms), placed by their ``(R, p)`` in world coordinates.
+
+    plane -> infinite :class:`Plane` through ``p`` with normal ``R[:, 2]`` (MuJoCo planes collide
+    as infinite planes; their size is only for rendering); box -> :class:`Box`; sphere ->
+    :class:`Sphere`; capsule (radius, half length along local z) -> :class:`Capsule`; mesh ->
+    :class:`MeshTerrain` (signed-distance grid, ``spacing``/``padding``/``max_bytes``/``open_mesh``
+    ``exact_band`` as :meth:`MeshTerrain.from_mesh`).  Returns ``(shapes, skipped)`` with ``skipped`` naming the
+    geoms that have no environment counterpart (cylinders; heightfields are not imported by the
+    MJCF reader)."""
+    import trimesh
+
+    env, skipped = [], []
+    for g in model.geoms:
+        if g.body >= 0 or g.role not in roles:
+            continue
+        R = np.asarray(g.R, float)
+        p = np.asarray(g.p, float)
+        s = np.asarray(g.size, float)
+        if g.shape == "plane":
+            env.append(Plane(R[:, 2], float(R[:, 2] @ p)))
+        elif g.shape == "box":
+            env.append(Box(s[:3], R, p))
+        elif g.shape == "sphere":
+            env.append(Sphere(p, s[0]))
+        elif g.shape == "capsule":
+            env.append(Capsule(p - s[1] * R[:, 2], p + s[1] * R[:, 2], s[0]))
+        elif g.shape == "mesh":
+            try:
+                mesh = g.load_mesh()  # placed by (R, p): world coordinates for a world geom
+            except Exception as e:
+                raise ContactInputError(f"world geom {g.name!r}: mesh could not be read: {e}") from e
+            mesh = trimesh.Trimesh(np.asarray(mesh.vertices), np.asarray(mesh.faces), process=True)
+            env.append(MeshTerrain.from_mesh(mesh, spacing=spacing, padding=padding, max_bytes=max_bytes,
+                                             open_mesh=open_mesh, exact_band=exact_band,
+                                             source=f"world geom {g.name!r}"))
+        else:
+            skipped.append(f"{g.name} ({g.shape})")
+    return env, skipped
