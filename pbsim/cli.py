@@ -201,7 +201,9 @@ def build_parser():
     c.add_argument("--clamp", action="store_true", help="clamp torques to the model's effort limits")
     c.add_argument("--loop", action="store_true", help="loop the reference motion")
     k = pr.add_argument_group("contact")
-    k.add_argument("--ground", default="none", choices=["plane", "none"], help="ground plane (normal along -gravity)")
+    k.add_argument("--ground", default="none", choices=["plane", "auto", "model", "none"],
+                   help="plane: ground plane along -gravity; model: the file's world geoms (MJCF floor); "
+                        "auto: the file's world geoms, else a plane; none (default)")
     k.add_argument("--terrain", help="terrain mesh (STL/OBJ/OFF), turned into a signed-distance grid")
     k.add_argument("--terrain-spacing", type=float, default=0.02, help="grid spacing [m]")
     k.add_argument("--mu", type=float, default=0.8, help="Coulomb friction coefficient")
