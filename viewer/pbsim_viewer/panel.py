@@ -28,6 +28,7 @@ class ViewOptions:
     show_visual: bool = True
     show_collision: bool = False
     show_contacts: bool = True
+    show_normals: bool = False
     show_frames: bool = False
     show_com: bool = False
     show_grid: bool = True
@@ -137,7 +138,8 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     # --- display toggles
     if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
         for attr, label in (("show_visual", "visual meshes"), ("show_collision", "collision geometry"),
-                            ("show_contacts", "contact points"), ("show_frames", "joint frames"),
+                            ("show_contacts", "contact points"), ("show_normals", "contact normals"),
+                            ("show_frames", "joint frames"),
                             ("show_com", "centre of mass"), ("show_grid", "ground grid"),
                             ("follow", "camera follows robot")):
             c, v = imgui.checkbox(f"{label}###{attr}", getattr(opt, attr))
