@@ -104,6 +104,8 @@ class Viewer:
         lo = min((T0[:, 2, 3].min(), self.scene_renderer.ground_z))
         extent = float(np.ptp(T0[:, :3, 3], axis=0).max()) if len(T0) else 1.0
         com0 = self._com(T0)
+        self.scene_renderer.marker = float(np.clip(0.012 * extent, 0.005, 0.05))
+        self.scene_renderer.normal_length = float(np.clip(0.1 * extent, 0.05, 0.5))
         self.camera = OrbitCamera(target=com0, distance=max(2.6 * extent, 1.2), pitch=20.0)
         # aim between the centre of mass and the lowest point, so feet and ground are in view
         self.camera.target[2] = max(0.5 * (com0[2] + lo), lo + 0.2)

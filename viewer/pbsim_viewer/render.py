@@ -86,6 +86,8 @@ class SceneRenderer:
         self.model = model
         self.scene = scene
         self.ground_z = float(ground_z)
+        self.marker = 0.02  # contact marker radius (m); the viewer scales it with the robot
+        self.normal_length = 0.12
         self.prog = ShaderProgram(Shader(VERT, "vertex"), Shader(FRAG, "fragment"))
         pid = self.prog.id
         self.u_mvp = gl.glGetUniformLocation(pid, b"mvp")
@@ -219,12 +221,12 @@ class SceneRenderer:
                     if not (a or opt.show_collision):  # inactive points only with the collision geometry
                         continue
                     M = np.eye(4)
-                    M[:3, :3] *= 0.02 if a else 0.008
+                    M[:3, :3] *= self.marker if a else 0.4 * self.marker
                     M[:3, 3] = p
                     self._set(VP, M, (1.0, 0.2, 0.6, 1.0) if a else (0.9, 0.9, 0.3, 1.0), unlit=1)
                     self.ball.draw()
             if opt.show_normals and active.any():
-                segs = np.stack([X[active], X[active] + 0.12 * N[active]], axis=1)
+                segs = np.stack([X[active], X[active] + self.normal_length * N[active]], axis=1)
                 self.normals.update(_lines(segs))
                 self._set(VP, np.eye(4), (0.2, 1.0, 0.4, 1.0), unlit=1)
                 self.normals.draw()
