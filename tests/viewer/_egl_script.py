@@ -90,8 +90,7 @@ def main(path, floating, do_input, shot):
         names = pbsim.integrators.available()
         target = names[-1]
         click(*center("integrator"))
-        x0, y0, x1, y1 = ITEM_RECTS["integrator"]
-        click(x0 + 20, y1 + 4 + (y1 - y0) * (names.index(target) + 0.5))
+        click(*center(f"integrator_item_{names.index(target)}"))
         res["integrator"] = s.integrator_name
         res["integrator_target"] = target
         click(*center("dt_typed"))
