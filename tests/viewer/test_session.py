@@ -270,3 +270,15 @@ def test_standing_pose_puts_robosimian_feet_under_the_shoulders():
     assert np.allclose(np.abs(feet[:, :2]), np.abs(feet[0, :2]), atol=0.01)  # symmetric rectangle
     kp, kd = default_gains(m)
     assert kp == pytest.approx(30 * m.total_mass) and kd == pytest.approx(m.total_mass)
+
+
+def test_fixed_base_ground_plane_below_the_robot():
+    """--fixed: the plane goes under the lowest contact point, so a hanging robot is not pushed."""
+    from tests.conftest import robosimian_urdf
+
+    from pbsim_viewer.app import make_session
+
+    s = make_session(robosimian_urdf(), floating=False, integrator="euler", dt=2e-3)
+    plane = [e for e in s.scene.all_environment() if type(e).__name__ == "Plane"][0]
+    assert plane.offset < -0.7  # the standing pose's feet hang 0.78 m below the fixed torso
+    assert pbsim.contact_diagnostics(s.model, s.scene, s.q)["active"][0] == 0

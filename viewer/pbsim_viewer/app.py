@@ -375,10 +375,21 @@ def make_session(model_path, floating: bool | None = None, scene=None, integrato
     if up not in UP_GRAVITY:
         raise pbsim.InputError(f"--up must be 'z', 'y' or 'auto', got {up!r}")
     model.gravity[:] = UP_GRAVITY[up]
-    if scene is None and (ground not in (None, "none") or terrain is not None):
-        scene = pbsim.make_scene(model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu)
     kp0, kd0 = default_gains(model)
     q0 = standing_pose(model) if pose == "stand" else None
+    if scene is None and (ground not in (None, "none") or terrain is not None):
+        from pbsim.contact import sample_contact_points
+
+        pts = sample_contact_points(model)
+        gh = 0.0
+        if not model.floating_base and len(pts):
+            # a fixed base stays where the file puts it: lower the plane below its lowest contact point
+            T = pbsim.forward_kinematics(model, model.default_configuration() if q0 is None else q0)
+            X = np.einsum("nij,nj->ni", T[pts.body, :3, :3], pts.local) + T[pts.body, :3, 3]
+            up = -np.asarray(model.gravity, float) / max(np.linalg.norm(model.gravity), 1e-12)
+            gh = min(0.0, float((X @ up - pts.radius).min()) - 1e-3)
+        scene = pbsim.make_scene(model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu,
+                                 points=pts, ground_height=gh)
     s = Session(model, scene=scene, integrator=integrator, dt=dt, kp=kp0 if kp is None else kp,
                 kd=kd0 if kd is None else kd, q0=q0)
     if model.floating_base and contact_available(model, s.scene):
