@@ -21,12 +21,12 @@ from pbsim_viewer.panel import ITEM_RECTS, PANEL_WIDTH  # noqa: E402
 from pbsim_viewer.session import Session  # noqa: E402
 
 
-def main(path, floating, do_input, shot):
+def main(path, floating, do_input, shot, ground=False):
     from pyglet.window import key, mouse
 
     try:
         model = pbsim.load(path, floating_base=floating)
-        s = Session(model, dt=2e-3, integrator="euler")
+        s = Session(model, scene=pbsim.make_scene(model) if ground else None, dt=2e-3, integrator="euler")
         v = Viewer(s, 1024, 640, visible=False)
     except Exception as e:  # noqa: BLE001
         print("SKIP", f"no headless GL window: {type(e).__name__}: {e}")
@@ -48,8 +48,10 @@ def main(path, floating, do_input, shot):
     res["panel_pixels"] = int((np.abs(panel - bg).sum(2) > 30).sum())
     res["panel_text_pixels"] = int((panel.max(2) > 200).sum())  # bright glyphs
     # every overlay on: exercises each draw path (a GL error raises here)
-    v.opt.show_collision = v.opt.show_frames = v.opt.show_com = v.opt.show_contacts = True
+    v.opt.show_collision = v.opt.show_frames = v.opt.show_com = v.opt.show_contacts = v.opt.show_normals = True
     v.pump(2)
+    c = v._contacts(s.q)
+    res["contacts_active"] = int(c[1].sum()) if c is not None else -1
     over = v.read_pixels()
     res["overlay_changed_pixels"] = int((np.abs(over.astype(int) - img.astype(int)).sum(2) > 30)[:, PANEL_WIDTH:].sum())
     v.opt.show_collision = v.opt.show_frames = v.opt.show_com = False
@@ -90,8 +92,7 @@ def main(path, floating, do_input, shot):
         names = pbsim.integrators.available()
         target = names[-1]
         click(*center("integrator"))
-        x0, y0, x1, y1 = ITEM_RECTS["integrator"]
-        click(x0 + 20, y1 + 4 + (y1 - y0) * (names.index(target) + 0.5))
+        click(*center(f"integrator_item_{names.index(target)}"))
         res["integrator"] = s.integrator_name
         res["integrator_target"] = target
         click(*center("dt_typed"))
@@ -119,4 +120,5 @@ def main(path, floating, do_input, shot):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] == "float", sys.argv[3] == "input", sys.argv[4] if len(sys.argv) > 4 else None)
+    main(sys.argv[1], sys.argv[2] == "float", sys.argv[3] == "input",
+         sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None, "ground" in sys.argv[5:])

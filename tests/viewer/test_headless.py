@@ -44,13 +44,16 @@ def check_drawn(res):
 
 
 def test_humanoid_frames_render():
-    res = run_script(pybullet_file("humanoid/humanoid.urdf"), "fixed", "noinput")
+    # with a z-up ground plane through the fixed y-up humanoid: contact points and normals drawn
+    res = run_script(pybullet_file("humanoid/humanoid.urdf"), "fixed", "noinput", "-", "ground")
     check_drawn(res)
+    assert res["contacts_active"] > 0, res
 
 
 def test_robosimian_frames_and_synthetic_input(tmp_path):
     res = run_script(robosimian_urdf(), "fixed", "input", tmp_path / "shot.png")
     check_drawn(res)
+    assert res["contacts_active"] == -1  # no scene: nothing to draw
     assert (tmp_path / "shot.png").stat().st_size > 10_000
     assert res["integrator"] == res["integrator_target"]
     assert res["dt"] == pytest.approx(0.004)

@@ -87,9 +87,9 @@ def test_integrator_combo_pick(driver):
     from pbsim_viewer.panel import ITEM_RECTS
 
     driver.click("integrator")
-    # the popup lists the names just below the combo, one widget height each
-    rx0, ry0, _, yb = ITEM_RECTS["integrator"]
-    line = yb - ry0
+    # the open popup lists every name (no scrolling) below the combo; the panel records each rect
     k = names.index(target)
-    driver.click(at=(rx0 + 20, yb + 4 + line * (k + 0.5)))
+    x0, y0, x1, y1 = ITEM_RECTS[f"integrator_item_{k}"]
+    assert y0 >= ITEM_RECTS["integrator"][3] - 1 and y1 - y0 > 5
+    driver.click(at=((x0 + x1) / 2, (y0 + y1) / 2))
     assert s.integrator_name == target

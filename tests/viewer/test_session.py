@@ -10,6 +10,7 @@ import pbsim
 from pbsim.integrators.base import Diagnostics
 from pbsim_models import chain
 from pbsim_viewer.session import DT_MAX, DT_MIN, Session
+from tests.conftest import pybullet_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -182,3 +183,102 @@ def test_cluster_decimate_keeps_shape():
     assert np.all(np.abs(r - 0.5) < 0.05)
     area = 0.5 * np.linalg.norm(np.cross(d[:, 1] - d[:, 0], d[:, 2] - d[:, 0]), axis=1).sum()
     assert area == pytest.approx(4 * np.pi * 0.25, rel=0.05)
+
+
+# ---------------------------------------------------------------- physical viewer: contact scene
+def _run(s, steps):
+    lo = np.inf
+    for _ in range(steps):
+        assert s.step_once(), s.message
+        lo = min(lo, float(s.q[:3] @ -np.asarray(s.model.gravity) / 9.81))
+    assert np.all(np.isfinite(s.q)) and np.all(np.isfinite(s.state.v))
+    return lo
+
+
+def test_robosimian_stands_on_ground_plane_under_spd():
+    """Default session: floating base (the file decides), plane contact, SPD holding the standing
+    pose with mass-scaled gains: the torso stays up and the joints track the pose."""
+    from tests.conftest import robosimian_urdf
+
+    from pbsim_viewer.app import contact_available, make_session
+
+    s = make_session(robosimian_urdf(), integrator="euler", dt=2e-3)
+    assert s.model.floating_base and contact_available(s.model, s.scene)
+    z0 = float(s.q[2])
+    assert 0.85 < z0 < 1.0  # placed: feet 0.78 m below the torso, 1 cm above the plane
+    lo = _run(s, 300)  # 0.6 s
+    assert lo > z0 - 0.08, (lo, z0)  # stands: sinks by the contact's static penetration + leg sag only
+    assert s.tracking_error() < 0.03
+    # the same drop without the ground falls freely: the bound above can fail
+    s2 = make_session(robosimian_urdf(), integrator="euler", dt=2e-3, ground="none")
+    assert not contact_available(s2.model, s2.scene)
+    assert _run(s2, 300) < z0 - 1.0
+
+
+def test_humanoid_y_up_stands_on_plane():
+    """--up y: gravity (0, -9.81, 0), the plane faces +y, the DeepMimic humanoid lands on its feet."""
+    from pbsim_viewer.app import make_session
+
+    s = make_session(pybullet_file("humanoid/humanoid.urdf"), integrator="euler", dt=2e-3, up="y")
+    assert np.allclose(s.model.gravity, [0, -9.81, 0])
+    plane = [e for e in s.scene.all_environment() if type(e).__name__ == "Plane"][0]
+    assert np.allclose(plane.normal, [0, 1, 0])
+    y0 = float(s.q[1])
+    lo = _run(s, 250)  # 0.5 s
+    assert lo > y0 - 0.25, (lo, y0)
+
+
+def test_up_auto_detects_humanoid():
+    from tests.conftest import robosimian_urdf
+
+    from pbsim_viewer.poses import detect_up
+
+    assert detect_up(pbsim.load(pybullet_file("humanoid/humanoid.urdf"))) == "y"
+    assert detect_up(pbsim.load(robosimian_urdf())) == "z"
+
+
+def test_terrain_goes_into_the_physics_scene():
+    from tests.conftest import robosimian_urdf, terrain_file
+
+    from pbsim.contact import MeshTerrain
+    from pbsim_viewer.app import make_session, terrain_top, terrain_triangles
+
+    f = terrain_file("drc_rough_terrain.stl")
+    s = make_session(robosimian_urdf(), integrator="euler", dt=2e-3, terrain=f)
+    assert any(isinstance(e, MeshTerrain) for e in s.scene.environment)
+    # placed over the terrain (20 % along it), lowest contact point 1 cm above the terrain top there
+    X = pbsim.contact_query(s.model, s.scene, s.q)["X"][0]
+    tris = terrain_triangles(f)
+    top = terrain_top(tris, X[:, 0].min(), X[:, 0].max(), X[:, 1].min(), X[:, 1].max())
+    assert (X[:, 2] - s.scene.contact_points().radius).min() - top == pytest.approx(0.01, abs=1e-9)
+    z0 = float(s.q[2])
+    lo = _run(s, 150)
+    assert lo > z0 - 0.1
+    assert pbsim.contact_diagnostics(s.model, s.scene, s.q)["active"][0] > 0  # it landed on the terrain
+
+
+def test_standing_pose_puts_robosimian_feet_under_the_shoulders():
+    from tests.conftest import robosimian_urdf
+
+    from pbsim_viewer.poses import default_gains, standing_pose
+
+    m = pbsim.load(robosimian_urdf())
+    T = pbsim.forward_kinematics(m, standing_pose(m))
+    feet = np.array([T[m.body_names.index(f"limb{k}_link7"), :3, 3] for k in range(1, 5)])
+    assert np.all(feet[:, 2] < -0.7)  # all four feet below the torso ...
+    assert np.ptp(feet[:, 2]) < 1e-5  # ... at one height
+    assert np.allclose(np.abs(feet[:, :2]), np.abs(feet[0, :2]), atol=0.01)  # symmetric rectangle
+    kp, kd = default_gains(m)
+    assert kp == pytest.approx(30 * m.total_mass) and kd == pytest.approx(m.total_mass)
+
+
+def test_fixed_base_ground_plane_below_the_robot():
+    """--fixed: the plane goes under the lowest contact point, so a hanging robot is not pushed."""
+    from tests.conftest import robosimian_urdf
+
+    from pbsim_viewer.app import make_session
+
+    s = make_session(robosimian_urdf(), floating=False, integrator="euler", dt=2e-3)
+    plane = [e for e in s.scene.all_environment() if type(e).__name__ == "Plane"][0]
+    assert plane.offset < -0.7  # the standing pose's feet hang 0.78 m below the fixed torso
+    assert pbsim.contact_diagnostics(s.model, s.scene, s.q)["active"][0] == 0

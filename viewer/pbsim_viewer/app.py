@@ -30,11 +30,26 @@ def setup_gl(headless: bool = False):
 
 
 def contact_available(model, scene) -> bool:
-    """True when ``scene`` has a ground with contact points for this model."""
+    """True when ``scene`` has environment geometry and contact points for this model."""
     try:
-        return scene is not None and bool(scene.ground) and scene.kernel_arrays(model).npts > 0
+        return scene is not None and scene.kernel_arrays(model).npts > 0
     except Exception:  # noqa: BLE001
         return False
+
+
+def has_plane(scene) -> bool:
+    from pbsim.contact import Plane
+
+    return scene is not None and any(isinstance(e, Plane) for e in scene.all_environment())
+
+
+def display_rotation(model) -> np.ndarray:
+    """R (3x3) with world = R @ display: the viewer draws in a z-up "display" frame, so a y-up
+    model (gravity along -y) is shown standing; ``pbsim.contact.up_rotation`` (the rotation
+    ``make_scene`` applies to terrains) is exactly this map."""
+    from pbsim.contact import up_rotation
+
+    return up_rotation(model)
 
 
 class Viewer:
@@ -70,21 +85,31 @@ class Viewer:
         imgui.get_io().set_ini_filename("")
         imgui.style_colors_dark()
         self.gui = create_renderer(self.window)
-        T0 = pbsim.forward_kinematics(session.model, session.q0)
+        self.R = display_rotation(session.model)
+        self.D = np.eye(4)
+        self.D[:3, :3] = self.R.T
+        T0 = self.body_poses(session.q0)
         scene = session.scene
         self.scene_renderer = SceneRenderer(session.model, scene, max_triangles=max_triangles)
-        if contact_available(session.model, scene):
-            self.scene_renderer.ground_z = float(scene.plane_offset)
+        if has_plane(scene):
+            planes = [e for e in scene.all_environment() if type(e).__name__ == "Plane"]
+            self.scene_renderer.ground_z = float(planes[0].offset)
         else:
             self.scene_renderer.ground_z = self.scene_renderer.lowest_point(T0)
         if terrain is not None:
-            tris = terrain_triangles(terrain)
+            tris = terrain_triangles(terrain)  # z-up file = display coordinates
             self.scene_renderer.add_world_mesh(tris)
-            self.scene_renderer.ground_z = min(self.scene_renderer.ground_z, float(tris[:, :, 2].min()) - 1e-3)
+            if not has_plane(scene):
+                self.scene_renderer.ground_z = min(self.scene_renderer.ground_z, float(tris[:, :, 2].min()) - 1e-3)
         lo = min((T0[:, 2, 3].min(), self.scene_renderer.ground_z))
         extent = float(np.ptp(T0[:, :3, 3], axis=0).max()) if len(T0) else 1.0
-        self.camera = OrbitCamera(target=self._com(T0), distance=max(1.7 * extent, 1.2), pitch=25.0)
-        self.camera.target[2] = max(self.camera.target[2], lo + 0.3)
+        com0 = self._com(T0)
+        self.scene_renderer.marker = float(np.clip(0.012 * extent, 0.005, 0.05))
+        self.scene_renderer.normal_length = float(np.clip(0.1 * extent, 0.05, 0.5))
+        self.camera = OrbitCamera(target=com0, distance=max(2.6 * extent, 1.2), pitch=20.0)
+        # aim between the centre of mass and the lowest point, so feet and ground are in view
+        self.camera.target[2] = max(0.5 * (com0[2] + lo), lo + 0.2)
+        self.follow_offset = self.camera.target - com0
         self.window.push_handlers(on_key_press=self.on_key_press, on_mouse_drag=self.on_mouse_drag,
                                   on_mouse_scroll=self.on_mouse_scroll, on_draw=self.on_draw)
         self._last = time.perf_counter()
@@ -135,12 +160,21 @@ class Viewer:
         pts = np.einsum("bij,bj->bi", T[:, :3, :3], m.com) + T[:, :3, 3]
         return (m.mass[:, None] * pts).sum(0) / max(m.mass.sum(), 1e-12)
 
-    def _contacts(self, T):
-        sc = self.session.scene
-        if not getattr(sc, "ground", False) or len(sc.points_body) == 0:
+    def body_poses(self, q) -> np.ndarray:
+        """World poses of the bodies, expressed in the z-up display frame."""
+        T = pbsim.forward_kinematics(self.session.model, q)
+        return np.einsum("ij,bjk->bik", self.D, T)
+
+    def _contacts(self, q):
+        """(points (n, 3), active (n,) bool, normals (n, 3)) in display coordinates, or None."""
+        s = self.session
+        if not (self.opt.show_contacts or self.opt.show_normals) or not contact_available(s.model, s.scene):
             return None
-        b = np.asarray(sc.points_body, int)
-        return np.einsum("bij,bj->bi", T[b, :3, :3], np.asarray(sc.points_local, float).reshape(-1, 3)) + T[b, :3, 3]
+        try:
+            r = pbsim.contact_query(s.model, s.scene, q)
+        except Exception:  # noqa: BLE001 - drawing only
+            return None
+        return r["X"][0] @ self.R, r["d"][0] > 0, r["n"][0] @ self.R
 
     def frame(self, wall_dt: float | None = None):
         """Advance the session by ``wall_dt`` of real time (measured when None) and draw once."""
@@ -151,10 +185,10 @@ class Viewer:
         self._last = now
         s = self.session
         s.update(wall_dt)
-        T = pbsim.forward_kinematics(s.model, s.q)
+        T = self.body_poses(s.q)
         com = self._com(T)
         if self.opt.follow:
-            self.camera.follow(com, 0.15)
+            self.camera.follow(com + self.follow_offset, 0.15)
         self.window.switch_to()
         fw, fh = self.window.get_framebuffer_size()
         sx = fw / max(self.window.width, 1)
@@ -165,7 +199,7 @@ class Viewer:
         vw = max(fw - x0, 1)
         gl.glViewport(x0, 0, vw, fh)
         VP = self.camera.projection(vw / max(fh, 1)) @ self.camera.view()
-        self.scene_renderer.draw(T, VP, self.opt, com=com, contacts=self._contacts(T))
+        self.scene_renderer.draw(T, VP, self.opt, com=com, contacts=self._contacts(s.q))
         gl.glViewport(0, 0, fw, fh)
         io = imgui.get_io()
         io.delta_time = float(max(wall_dt, 1e-4))
@@ -278,43 +312,116 @@ def place_on_terrain(session: Session, tris: np.ndarray, xy=None, clearance=0.01
     session.reset()
 
 
-def make_session(model_path, floating: bool | None = None, scene=None, integrator=None, dt=2e-3,
-                 kp=300.0, kd=10.0) -> Session:
-    """Load ``model_path`` and wrap it in a :class:`Session`.
+def place_on_ground(session: Session, terrain_tris=None, xy=None, clearance: float = 0.01):
+    """Lift a floating base so that its lowest contact point (or body origin when the scene has
+    no contact points) sits ``clearance`` above the ground plane and, with ``terrain_tris``
+    (z-up display coordinates), above the terrain under its footprint (:func:`terrain_top`);
+    with a terrain the base is first moved over ``xy`` (default 20 % along the terrain's longer
+    side, centred across).  Works in the display frame, so y-up models are lifted along +y.
+    Resets the session."""
+    m = session.model
+    if not m.floating_base:
+        return
+    R = display_rotation(m)
+    q0 = session.q0.copy()
+    base = R.T @ q0[0:3]  # display coordinates
+    if terrain_tris is not None:
+        lo, hi = terrain_tris.reshape(-1, 3).min(0), terrain_tris.reshape(-1, 3).max(0)
+        if xy is None:
+            xy = (lo[:2] + hi[:2]) / 2
+            k = int(np.argmax(hi[:2] - lo[:2]))
+            xy[k] = lo[k] + 0.2 * (hi[k] - lo[k])
+        base[:2] = xy
+        q0[0:3] = R @ base
+    sc = session.scene
+    if contact_available(m, sc):
+        X = pbsim.contact_query(m, sc, q0)["X"][0] @ R
+        X[:, 2] -= sc.contact_points().radius
+    else:
+        X = np.einsum("ij,bj->bi", R.T, pbsim.forward_kinematics(m, q0)[:, :3, 3])
+    tops = []
+    if has_plane(sc):
+        tops.append(min(float(e.offset) for e in sc.all_environment() if type(e).__name__ == "Plane"))
+    if terrain_tris is not None:
+        tops.append(terrain_top(terrain_tris, X[:, 0].min(), X[:, 0].max(), X[:, 1].min(), X[:, 1].max()))
+    if not tops:
+        return
+    base[2] += max(tops) + clearance - float(X[:, 2].min())
+    q0[0:3] = R @ base
+    session.q0 = q0
+    session.reset()
 
-    ``floating=None``: the base floats only when the scene has ground contact (otherwise the robot
-    would just fall through the ground), i.e. ``pbsim.load(path, floating_base=False)``.
-    """
-    if floating is None:
-        floating = contact_available(pbsim.load(model_path), scene)
-    model = pbsim.load(model_path, floating_base=bool(floating))
-    return Session(model, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd)
+
+UP_GRAVITY = {"z": (0.0, 0.0, -9.81), "y": (0.0, -9.81, 0.0)}
+
+
+def make_session(model_path, floating: bool | None = None, scene=None, integrator=None, dt=2e-3,
+                 kp: float | None = None, kd: float | None = None, ground: str | None = "plane", terrain=None,
+                 mu: float = 0.8, up: str = "z", pose: str = "stand") -> Session:
+    """Load ``model_path`` and wrap it in a :class:`Session` with a contact scene.
+
+    ``floating=None``: the file decides (a URDF without a ``world`` link floats).  ``up``: "z",
+    "y" (gravity along -y, e.g. the DeepMimic humanoid) or "auto" (:func:`poses.detect_up`);
+    set before the scene is made, so plane and terrain face -gravity.  ``scene``: an explicit
+    :class:`pbsim.Scene`; otherwise ``pbsim.make_scene(model, ground, terrain, mu)`` (no scene
+    when ``ground`` is None and there is no terrain).  ``kp``/``kd`` None: :func:`poses.default_gains`.
+    ``pose="stand"``: SPD holds (and starts from) :func:`poses.standing_pose`, else the file's
+    default configuration.  A floating base is placed on the ground / terrain."""
+    from pbsim_viewer.poses import default_gains, detect_up, standing_pose
+
+    model = pbsim.load(model_path, floating_base=floating)
+    if up == "auto":
+        up = detect_up(model)
+    if up not in UP_GRAVITY:
+        raise pbsim.InputError(f"--up must be 'z', 'y' or 'auto', got {up!r}")
+    model.gravity[:] = UP_GRAVITY[up]
+    kp0, kd0 = default_gains(model)
+    q0 = standing_pose(model) if pose == "stand" else None
+    if scene is None and (ground not in (None, "none") or terrain is not None):
+        from pbsim.contact import sample_contact_points
+
+        pts = sample_contact_points(model)
+        gh = 0.0
+        if not model.floating_base and len(pts):
+            # a fixed base stays where the file puts it: lower the plane below its lowest contact point
+            T = pbsim.forward_kinematics(model, model.default_configuration() if q0 is None else q0)
+            X = np.einsum("nij,nj->ni", T[pts.body, :3, :3], pts.local) + T[pts.body, :3, 3]
+            up = -np.asarray(model.gravity, float) / max(np.linalg.norm(model.gravity), 1e-12)
+            gh = min(0.0, float((X @ up - pts.radius).min()) - 1e-3)
+        scene = pbsim.make_scene(model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu,
+                                 points=pts, ground_height=gh)
+    s = Session(model, scene=scene, integrator=integrator, dt=dt, kp=kp0 if kp is None else kp,
+                kd=kd0 if kd is None else kd, q0=q0)
+    if model.floating_base and contact_available(model, s.scene):
+        place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None)
+    return s
 
 
 def view(model_path, screenshot=None, frames: int | None = None, *, floating: bool | None = None, scene=None,
-         integrator: str | None = None, dt: float = 2e-3, kp: float = 300.0, kd: float = 10.0,
+         integrator: str | None = None, dt: float = 2e-3, kp: float | None = None, kd: float | None = None,
          play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
-         options: dict | None = None, terrain=None, max_triangles: int = 0) -> "Session":
-    """Open the viewer on ``model_path``.
+         options: dict | None = None, terrain=None, max_triangles: int = 0, ground: str | None = "plane",
+         mu: float = 0.8, up: str = "z", pose: str = "stand", camera: dict | None = None) -> "Session":
+    """Open the viewer on ``model_path`` (see :func:`make_session` for the physics arguments).
 
     Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
     frames (default 120) at 60 Hz simulated wall time, saves the screenshot, closes and returns the
     session.  ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
-    ``terrain``: a mesh file drawn in the world (display only until the scene carries it as
-    contact geometry); a floating base is placed on top of it.
-    """
+    ``terrain``: a z-up mesh file, both contact geometry (``make_scene(..., terrain=...)``) and
+    drawn.  ``camera``: OrbitCamera attributes to override (yaw, pitch, distance)."""
     scripted = screenshot is not None or frames is not None
     if headless is None:
         headless = scripted and not os.environ.get("DISPLAY")
     setup_gl(headless)
-    session = make_session(model_path, floating=floating, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd)
-    if terrain is not None:
-        place_on_terrain(session, terrain_triangles(terrain))
+    session = make_session(model_path, floating=floating, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd,
+                           ground=ground, terrain=terrain, mu=mu, up=up, pose=pose)
     if play if play is not None else True:
         session.play()
     v = Viewer(session, width, height, visible=not headless, terrain=terrain, max_triangles=max_triangles)
     for k, val in (options or {}).items():
         setattr(v.opt, k, val)
+    for k, val in (camera or {}).items():
+        setattr(v.camera, k, float(val))
     if not scripted:
         v.run()
         return session
@@ -333,15 +440,24 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--frames", type=int, help="number of frames to render before the screenshot / exit")
     p.add_argument("--integrator", help="integrator name (see `pbsim.integrators.available()`)")
     p.add_argument("--dt", type=float, default=2e-3)
-    p.add_argument("--kp", type=float, default=300.0)
-    p.add_argument("--kd", type=float, default=10.0)
+    p.add_argument("--kp", type=float, default=None, help="SPD stiffness (default 30 N m/rad per kg of robot)")
+    p.add_argument("--kd", type=float, default=None, help="SPD damping (default 1 N m s/rad per kg of robot)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--float", dest="floating", action="store_true", default=None, help="floating base")
+    g.add_argument("--float", dest="floating", action="store_true", default=None,
+                   help="floating base (default: the file decides; a URDF without a world link floats)")
     g.add_argument("--fixed", dest="floating", action="store_false", help="fixed base")
+    p.add_argument("--up", choices=["z", "y", "auto"], default="z",
+                   help="the model's up axis: gravity along -up, ground and camera follow (auto: tallest axis)")
+    p.add_argument("--ground", choices=["plane", "none"], default="plane", help="contact ground plane")
+    p.add_argument("--terrain", metavar="MESH", help="terrain mesh (z-up STL/OBJ/OFF): contact geometry, drawn")
+    p.add_argument("--mu", type=float, default=0.8, help="friction coefficient")
+    p.add_argument("--pose", choices=["stand", "default"], default="stand",
+                   help="configuration SPD holds: a standing pose where one is known (Robosimian), or the file's")
     p.add_argument("--paused", action="store_true", help="start paused")
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
-    p.add_argument("--terrain", metavar="MESH", help="terrain mesh drawn in the world (display only for now)")
+    p.add_argument("--camera", metavar="YAW,PITCH,DIST", help="initial camera angles (deg) and distance (m)")
+    p.add_argument("--show", default="", help="comma list of overlays to switch on: collision,normals,frames,com")
     p.add_argument("--max-triangles", type=int, default=0,
                    help="simplify dense meshes to about this many triangles (software GL); 0 = off")
     return p
@@ -350,8 +466,13 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     w, h = (int(x) for x in args.size.lower().split("x"))
+    cam = None
+    if args.camera:
+        vals = [float(x) for x in args.camera.split(",")]
+        cam = dict(zip(("yaw", "pitch", "distance"), vals))
+    opts = {f"show_{k.strip()}": True for k in args.show.split(",") if k.strip()}
     view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
          integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
-         width=w, height=h, headless=args.headless, terrain=args.terrain,
-         max_triangles=args.max_triangles)
+         width=w, height=h, headless=args.headless, terrain=args.terrain, ground=args.ground, mu=args.mu,
+         up=args.up, pose=args.pose, max_triangles=args.max_triangles, options=opts, camera=cam)
     return 0

@@ -28,6 +28,7 @@ class ViewOptions:
     show_visual: bool = True
     show_collision: bool = False
     show_contacts: bool = True
+    show_normals: bool = False
     show_frames: bool = False
     show_com: bool = False
     show_grid: bool = True
@@ -71,10 +72,19 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     # --- integrator and time step
     names = s.integrators
     cur = names.index(s.integrator_name) if s.integrator_name in names else 0
-    changed, idx = imgui.combo("integrator###integrator", cur, names)
-    _rect('integrator')
-    if changed:
-        s.set_integrator(names[idx])
+    # every registered integrator, without scrolling; each open item's rectangle is recorded
+    imgui.set_next_window_size_constraints(imgui.ImVec2(0, 0), imgui.ImVec2(PANEL_WIDTH, 30.0 * len(names) + 20))
+    c0 = imgui.get_cursor_screen_pos()
+    ITEM_RECTS["integrator"] = (c0.x, c0.y, c0.x + imgui.calc_item_width(), c0.y + imgui.get_frame_height())
+    opened = imgui.begin_combo("integrator###integrator", names[cur] if names else "",
+                               imgui.ComboFlags_.height_largest)
+    if opened:
+        for k, nm in enumerate(names):
+            hit, _ = imgui.selectable(f"{nm}###integrator_{nm}", k == cur)
+            _rect(f"integrator_item_{k}")
+            if hit and k != cur:
+                s.set_integrator(nm)
+        imgui.end_combo()
     changed, dt = imgui.slider_float("dt [s]###dt", s.dt, DT_MIN, DT_MAX, "%.5f",
                                      imgui.SliderFlags_.logarithmic | imgui.SliderFlags_.always_clamp)
     _rect('dt')
@@ -137,7 +147,8 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     # --- display toggles
     if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
         for attr, label in (("show_visual", "visual meshes"), ("show_collision", "collision geometry"),
-                            ("show_contacts", "contact points"), ("show_frames", "joint frames"),
+                            ("show_contacts", "contact points"), ("show_normals", "contact normals"),
+                            ("show_frames", "joint frames"),
                             ("show_com", "centre of mass"), ("show_grid", "ground grid"),
                             ("follow", "camera follows robot")):
             c, v = imgui.checkbox(f"{label}###{attr}", getattr(opt, attr))

@@ -86,6 +86,8 @@ class SceneRenderer:
         self.model = model
         self.scene = scene
         self.ground_z = float(ground_z)
+        self.marker = 0.02  # contact marker radius (m); the viewer scales it with the robot
+        self.normal_length = 0.12
         self.prog = ShaderProgram(Shader(VERT, "vertex"), Shader(FRAG, "fragment"))
         pid = self.prog.id
         self.u_mvp = gl.glGetUniformLocation(pid, b"mvp")
@@ -132,6 +134,7 @@ class SceneRenderer:
         self.grid = Buffer(_lines(self._grid_segments(20, 0.5)), gl.GL_LINES)
         self.ground = Buffer(flat_buffer(np.array([[[-50, -50, 0], [50, -50, 0], [50, 50, 0]],
                                                    [[-50, -50, 0], [50, 50, 0], [-50, 50, 0]]], float)))
+        self.normals = Buffer(_lines(np.zeros((1, 2, 3))), gl.GL_LINES)
         self.axes = Buffer(_lines([[[0, 0, 0], [1, 0, 0]], [[0, 0, 0], [0, 1, 0]], [[0, 0, 0], [0, 0, 1]]]),
                            gl.GL_LINES)
 
@@ -211,13 +214,22 @@ class SceneRenderer:
             M2[:3, :3] *= 0.6
             self._set(VP, M2, (1.0, 0.6, 0.1, 1.0))
             self.ball.draw()
-        if opt.show_contacts and contacts is not None and len(contacts):
-            for p in contacts:
-                M = np.eye(4)
-                M[:3, :3] *= 0.02
-                M[:3, 3] = p
-                self._set(VP, M, (1.0, 0.2, 0.6, 1.0), unlit=1)
-                self.ball.draw()
+        if contacts is not None:
+            X, active, N = contacts
+            if opt.show_contacts:
+                for p, a in zip(X, active):
+                    if not (a or opt.show_collision):  # inactive points only with the collision geometry
+                        continue
+                    M = np.eye(4)
+                    M[:3, :3] *= self.marker if a else 0.4 * self.marker
+                    M[:3, 3] = p
+                    self._set(VP, M, (1.0, 0.2, 0.6, 1.0) if a else (0.9, 0.9, 0.3, 1.0), unlit=1)
+                    self.ball.draw()
+            if opt.show_normals and active.any():
+                segs = np.stack([X[active], X[active] + self.normal_length * N[active]], axis=1)
+                self.normals.update(_lines(segs))
+                self._set(VP, np.eye(4), (0.2, 1.0, 0.4, 1.0), unlit=1)
+                self.normals.draw()
         gl.glBindVertexArray(0)
         gl.glUseProgram(0)
         gl.glEnable(gl.GL_DEPTH_TEST)
