@@ -241,9 +241,16 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["view"]:  # the viewer owns its arguments (and --help)
+        return _run(cmd_view, argparse.Namespace(rest=argv[1:]))
+    return _run(None, build_parser().parse_args(argv))
+
+
+def _run(fn, args):
+    fn = fn or args.fn
     try:
-        args.fn(args)
+        fn(args)
     except PbsimError as e:
         print(f"pbsim: error: {e}", file=sys.stderr)
         return 2

@@ -134,6 +134,8 @@ def robosimian_gait(model, frequency=0.5, amplitude=0.35, speed=0.1, height=0.6,
                     val += 0.5 * amplitude * max(0.0, np.cos(ph))
                 elif jn == "joint0":
                     val = side * 0.2 * amplitude * np.sin(ph)
+                if jn in ("joint2", "joint4", "joint6"):
+                    val *= 1.0 if limb in (2, 4) else -1.0  # limbs 1 and 3 are mirrored: same sign lifts them
                 _set_joint(model, out, name, val)
         _root(model, out, [speed * t, 0.0, height], [0.0, 0.0, 0.0])
         return out

@@ -152,6 +152,28 @@ def aba_backward(m, w, b, tau, arm_extra):
 
 
 @kernel
+def joint_acceleration(m, w, b, i, t, qdd):
+    """Pass-3 tail for body i, given ``w.acc[b, i] = a'``: ``qdd_i = D^-1 (u - U^T a')`` and
+    ``a_i = a' + S qdd_i`` (Featherstone Table 7.1).  ``t`` is (6,) scratch."""
+    acc = w.acc[b, i]
+    j0 = m.iv[i]
+    nvi = m.nvj[i]
+    for a in range(nvi):
+        s = w.u[b, i, a]
+        for r in range(6):
+            s -= w.U[b, i, a, r] * acc[r]
+        t[a] = s
+    for a in range(nvi):
+        s = 0.0
+        for k in range(nvi):
+            s += w.Dinv[b, i, a, k] * t[k]
+        qdd[j0 + a] = s
+    for k in range(nvi):
+        for r in range(6):
+            acc[r] += m.S[i, k, r] * qdd[j0 + k]
+
+
+@kernel
 def aba_forward(m, w, b, qdd):
     """Pass 3: accelerations ``a' = X a_parent + c``, ``qdd = D^-1 (u - U^T a')``, ``a = a' + S qdd``."""
     acc = w.acc[b]
@@ -170,19 +192,7 @@ def aba_forward(m, w, b, qdd):
             motion_to_child(w.R[b, i], w.p[b, i], a0, acc[i])
         for r in range(6):
             acc[i, r] += w.c[b, i, r]
-        for a in range(nvi):
-            s = w.u[b, i, a]
-            for r in range(6):
-                s -= w.U[b, i, a, r] * acc[i, r]
-            t[a] = s
-        for a in range(nvi):
-            s = 0.0
-            for k in range(nvi):
-                s += w.Dinv[b, i, a, k] * t[k]
-            qdd[j0 + a] = s
-        for k in range(nvi):
-            for r in range(6):
-                acc[i, r] += m.S[i, k, r] * qdd[j0 + k]
+        joint_acceleration(m, w, b, i, t, qdd)
 
 
 @kernel

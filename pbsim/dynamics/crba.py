@@ -8,7 +8,7 @@ from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.kinematics import pose_pass, world_pass
-from pbsim.dynamics.spatial import inertia_to_parent_add, mat6_vec
+from pbsim.dynamics.spatial import force_to_parent, inertia_to_parent_add, mat6_vec
 
 
 @kernel
@@ -26,23 +26,6 @@ def motion_to_world(Rw, pw, s, out):
     out[3] = vx + pw[1] * wz - pw[2] * wy  # v_O = v_P + p x w  (moved from body origin P to O)
     out[4] = vy + pw[2] * wx - pw[0] * wz
     out[5] = vz + pw[0] * wy - pw[1] * wx
-
-
-@kernel
-def force_to_world(Rw, pw, f, out):
-    """A force vector from body to world coordinates (moment about the world origin); may alias."""
-    fx = Rw[0, 0] * f[3] + Rw[0, 1] * f[4] + Rw[0, 2] * f[5]
-    fy = Rw[1, 0] * f[3] + Rw[1, 1] * f[4] + Rw[1, 2] * f[5]
-    fz = Rw[2, 0] * f[3] + Rw[2, 1] * f[4] + Rw[2, 2] * f[5]
-    nx = Rw[0, 0] * f[0] + Rw[0, 1] * f[1] + Rw[0, 2] * f[2] + pw[1] * fz - pw[2] * fy
-    ny = Rw[1, 0] * f[0] + Rw[1, 1] * f[1] + Rw[1, 2] * f[2] + pw[2] * fx - pw[0] * fz
-    nz = Rw[2, 0] * f[0] + Rw[2, 1] * f[1] + Rw[2, 2] * f[2] + pw[0] * fy - pw[1] * fx
-    out[0] = nx
-    out[1] = ny
-    out[2] = nz
-    out[3] = fx
-    out[4] = fy
-    out[5] = fz
 
 
 @kernel
@@ -75,7 +58,7 @@ def crba_state(m, w, b, q, M):
                     s += m.S[i, a, r] * F[i, k, r]
                 Mb[j0 + a, j0 + k] = s
             Mb[j0 + k, j0 + k] += m.armature[j0 + k]
-            force_to_world(w.Rw[b, i], w.pw[b, i], F[i, k], F[i, k])
+            force_to_parent(w.Rw[b, i], w.pw[b, i], F[i, k], F[i, k])  # body -> world
             motion_to_world(w.Rw[b, i], w.pw[b, i], m.S[i, k], Sw[i, k])
     for i in range(m.nb):
         j0 = m.iv[i]

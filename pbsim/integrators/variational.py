@@ -37,7 +37,7 @@ from numba import prange
 from pbsim.backends.kernel import kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
-from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
+from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init, joint_acceleration
 from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup, make_drnea_work
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
@@ -113,19 +113,7 @@ def minv_solve(m, w, b, tau, x):
         else:
             for r in range(6):
                 acc[i, r] = 0.0
-        for a in range(nvi):
-            s = u[i, a]
-            for r in range(6):
-                s -= w.U[b, i, a, r] * acc[i, r]
-            du[a] = s
-        for a in range(nvi):
-            s = 0.0
-            for k in range(nvi):
-                s += w.Dinv[b, i, a, k] * du[k]
-            x[j0 + a] = s
-        for k in range(nvi):
-            for r in range(6):
-                acc[i, r] += m.S[i, k, r] * x[j0 + k]
+        joint_acceleration(m, w, b, i, du, x)
 
 
 @kernel
