@@ -34,7 +34,7 @@ from pbsim.errors import InputError
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
 from pbsim.integrators.explicit import dexpinv_velocity
 from pbsim.optim.lbfgs import lbfgs_direction, lbfgs_push
-from pbsim.optim.linalg import dot, inf_norm
+from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
 
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha")
@@ -310,12 +310,17 @@ def pbad2_batch(m, pm, c, w, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, q
 
 
 @kernel(parallel=True)
-def pbad2_eval_batch(m, pm, c, w, pw, q, v, qeval, dt, exact_h, E, g, H):
+def pbad2_eval_batch(m, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g, H):
     """Energy, gradient and Hessian of Eq. 5 at ``qeval`` for the step from (q, v) (tests, tools)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_prepare(m, w, pw, b, q, v, dt)
-        E[b] = pbad2_eval(m, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, True, exact_h, g[b], H[b])
+        pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H)
+
+
+@kernel
+def pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    E[b] = pbad2_eval(m, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,7 +467,20 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
                 H[cc, a] = s
         accepted = False
         small = False
-        for tries in range(30):
+        # square system: try the Newton step J dx = -r first (LU; no squared conditioning)
+        M2 = pw.M2[b]
+        for a in range(n):
+            dx[a] = -r[a]
+            for cc in range(n):
+                M2[a, cc] = J[a, cc]
+        if lu_solve_inplace(M2, dx, n):
+            for u in range(2, nn):
+                integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+            colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
+            Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
+            if Et <= E:
+                accepted = True
+        for tries in range(0 if accepted else 30):
             if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
                 for u in range(2, nn):
                     integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
@@ -632,7 +650,7 @@ class Pbad2(_PbadBase):
                                 residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
 
     # tools for tests and scripts -------------------------------------------------------------
-    def objective(self, q, v, qeval, dt, control=None, exact=True):
+    def objective(self, q, v, qeval, dt, control=None, exact=True, hessian=True):
         """(E, gradient, Hessian) of Eq. 5 at ``qeval`` for the step from (q, v); batched arrays."""
         from pbsim.control import Control
 
@@ -643,7 +661,7 @@ class Pbad2(_PbadBase):
         E = np.zeros(B)
         g = np.zeros((B, self.model.nv))
         H = np.zeros((B, self.model.nv, self.model.nv))
-        pbad2_eval_batch(self.model.k, self.pm, kc, w, pw, q, v, qeval, float(dt), bool(exact), E, g, H)
+        pbad2_eval_batch(self.model.k, self.pm, kc, w, pw, q, v, qeval, float(dt), bool(hessian), bool(exact), E, g, H)
         return E, g, H
 
 

@@ -54,3 +54,46 @@ def dot(x, y, n):
     for i in range(n):
         s += x[i] * y[i]
     return s
+
+
+@kernel
+def lu_solve_inplace(A, x, n):
+    """Solve A x = x (rhs in x) by Gaussian elimination with partial pivoting; A is overwritten.
+    Returns False when A is numerically singular."""
+    amax = 0.0
+    for i in range(n):
+        for j in range(n):
+            if abs(A[i, j]) > amax:
+                amax = abs(A[i, j])
+    if not (amax > 0.0):
+        return False
+    for k in range(n):
+        p = k
+        best = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > best:
+                best = abs(A[i, k])
+                p = i
+        if not (best > 1e-14 * amax):
+            return False
+        if p != k:
+            for j in range(n):
+                t = A[k, j]
+                A[k, j] = A[p, j]
+                A[p, j] = t
+            t = x[k]
+            x[k] = x[p]
+            x[p] = t
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            f = A[i, k] * inv
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+                x[i] -= f * x[k]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, n):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+    return True
