@@ -16,7 +16,7 @@ import pbsim_models  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 
 
-def main(dt=0.05, T=10.0, D1=2e4, D2=1e9):
+def main(dt=0.05, T=10.0, D1=2e4, D2=1e8, gtol=1e-6):
     model = pbsim_models.spider()
     pb, pl = [], []
     for k, ang in enumerate(np.deg2rad([45, 135, 225, 315])):
@@ -25,7 +25,7 @@ def main(dt=0.05, T=10.0, D1=2e4, D2=1e9):
         pb.append(model.body_index(f"shin{k}"))
         pl.append(sd / np.linalg.norm(sd) * 0.3)
     pts = dict(points_body=pb, points_local=pl, contact=True, D1=D1, D2=D2)
-    integ = make("pbad", model, points=pts)
+    integ = make("pbad", model, points=pts, gtol=gtol)
     q0 = model.q_default.copy()
     s = State.make(model, q0)
     p0 = s.q[0, :3].copy()
