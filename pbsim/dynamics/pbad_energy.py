@@ -1,0 +1,394 @@
+"""PBAD objective kernels (paper 000, Eq. 4-9; Algorithms 1-3).
+
+Everything is expressed through the world poses ``T_i = [R_i | t_i]`` (3x4) of the bodies and the
+per-body 4x4 second-moment matrix ``M~_i = int rho [p;1][p;1]^T`` (Eq. 8).  The integral
+``int rho ||A [p;1]||^2 = <A M~, A>`` makes the inertial term of Eq. 5 a sum of traces.
+
+Derivatives are taken with respect to a tangent increment ``d`` around the current iterate
+``q (+) d`` (the same right/body-frame increments as ``integrate_config``), so ball and free
+joints with quaternions work.  At ``d = 0`` the derivative of a body pose w.r.t. DOF ``a`` is
+``hat(xi_a) T_i`` with ``xi_a = (w_a, u_a)`` the world twist of DOF ``a`` (angular, and velocity
+of the point at the world origin); second derivatives are ``hat(xi_a) hat(xi_b) T_i`` (ancestor on
+the left; symmetrised inside one ball joint, zero between a free joint's linear and angular part).
+
+Notation used by the kernels (all preallocated, leading batch axis B in ``PbadWork``):
+``G_i = dE/dT_i`` (3x4), ``W_i = sum_{subtree(i)} G_j T_j^T`` (3x4, the 4x4 adjoint ``A`` of
+Algorithm 1 expressed in world coordinates), so ``dE/dd_a = <hat(xi_a), W_body(a)>`` (O(N)) and
+the second-derivative part of the Hessian is ``<hat(xi_a) hat(xi_b), W_body(b)>`` (Algorithm 2).
+The Gauss-Newton / cross-configuration blocks ``sum tr(hat(xi_a) C hat(xi_b)^T)`` with
+``C = sum_subtree T(q_i) M~ T(q_j)^T`` are Algorithm 3.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from pbsim.backends.kernel import kernel
+from pbsim.dynamics.joints import BALL, FREE
+
+# Model-side constants of PBAD (per body M~; sample points for drag / contact, Eq. 9 and Sec. 6.2)
+PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t "
+                                    "contact plane_n plane_d D1 D2")
+
+
+def second_moments(model) -> np.ndarray:
+    """Per-body ``M~ = int rho [p;1][p;1]^T`` (Eq. 8) from mass, com and inertia about the com."""
+    nb = model.nb
+    Mt = np.zeros((nb, 4, 4))
+    for i in range(nb):
+        m = float(model.mass[i])
+        c = np.asarray(model.com[i], float)
+        Ic = np.asarray(model.inertia_com[i], float)
+        S = 0.5 * np.trace(Ic) * np.eye(3) - Ic + m * np.outer(c, c)  # int rho p p^T
+        Mt[i, :3, :3] = S
+        Mt[i, :3, 3] = m * c
+        Mt[i, 3, :3] = m * c
+        Mt[i, 3, 3] = m
+    return Mt
+
+
+def make_pbad_model(model, points_body=None, points_local=None, points_axis=None, drag_n=None, drag_t=None,
+                    contact=False, plane_normal=(0.0, 0.0, 1.0), plane_offset=0.0, D1=0.0, D2=0.0) -> PbadModel:
+    n = 0 if points_body is None else len(points_body)
+    z = np.zeros
+    pb = z(0, np.int32) if n == 0 else np.ascontiguousarray(points_body, np.int32)
+    pl = z((0, 3)) if n == 0 else np.ascontiguousarray(points_local, np.float64).reshape(n, 3)
+    pa = z((n, 3)) if points_axis is None else np.ascontiguousarray(points_axis, np.float64).reshape(n, 3)
+    dn = z(n) if drag_n is None else np.ascontiguousarray(np.broadcast_to(drag_n, (n,)), np.float64)
+    dtg = z(n) if drag_t is None else np.ascontiguousarray(np.broadcast_to(drag_t, (n,)), np.float64)
+    pn = np.asarray(plane_normal, np.float64)
+    pn = pn / np.linalg.norm(pn)
+    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, bool(contact), pn, float(plane_offset),
+                     float(D1), float(D2))
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers (scalar code only)
+
+@kernel
+def poses_from_work(m, w, b, T):
+    """Copy the world poses of ``world_pass`` into ``T`` (nb, 3, 4)."""
+    for i in range(m.nb):
+        for r in range(3):
+            for c in range(3):
+                T[i, r, c] = w.Rw[b, i, r, c]
+            T[i, r, 3] = w.pw[b, i, r]
+
+
+@kernel
+def world_twists(m, T, xi):
+    """World twist (w, u) of every DOF: w angular, u the velocity of the point at the world origin."""
+    for i in range(m.nb):
+        j0 = m.iv[i]
+        for k in range(m.nvj[i]):
+            s = m.S[i, k]
+            for r in range(3):
+                xi[j0 + k, r] = T[i, r, 0] * s[0] + T[i, r, 1] * s[1] + T[i, r, 2] * s[2]
+                xi[j0 + k, 3 + r] = T[i, r, 0] * s[3] + T[i, r, 1] * s[4] + T[i, r, 2] * s[5]
+            wx, wy, wz = xi[j0 + k, 0], xi[j0 + k, 1], xi[j0 + k, 2]
+            tx, ty, tz = T[i, 0, 3], T[i, 1, 3], T[i, 2, 3]
+            xi[j0 + k, 3] -= wy * tz - wz * ty  # u = u_origin_of_body - w x t
+            xi[j0 + k, 4] -= wz * tx - wx * tz
+            xi[j0 + k, 5] -= wx * ty - wy * tx
+
+
+@kernel
+def hat_dot(x, W):
+    """<hat(x)_top, W> for a twist x and a 3x4 matrix W."""
+    return (x[0] * (W[2, 1] - W[1, 2]) + x[1] * (W[0, 2] - W[2, 0]) + x[2] * (W[1, 0] - W[0, 1])
+            + x[3] * W[0, 3] + x[4] * W[1, 3] + x[5] * W[2, 3])
+
+
+@kernel
+def hat2_dot(xa, xb, W):
+    """<(hat(xa) hat(xb))_top, W>: [a][b] = b a^T - (a.b) I, translation column a x u_b."""
+    ab = xa[0] * xb[0] + xa[1] * xb[1] + xa[2] * xb[2]
+    s = -ab * (W[0, 0] + W[1, 1] + W[2, 2])
+    for r in range(3):
+        for c in range(3):
+            s += xb[r] * xa[c] * W[r, c]
+    s += (xa[1] * xb[5] - xa[2] * xb[4]) * W[0, 3]
+    s += (xa[2] * xb[3] - xa[0] * xb[5]) * W[1, 3]
+    s += (xa[0] * xb[4] - xa[1] * xb[3]) * W[2, 3]
+    return s
+
+
+@kernel
+def hat_pair(xa, C, xb):
+    """tr(hat(xa) C hat(xb)^T) for a 4x4 C (Algorithm 3's double contraction)."""
+    s = 0.0
+    for l in range(4):
+        # u = hat(xa) C[:, l]
+        ux = xa[1] * C[2, l] - xa[2] * C[1, l] + xa[3] * C[3, l]
+        uy = xa[2] * C[0, l] - xa[0] * C[2, l] + xa[4] * C[3, l]
+        uz = xa[0] * C[1, l] - xa[1] * C[0, l] + xa[5] * C[3, l]
+        if l == 3:
+            s += ux * xb[3] + uy * xb[4] + uz * xb[5]
+        elif l == 0:  # column 0 of [wb]x is (0, wb_z, -wb_y)
+            s += uy * xb[2] - uz * xb[1]
+        elif l == 1:  # (-wb_z, 0, wb_x)
+            s += -ux * xb[2] + uz * xb[0]
+        else:  # (wb_y, -wb_x, 0)
+            s += ux * xb[1] - uy * xb[0]
+    return s
+
+
+# ---------------------------------------------------------------------------------------------
+# body terms
+
+@kernel
+def inertial_gravity_terms(m, pm, T, A, scale, with_gravity, G):
+    """``G_i = scale * A_i M~_i - m_i g [c_i; 1]^T`` and the energy ``scale/2 <A M~, A> + V`` (Eq. 5, 8).
+
+    ``A`` (nb, 3, 4) is the finite-difference combination of poses (for Eq. 5:
+    T_{k+1} - 2 T_k + T_{k-1}); ``scale = 1/dt^2``."""
+    e = 0.0
+    for i in range(m.nb):
+        for r in range(3):
+            for c in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += A[i, r, k] * pm.Mt[i, k, c]
+                G[i, r, c] = scale * s
+                e += 0.5 * scale * s * A[i, r, c]
+        if with_gravity:
+            mi = m.mass[i]
+            for r in range(3):
+                gr = m.gravity[r]
+                cw = T[i, r, 3]
+                for k in range(3):
+                    cw += T[i, r, k] * m.com[i, k]
+                e -= mi * gr * cw
+                for k in range(3):
+                    G[i, r, k] -= mi * gr * m.com[i, k]
+                G[i, r, 3] -= mi * gr
+    return e
+
+
+@kernel
+def point_world(T, i, pl, x):
+    for r in range(3):
+        x[r] = T[i, r, 0] * pl[0] + T[i, r, 1] * pl[1] + T[i, r, 2] * pl[2] + T[i, r, 3]
+
+
+@kernel
+def point_terms(m, pm, T, Tk, dt, G, F, K):
+    """Anisotropic drag (Sec. 6.2, axis frozen at q_k) and penalty contact (Eq. 9) at sample points.
+
+    Adds dE/dx [p;1]^T to ``G``; returns the energy; stores per point the force dE/dx in ``F``
+    (npts, 3) and the (Gauss-Newton) Hessian d2E/dx2 in ``K`` (npts, 3, 3)."""
+    e = 0.0
+    for k in range(pm.npts):
+        i = pm.pt_body[k]
+        pl = pm.pt_local[k]
+        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
+        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
+        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
+        d0 = x0 - (Tk[i, 0, 0] * pl[0] + Tk[i, 0, 1] * pl[1] + Tk[i, 0, 2] * pl[2] + Tk[i, 0, 3])
+        d1 = x1 - (Tk[i, 1, 0] * pl[0] + Tk[i, 1, 1] * pl[1] + Tk[i, 1, 2] * pl[2] + Tk[i, 1, 3])
+        d2 = x2 - (Tk[i, 2, 0] * pl[0] + Tk[i, 2, 1] * pl[1] + Tk[i, 2, 2] * pl[2] + Tk[i, 2, 3])
+        for r in range(3):
+            F[k, r] = 0.0
+            for c in range(3):
+                K[k, r, c] = 0.0
+        # drag: E = 1/(2 dt) dx^T (cn (I - a a^T) + ct a a^T) dx, a = body axis at q_k
+        cn = pm.drag_n[k]
+        ct = pm.drag_t[k]
+        if cn != 0.0 or ct != 0.0:
+            pa = pm.pt_axis[k]
+            a0 = Tk[i, 0, 0] * pa[0] + Tk[i, 0, 1] * pa[1] + Tk[i, 0, 2] * pa[2]
+            a1 = Tk[i, 1, 0] * pa[0] + Tk[i, 1, 1] * pa[1] + Tk[i, 1, 2] * pa[2]
+            a2 = Tk[i, 2, 0] * pa[0] + Tk[i, 2, 1] * pa[1] + Tk[i, 2, 2] * pa[2]
+            for r in range(3):
+                ar = a0 if r == 0 else (a1 if r == 1 else a2)
+                for c in range(3):
+                    ac = a0 if c == 0 else (a1 if c == 1 else a2)
+                    K[k, r, c] += ((cn if r == c else 0.0) + (ct - cn) * ar * ac) / dt
+            for r in range(3):
+                F[k, r] += K[k, r, 0] * d0 + K[k, r, 1] * d1 + K[k, r, 2] * d2
+            e += 0.5 * (F[k, 0] * d0 + F[k, 1] * d1 + F[k, 2] * d2)
+        # penalty contact, Eq. 9: D1 d^2 + D2 d^2 ||P_par dx/dt||^2 with depth d = -(n.x - off) > 0
+        if pm.contact:
+            n0, n1, n2 = pm.plane_n[0], pm.plane_n[1], pm.plane_n[2]
+            dep = pm.plane_d - (n0 * x0 + n1 * x1 + n2 * x2)
+            if dep > 0.0:
+                dn = n0 * d0 + n1 * d1 + n2 * d2
+                t0 = (d0 - dn * n0) / dt  # tangential velocity
+                t1 = (d1 - dn * n1) / dt
+                t2 = (d2 - dn * n2) / dt
+                tt = t0 * t0 + t1 * t1 + t2 * t2
+                e += pm.D1 * dep * dep + pm.D2 * dep * dep * tt
+                # dE/dx = -2 dep (D1 + D2 tt) n + 2 D2 dep^2 P_par dx / dt^2
+                fn = -2.0 * dep * (pm.D1 + pm.D2 * tt)
+                ft = 2.0 * pm.D2 * dep * dep / dt
+                F[k, 0] += fn * n0 + ft * t0
+                F[k, 1] += fn * n1 + ft * t1
+                F[k, 2] += fn * n2 + ft * t2
+                kt = 2.0 * pm.D2 * dep * dep / (dt * dt)
+                kn = 2.0 * (pm.D1 + pm.D2 * tt)
+                for r in range(3):
+                    nr = n0 if r == 0 else (n1 if r == 1 else n2)
+                    for c in range(3):
+                        nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                        K[k, r, c] += kn * nr * nc + kt * ((1.0 if r == c else 0.0) - nr * nc)
+        for r in range(3):
+            G[i, r, 0] += F[k, r] * pl[0]
+            G[i, r, 1] += F[k, r] * pl[1]
+            G[i, r, 2] += F[k, r] * pl[2]
+            G[i, r, 3] += F[k, r]
+    return e
+
+
+@kernel
+def adjoint_gradient(m, T, G, xi, W, g):
+    """Algorithm 1 (adjoint, O(N)): ``W_i = sum_subtree G_j T_j^T``; ``g_a = <hat(xi_a), W_body(a)>``."""
+    for i in range(m.nb):
+        for r in range(3):
+            for c in range(3):
+                W[i, r, c] = G[i, r, 0] * T[i, c, 0] + G[i, r, 1] * T[i, c, 1] + G[i, r, 2] * T[i, c, 2] \
+                    + G[i, r, 3] * T[i, c, 3]
+            W[i, r, 3] = G[i, r, 3]
+    for i in range(m.nb - 1, -1, -1):
+        par = m.parent[i]
+        j0 = m.iv[i]
+        for k in range(m.nvj[i]):
+            g[j0 + k] = hat_dot(xi[j0 + k], W[i])
+        if par >= 0:
+            for r in range(3):
+                for c in range(4):
+                    W[par, r, c] += W[i, r, c]
+
+
+@kernel
+def hessian_second_order(m, xi, W, H, add):
+    """Algorithm 2: the part of d2E/dd2 from the second derivatives of the poses, O(N^2).
+
+    ``W`` must hold the subtree sums of :func:`adjoint_gradient`.  Adds to ``H`` (nv, nv) when
+    ``add`` else overwrites."""
+    if not add:
+        for a in range(m.nv):
+            for c in range(m.nv):
+                H[a, c] = 0.0
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        # inside the joint
+        for ka in range(nvi):
+            for kb in range(ka, nvi):
+                a = j0 + ka
+                c = j0 + kb
+                if jt == FREE and (ka < 3 or kb < 3):
+                    v = 0.0  # free joint: p += R d_lin is linear and independent of d_ang
+                elif jt == BALL or jt == FREE:
+                    v = 0.5 * (hat2_dot(xi[a], xi[c], W[i]) + hat2_dot(xi[c], xi[a], W[i]))
+                else:
+                    v = hat2_dot(xi[a], xi[c], W[i])
+                H[a, c] += v
+                if c != a:
+                    H[c, a] += v
+        # ancestors (on the left)
+        anc = m.parent[i]
+        while anc >= 0:
+            ja = m.iv[anc]
+            for ka in range(m.nvj[anc]):
+                for kb in range(nvi):
+                    v = hat2_dot(xi[ja + ka], xi[j0 + kb], W[i])
+                    H[ja + ka, j0 + kb] += v
+                    H[j0 + kb, ja + ka] += v
+            anc = m.parent[anc]
+
+
+@kernel
+def composite_moments(m, pm, Ta, Tb, scale, C):
+    """``C_i = scale * sum_subtree(i) T_j(q_a) M~_j T_j(q_b)^T`` (4x4; Algorithm 3's accumulated tensor)."""
+    for i in range(m.nb):
+        for r in range(4):
+            for c in range(4):
+                s = 0.0
+                for k in range(4):
+                    if r < 3:
+                        tr = Ta[i, r, k]
+                    else:
+                        tr = 1.0 if k == 3 else 0.0
+                    if tr == 0.0:
+                        continue
+                    for l in range(4):
+                        if c < 3:
+                            tc = Tb[i, c, l]
+                        else:
+                            tc = 1.0 if l == 3 else 0.0
+                        s += tr * pm.Mt[i, k, l] * tc
+                C[i, r, c] = scale * s
+    for i in range(m.nb - 1, -1, -1):
+        par = m.parent[i]
+        if par >= 0:
+            for r in range(4):
+                for c in range(4):
+                    C[par, r, c] += C[i, r, c]
+
+
+@kernel
+def gn_block(m, xa, xb, C, H, r0, c0, add):
+    """``H[r0 + a, c0 + b] (+)= tr(hat(xa_a) C_deeper hat(xb_b)^T)``: Gauss-Newton / mixed block
+    (Algorithm 3, O(N^2)).  With xa = xb and q_a = q_b this is M(q) * scale (without armature)."""
+    if not add:
+        for a in range(m.nv):
+            for c in range(m.nv):
+                H[r0 + a, c0 + c] = 0.0
+    for i in range(m.nb):
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        for ka in range(nvi):
+            for kb in range(nvi):
+                H[r0 + j0 + ka, c0 + j0 + kb] += hat_pair(xa[j0 + ka], C[i], xb[j0 + kb])
+        anc = m.parent[i]
+        while anc >= 0:
+            ja = m.iv[anc]
+            for ka in range(m.nvj[anc]):
+                for kb in range(nvi):
+                    H[r0 + ja + ka, c0 + j0 + kb] += hat_pair(xa[ja + ka], C[i], xb[j0 + kb])
+                    H[r0 + j0 + kb, c0 + ja + ka] += hat_pair(xa[j0 + kb], C[i], xb[ja + ka])
+            anc = m.parent[anc]
+
+
+@kernel
+def point_hessian(m, pm, T, xi, K, H, r0, vel):
+    """Add sum_points J_x^T K J_x (the point terms' Gauss-Newton Hessian); ``vel`` (nv, 3) scratch."""
+    for k in range(pm.npts):
+        i = pm.pt_body[k]
+        pl = pm.pt_local[k]
+        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
+        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
+        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
+        nz = 0.0
+        for r in range(3):
+            for c in range(3):
+                nz += abs(K[k, r, c])
+        if nz == 0.0:
+            continue
+        # velocities of the point for every ancestor DOF
+        j = i
+        while j >= 0:
+            jj = m.iv[j]
+            for a in range(m.nvj[j]):
+                x = xi[jj + a]
+                vel[jj + a, 0] = x[1] * x2 - x[2] * x1 + x[3]
+                vel[jj + a, 1] = x[2] * x0 - x[0] * x2 + x[4]
+                vel[jj + a, 2] = x[0] * x1 - x[1] * x0 + x[5]
+            j = m.parent[j]
+        ja_body = i
+        while ja_body >= 0:
+            ja0 = m.iv[ja_body]
+            for ka in range(m.nvj[ja_body]):
+                a = ja0 + ka
+                kv0 = K[k, 0, 0] * vel[a, 0] + K[k, 0, 1] * vel[a, 1] + K[k, 0, 2] * vel[a, 2]
+                kv1 = K[k, 1, 0] * vel[a, 0] + K[k, 1, 1] * vel[a, 1] + K[k, 1, 2] * vel[a, 2]
+                kv2 = K[k, 2, 0] * vel[a, 0] + K[k, 2, 1] * vel[a, 1] + K[k, 2, 2] * vel[a, 2]
+                jb_body = i
+                while jb_body >= 0:
+                    jb0 = m.iv[jb_body]
+                    for kb in range(m.nvj[jb_body]):
+                        c = jb0 + kb
+                        H[r0 + c, r0 + a] += vel[c, 0] * kv0 + vel[c, 1] * kv1 + vel[c, 2] * kv2
+                    jb_body = m.parent[jb_body]
+            ja_body = m.parent[ja_body]

@@ -1,0 +1,752 @@
+"""PBAD: position-based articulated dynamics (paper 000), orders 2 (Eq. 5), 3 and 4 (Eq. 6-7).
+
+Order 2 minimises E(q_{k+1}) = inertial term (Eq. 5, through Eq. 8's M~) + gravity potential
+- work of joint torques + implicit damping / SPD / drag / penalty contact (Sec. 6.2, Eq. 9), by
+Levenberg-Marquardt (exact Hessian, Algorithms 1-3) or LBFGS with Armijo backtracking, over a
+tangent increment around the current iterate (re-centred every iteration).  With
+``q_{k-1} = q_k (+) (-dt v_k)`` and ``v_{k+1} = (q_{k+1} (-) q_k) / dt`` it is backward Euler on
+(q, v) written in positions, hence stateless and first-order accurate (the paper: order K has
+the accuracy of Runge-Kutta K - 1).
+
+Orders K = 3, 4 fit a degree-K polynomial through the previous step's last interior node, q_k
+and the K - 1 unknown nodes (Legendre roots, Sec. 4.1) and solve the stacked residuals of Eq. 6
+in the least-squares form Eq. 7 by LM, all nodes at once; the Jacobian's diagonal blocks use
+Algorithm 2, the off-diagonal blocks Algorithm 3 (Sec. 5.1).  ``State.q_prev`` carries the
+previous interior node (reconstructed from (q, v) and ABA when absent).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import prange
+
+from pbsim.backends.kernel import kernel
+from pbsim.control.control import PD, SPD
+from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.joints import difference_config, integrate_config
+from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.pbad_energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
+                                        inertial_gravity_terms, make_pbad_model, point_hessian, point_terms,
+                                        poses_from_work, world_twists)
+from pbsim.dynamics.workspace import work_for
+from pbsim.errors import InputError
+from pbsim.integrators.base import Diagnostics, Integrator, State, register
+from pbsim.integrators.explicit import dexpinv_velocity
+from pbsim.optim.lbfgs import lbfgs_direction, lbfgs_push
+from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
+from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
+
+PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha")
+
+
+def make_pbad_work(model, pm, B, K, lbfgs_m=8):
+    nb, nq, nv = max(model.nb, 1), model.nq, model.nv
+    nu = K - 1
+    n = nu * nv
+    z = np.zeros
+    npts = max(pm.npts, 1)
+    return PbadWork(T=z((B, K + 1, nb, 3, 4)), A=z((B, nb, 3, 4)), G=z((B, nb, 3, 4)), W=z((B, nb, 3, 4)),
+                    C=z((B, nb, 4, 4)), xi=z((B, nu + 1, nv, 6)), qn=z((B, K + 1, nq)), qt=z((B, K + 1, nq)),
+                    r=z((B, n)), rt=z((B, n)), J=z((B, n, n)), H=z((B, n, n)), L=z((B, n, n)), M2=z((B, n, n)), g=z((B, n)),
+                    gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
+                    vel=z((B, nv, 3)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
+                    S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)))
+
+
+# ---------------------------------------------------------------------------------------------
+# order 2: energy, gradient, Hessian (Eq. 5)
+
+@kernel
+def pbad2_eval(m, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H):
+    """E(q) of Eq. 5 for the step from (q_{k-1}, q_k) (poses in pw.T[b, 0], pw.T[b, 1]) to ``q``.
+
+    With ``want_g`` fills the tangent gradient ``g`` (nv), with ``want_h`` the Hessian ``H``
+    (exact second derivatives of the poses when ``exact_h``, else Gauss-Newton).  Joint-space
+    terms (torques, damping, armature, SPD) are exact for 1-DOF joints; for ball/free joints their
+    gradient is exact (through dexp^-1) and their Hessian keeps the leading diagonal term."""
+    T = pw.T[b, 2]
+    Tk = pw.T[b, 1]
+    Tp = pw.T[b, 0]
+    A = pw.A[b]
+    G = pw.G[b]
+    fk_state(m, w, b, q)
+    poses_from_work(m, w, b, T)
+    inv2 = 1.0 / (dt * dt)
+    for i in range(m.nb):
+        for r in range(3):
+            for cc in range(4):
+                A[i, r, cc] = T[i, r, cc] - 2.0 * Tk[i, r, cc] + Tp[i, r, cc]
+    e = inertial_gravity_terms(m, pm, T, A, inv2, True, G)
+    if pm.npts > 0:
+        e += point_terms(m, pm, T, Tk, dt, G, pw.F[b], pw.K[b])
+    # joint-space terms: h = dE/dd for d = q (-) q_k; kp part through e_ref = q (-) q_ref
+    d = pw.d[b]
+    h = pw.v1[b]
+    difference_config(m, qk, q, d, w.Rj[b])
+    bt = b if c.tau.shape[0] > 1 else 0
+    bp = b if c.kp.shape[0] > 1 else 0
+    bd = b if c.kd.shape[0] > 1 else 0
+    bq = b if c.q_ref.shape[0] > 1 else 0
+    bv = b if c.v_ref.shape[0] > 1 else 0
+    spd = c.mode == SPD
+    for j in range(m.nv):
+        tau = c.tau[bt, j]
+        kd = 0.0
+        if c.mode == PD:  # plain PD: explicit, at (q_k, v_k)
+            tau += -c.kd[bd, j] * (vk[j] - c.v_ref[bv, j])
+        elif spd:
+            kd = c.kd[bd, j]
+            tau += kd * c.v_ref[bv, j]
+        dd = d[j]
+        dprev = dt * vk[j]
+        cdamp = (m.damping[j] + kd) / dt
+        carm = m.armature[j] * inv2
+        e += -tau * dd + 0.5 * cdamp * dd * dd + 0.5 * carm * (dd - dprev) * (dd - dprev)
+        h[j] = -tau + cdamp * dd + carm * (dd - dprev)
+    if c.mode == PD or spd:
+        eref = pw.v2[b]
+        q_at = qk if c.mode == PD else q
+        difference_config(m, c.q_ref[bq], q_at, eref, w.Rj[b])
+        for j in range(m.nv):
+            kp = c.kp[bp, j]
+            if c.mode == PD:
+                h[j] += kp * eref[j]  # constant torque -kp e(q_k): linear work
+                e += kp * eref[j] * d[j]
+            else:
+                e += 0.5 * kp * eref[j] * eref[j]
+    if want_g:
+        xi = pw.xi[b, 0]
+        world_twists(m, T, xi)
+        adjoint_gradient(m, T, G, xi, pw.W[b], g)
+        tmp = pw.v3[b]
+        for j in range(m.nv):
+            tmp[j] = -d[j]
+        dexpinv_velocity(m, tmp, h, h)  # J_r^-T(d) h = J_r^-1(-d) h (in place is safe)
+        for j in range(m.nv):
+            g[j] += h[j]
+        if spd:
+            eref = pw.v2[b]
+            difference_config(m, c.q_ref[bq], q, eref, w.Rj[b])
+            for j in range(m.nv):
+                tmp[j] = -eref[j]
+                h[j] = c.kp[bp, j] * eref[j]
+            dexpinv_velocity(m, tmp, h, h)
+            for j in range(m.nv):
+                g[j] += h[j]
+        if want_h:
+            if exact_h:
+                hessian_second_order(m, xi, pw.W[b], H, False)
+            composite_moments(m, pm, T, T, inv2, pw.C[b])
+            gn_block(m, xi, xi, pw.C[b], H, 0, 0, exact_h)
+            if pm.npts > 0:
+                point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.vel[b])
+            for j in range(m.nv):
+                kd = c.kd[bd, j] if spd else 0.0
+                kp = c.kp[bp, j] if spd else 0.0
+                H[j, j] += (m.damping[j] + kd) / dt + m.armature[j] * inv2 + kp
+    return e
+
+
+@kernel
+def pbad2_prepare(m, w, pw, b, q, v, dt):
+    """Poses of q_{k-1} = q_k (+) (-dt v_k) and q_k into pw.T[b, 0:2]; initial guess q_k (+) dt v_k."""
+    d = pw.d[b]
+    for j in range(m.nv):
+        d[j] = -dt * v[b, j]
+    integrate_config(m, q[b], d, pw.qn[b, 0], w.Rj[b])
+    fk_state(m, w, b, pw.qn[b, 0])
+    poses_from_work(m, w, b, pw.T[b, 0])
+    fk_state(m, w, b, q[b])
+    poses_from_work(m, w, b, pw.T[b, 1])
+    for j in range(m.nv):
+        d[j] = dt * v[b, j]
+    integrate_config(m, q[b], d, pw.qn[b, 2], w.Rj[b])
+
+
+@kernel
+def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
+    """Levenberg-Marquardt on Eq. 5 for trajectory b.  info = [iterations, |g|_inf, converged, E]."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    H = pw.H[b]
+    dx = pw.dx[b]
+    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
+    lam = 1e-6
+    it = 0
+    conv = False
+    gn = inf_norm(g, n)
+    while it < maxit:
+        if gn < gtol:
+            conv = True
+            break
+        it += 1
+        accepted = False
+        small = False
+        for tries in range(30):
+            if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+                integrate_config(m, qi, dx, qt, w.Rj[b])
+                Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
+                if Et <= E + 1e-15 * abs(E):
+                    accepted = True
+                    lam = lm_accept(lam)
+                    break
+                if inf_norm(dx, n) < xtol:
+                    small = True
+                    break
+            lam = lm_reject(lam)
+        if not accepted:
+            conv = small and gn < 1e3 * gtol
+            break
+        for k in range(m.nq):
+            qi[k] = qt[k]
+        step = inf_norm(dx, n)
+        E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
+        gn = inf_norm(g, n)
+        if step < xtol:
+            conv = True
+            break
+    if gn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = gn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
+    """LBFGS with Armijo backtracking on Eq. 5; H0 = dt^2 / max diag(M) scaling from the first pair."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    gt = pw.gt[b]
+    dx = pw.dx[b]
+    s_new = pw.r[b]
+    y_new = pw.rt[b]
+    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
+    head = 0
+    count = 0
+    h0 = dt * dt
+    gn = inf_norm(g, n)
+    it = 0
+    conv = False
+    mm = pw.S.shape[1]
+    while it < maxit:
+        if gn < gtol:
+            conv = True
+            break
+        it += 1
+        lbfgs_direction(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, h0, dx, n)
+        slope = dot(g, dx, n)
+        if not (slope < 0.0):
+            for j in range(n):
+                dx[j] = -h0 * g[j]
+            slope = dot(g, dx, n)
+        step = 1.0
+        ok = False
+        Et = E
+        for ls in range(40):
+            for j in range(n):
+                s_new[j] = step * dx[j]
+            integrate_config(m, qi, s_new, qt, w.Rj[b])
+            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, gt, pw.H[b])
+            if Et <= E + 1e-4 * step * slope + 1e-15 * abs(E):
+                ok = True
+                break
+            step *= 0.5
+        if not ok:
+            conv = inf_norm(s_new, n) < xtol
+            break
+        # tangent-space pair (gradients at different base points: first-order consistent)
+        for j in range(n):
+            y_new[j] = gt[j] - g[j]
+        head2 = lbfgs_push(pw.S[b], pw.Y[b], pw.rho[b], s_new, y_new, head, n)
+        if head2 != head:
+            head = head2
+            if count < mm:
+                count += 1
+            h0 = dot(s_new, y_new, n) / dot(y_new, y_new, n)
+        for k in range(m.nq):
+            qi[k] = qt[k]
+        for j in range(n):
+            g[j] = gt[j]
+        E = Et
+        gn = inf_norm(g, n)
+        if inf_norm(s_new, n) < xtol:
+            conv = True
+            break
+    if gn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = gn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def pbad2_state(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    if method == 0:
+        pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+    else:
+        pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+    for k in range(m.nq):
+        qn[b, k] = pw.qn[b, 2, k]
+    difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
+    for j in range(m.nv):
+        vn[b, j] /= dt
+    energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel(parallel=True)
+def pbad2_batch(m, pm, c, w, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        pbad2_state(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
+
+
+@kernel(parallel=True)
+def pbad2_eval_batch(m, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g, H):
+    """Energy, gradient and Hessian of Eq. 5 at ``qeval`` for the step from (q, v) (tests, tools)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H)
+
+
+@kernel
+def pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    E[b] = pbad2_eval(m, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
+
+
+# ---------------------------------------------------------------------------------------------
+# orders 3, 4: collocation residuals (Eq. 6) and their least squares (Eq. 7)
+
+def collocation_nodes(K: int) -> np.ndarray:
+    """Node times in units of dt relative to t_k: previous interior node, 0, alpha_1..alpha_{K-1}=1."""
+    if K < 3:
+        raise InputError(f"collocation order must be >= 3, got {K}")
+    roots = np.polynomial.legendre.legroots([0] * (K - 2) + [1])  # L_{K-2}
+    alphas = np.sort((roots + 1.0) / 2.0)
+    return np.concatenate([[alphas[-1] - 1.0, 0.0], alphas, [1.0]])
+
+
+def lagrange_derivatives(tau: np.ndarray):
+    """C1[u, j] = L_j'(tau_u), C2[u, j] = L_j''(tau_u) for the Lagrange basis on nodes ``tau``."""
+    n = len(tau)
+    C1 = np.zeros((n, n))
+    C2 = np.zeros((n, n))
+    for j in range(n):
+        y = np.zeros(n)
+        y[j] = 1.0
+        p = np.polynomial.polynomial.Polynomial.fit(tau, y, n - 1, domain=[-1, 1], window=[-1, 1])
+        d1, d2 = p.deriv(1), p.deriv(2)
+        C1[:, j] = d1(tau)
+        C2[:, j] = d2(tau)
+    return C1, C2
+
+
+@kernel
+def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
+    """Stacked residuals of Eq. 6 at the unknown nodes (rows nodes[2:]) and their Jacobian.
+
+    Node configurations are in ``nodes`` (K+1, nq); the poses of the two known nodes must already
+    be in pw.T[b, 0:2].  r[u*nv + a] is the generalized force residual of DOF a at node u + 2."""
+    nn = nodes.shape[0]
+    nu = nn - 2
+    nv = m.nv
+    inv2 = 1.0 / (dt * dt)
+    A = pw.A[b]
+    G = pw.G[b]
+    bt = b if c.tau.shape[0] > 1 else 0
+    bp = b if c.kp.shape[0] > 1 else 0
+    bd = b if c.kd.shape[0] > 1 else 0
+    bq = b if c.q_ref.shape[0] > 1 else 0
+    bv = b if c.v_ref.shape[0] > 1 else 0
+    for u in range(2, nn):
+        fk_state(m, w, b, nodes[u])
+        poses_from_work(m, w, b, pw.T[b, u])
+        world_twists(m, pw.T[b, u], pw.xi[b, u - 2])
+    if want_j:
+        for a in range(nu * nv):
+            for cc in range(nu * nv):
+                J[a, cc] = 0.0
+    for u in range(2, nn):
+        T = pw.T[b, u]
+        xi = pw.xi[b, u - 2]
+        ru = r[(u - 2) * nv:(u - 1) * nv]
+        for i in range(m.nb):
+            for rr in range(3):
+                for cc in range(4):
+                    s = 0.0
+                    for j in range(nn):
+                        s += C2[u, j] * pw.T[b, j, i, rr, cc]
+                    A[i, rr, cc] = s
+        inertial_gravity_terms(m, pm, T, A, inv2, True, G)
+        adjoint_gradient(m, T, G, xi, pw.W[b], ru)
+        # joint-space forces at node u: velocity and acceleration from the polynomial (tangent at q_u)
+        vel = pw.v1[b]
+        acc = pw.v2[b]
+        tmp = pw.v3[b]
+        for a in range(nv):
+            vel[a] = 0.0
+            acc[a] = 0.0
+        for j in range(nn):
+            if j != u:
+                difference_config(m, nodes[u], nodes[j], tmp, w.Rj[b])
+                for a in range(nv):
+                    vel[a] += C1[u, j] * tmp[a] / dt
+                    acc[a] += C2[u, j] * tmp[a] * inv2
+        for a in range(nv):
+            kd = c.kd[bd, a] if (c.mode == PD or c.mode == SPD) else 0.0
+            ru[a] += -c.tau[bt, a] + (m.damping[a] + kd) * vel[a] - kd * c.v_ref[bv, a] + m.armature[a] * acc[a]
+        if c.mode == PD or c.mode == SPD:
+            difference_config(m, c.q_ref[bq], nodes[u], tmp, w.Rj[b])
+            for a in range(nv):
+                ru[a] += c.kp[bp, a] * tmp[a]
+        if want_j:
+            r0 = (u - 2) * nv
+            # diagonal block: Algorithm 2 (second derivatives, W from this node) + GN with weight C2[u,u]
+            hessian_second_order(m, xi, pw.W[b], pw.H[b], False)
+            for a in range(nv):
+                for cc in range(nv):
+                    J[r0 + a, r0 + cc] += pw.H[b, a, cc]
+            for v2 in range(2, nn):
+                c0 = (v2 - 2) * nv
+                composite_moments(m, pm, T, pw.T[b, v2], C2[u, v2] * inv2, pw.C[b])
+                gn_block(m, xi, pw.xi[b, v2 - 2], pw.C[b], J, r0, c0, True)
+                for a in range(nv):
+                    kd = c.kd[bd, a] if (c.mode == PD or c.mode == SPD) else 0.0
+                    J[r0 + a, c0 + a] += (m.damping[a] + kd) * C1[u, v2] / dt + m.armature[a] * C2[u, v2] * inv2
+                    if v2 == u and (c.mode == PD or c.mode == SPD):
+                        J[r0 + a, c0 + a] += c.kp[bp, a]
+
+
+@kernel
+def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
+    """LM on Eq. 7 (1/2 sum ||r_u||^2) over all unknown nodes at once."""
+    nodes = pw.qn[b]
+    trial = pw.qt[b]
+    nn = nodes.shape[0]
+    nv = m.nv
+    n = (nn - 2) * nv
+    r = pw.r[b]
+    J = pw.J[b]
+    g = pw.g[b]
+    H = pw.H[b]
+    dx = pw.dx[b]
+    colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
+    E = 0.5 * dot(r, r, n)
+    lam = 1e-6
+    it = 0
+    conv = False
+    rn = inf_norm(r, n)
+    for k in range(2):
+        for a in range(m.nq):
+            trial[k, a] = nodes[k, a]
+    while it < maxit:
+        if rn < gtol:
+            conv = True
+            break
+        it += 1
+        # normal equations J^T J, J^T r
+        for a in range(n):
+            s = 0.0
+            for k in range(n):
+                s += J[k, a] * r[k]
+            g[a] = s
+            for cc in range(a, n):
+                s = 0.0
+                for k in range(n):
+                    s += J[k, a] * J[k, cc]
+                H[a, cc] = s
+                H[cc, a] = s
+        accepted = False
+        small = False
+        # square system: try the Newton step J dx = -r first (LU; no squared conditioning)
+        M2 = pw.M2[b]
+        for a in range(n):
+            dx[a] = -r[a]
+            for cc in range(n):
+                M2[a, cc] = J[a, cc]
+        if lu_solve_inplace(M2, dx, n):
+            for u in range(2, nn):
+                integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+            colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
+            Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
+            if Et <= E:
+                accepted = True
+        for tries in range(0 if accepted else 30):
+            if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+                for u in range(2, nn):
+                    integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+                colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
+                Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
+                if Et <= E:
+                    accepted = True
+                    lam = lm_accept(lam)
+                    break
+                if inf_norm(dx, n) < xtol:
+                    small = True
+                    break
+            lam = lm_reject(lam)
+        if not accepted:
+            conv = small and rn < 1e3 * gtol
+            break
+        for u in range(2, nn):
+            for a in range(m.nq):
+                nodes[u, a] = trial[u, a]
+        step = inf_norm(dx, n)
+        colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
+        E = 0.5 * dot(r, r, n)
+        rn = inf_norm(r, n)
+        if step < xtol:
+            conv = True
+            break
+    if rn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = rn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+    nn = tau.shape[0]
+    for k in range(m.nq):
+        pw.qn[b, 0, k] = qprev[b, k]
+        pw.qn[b, 1, k] = q[b, k]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    d = pw.d[b]
+    for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
+        for j in range(m.nv):
+            d[j] = tau[u] * dt * v[b, j]
+        integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
+    last = nn - 1
+    for k in range(m.nq):
+        qn[b, k] = pw.qn[b, last, k]
+        qlast[b, k] = pw.qn[b, last - 1, k]
+    # velocity at the end node from the polynomial
+    for j in range(m.nv):
+        vn[b, j] = 0.0
+    for jn in range(nn - 1):
+        difference_config(m, pw.qn[b, last], pw.qn[b, jn], d, w.Rj[b])
+        for j in range(m.nv):
+            vn[b, j] += C1[last, jn] * d[j] / dt
+    energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel(parallel=True)
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info)
+
+
+@kernel
+def colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J):
+    for k in range(nodes.shape[1]):
+        for a in range(m.nq):
+            pw.qn[b, k, a] = nodes[b, k, a]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    colloc_residual(m, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r[b], J[b])
+
+
+@kernel(parallel=True)
+def colloc_eval_batch(m, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
+    """Residuals and Jacobian of Eq. 6 at given nodes (B, K+1, nq) (tests, tools)."""
+    for i in prange(nodes.shape[0]):
+        b = np.int64(i)
+        colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
+
+
+# ---------------------------------------------------------------------------------------------
+# integrator classes
+
+class _PbadBase(Integrator):
+    implicit = True
+    order = 2
+
+    def __init__(self, model, scene=None, **options):
+        super().__init__(model, scene, **options)
+        o = dict(options)
+        self.optimizer = o.pop("optimizer", "lm")
+        if self.optimizer not in ("lm", "lbfgs"):
+            raise InputError(f"pbad optimizer must be 'lm' or 'lbfgs', got {self.optimizer!r}")
+        self.maxit = int(o.pop("max_iterations", 50 if self.optimizer == "lm" else 500))
+        self.gtol = float(o.pop("gtol", 1e-8))
+        self.xtol = float(o.pop("xtol", 1e-12))
+        self.hessian = o.pop("hessian", "exact")
+        if self.hessian not in ("exact", "gn"):
+            raise InputError(f"pbad hessian must be 'exact' or 'gn', got {self.hessian!r}")
+        self.substeps_on_failure = int(o.pop("substep", 0))
+        pts = o.pop("points", None)  # dict for make_pbad_model (drag / contact sample points)
+        if pts is None and self.scene is not None and self.scene.ground and len(self.scene.points_body):
+            pts = dict(points_body=self.scene.points_body, points_local=self.scene.points_local, contact=True,
+                       plane_normal=self.scene.plane_normal, plane_offset=self.scene.plane_offset,
+                       D1=self.scene.stiffness, D2=self.scene.damping)
+        self.pm = make_pbad_model(model, **(pts or {}))
+        for k in ("order",):
+            o.pop(k, None)
+        if o:
+            raise InputError(f"unknown pbad options: {sorted(o)}")
+        self._B = None
+
+    def _work(self, B):
+        if self._B != B:
+            self._B = B
+            self._pw = make_pbad_work(self.model, self.pm, B, self.order)
+        return work_for(self.model, B), self._pw
+
+
+@register("pbad", doc="PBAD order 2 (paper 000 Eq. 5): implicit position-based step, LM/LBFGS, stable at large dt")
+class Pbad2(_PbadBase):
+    """PBAD, second-order collocation (Eq. 5), Levenberg-Marquardt or LBFGS."""
+
+    name = "pbad"
+
+    def _run(self, state, control, dt):
+        B = state.batch
+        w, pw = self._work(B)
+        kc = control.kernel_arrays(self.model, B)
+        qn = np.empty_like(state.q)
+        vn = np.empty_like(state.v)
+        e = np.empty((B, 2))
+        info = np.zeros((B, 4))
+        pbad2_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
+                    0 if self.optimizer == "lm" else 1, self.hessian == "exact", qn, vn, e, info)
+        return qn, vn, e, info
+
+    def _step(self, state, control, dt):
+        qn, vn, e, info = self._run(state, control, dt)
+        conv = info[:, 2] > 0.5
+        if self.substeps_on_failure and not conv.all():
+            bad = ~conv
+            sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
+            ns = 2 ** self.substeps_on_failure
+            its = info[bad, 0].copy()
+            ok = np.ones(bad.sum(), bool)
+            for _ in range(ns):
+                q2, v2, e2, i2 = self._run(sub, _sub_control(control, bad), dt / ns)
+                sub = State(q2, v2, sub.t)
+                its += i2[:, 0]
+                ok &= i2[:, 2] > 0.5
+            qn[bad], vn[bad], e[bad] = q2, v2, e2
+            info[bad, 0], info[bad, 1], info[bad, 2] = its, i2[:, 1], ok
+            conv = info[:, 2] > 0.5
+        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
+        new = State(qn, vn, state.t + dt, q_prev=state.q.copy())
+        return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
+                                residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
+
+    # tools for tests and scripts -------------------------------------------------------------
+    def objective(self, q, v, qeval, dt, control=None, exact=True, hessian=True):
+        """(E, gradient, Hessian) of Eq. 5 at ``qeval`` for the step from (q, v); batched arrays."""
+        from pbsim.control import Control
+
+        q, v, qeval = (np.ascontiguousarray(np.atleast_2d(a), float) for a in (q, v, qeval))
+        B = q.shape[0]
+        w, pw = self._work(B)
+        kc = (control or Control()).kernel_arrays(self.model, B)
+        E = np.zeros(B)
+        g = np.zeros((B, self.model.nv))
+        H = np.zeros((B, self.model.nv, self.model.nv))
+        pbad2_eval_batch(self.model.k, self.pm, kc, w, pw, q, v, qeval, float(dt), bool(hessian), bool(exact), E, g, H)
+        return E, g, H
+
+
+def _sub_control(control, mask):
+    """The control rows of the trajectories in ``mask`` (batch-1 controls broadcast)."""
+    from dataclasses import replace
+
+    def pick(x):
+        a = np.asarray(x) if x is not None else None
+        if a is not None and a.ndim == 2 and a.shape[0] == mask.shape[0]:
+            return a[mask]
+        return x
+
+    return replace(control, tau=pick(control.tau), kp=pick(control.kp), kd=pick(control.kd),
+                   q_ref=pick(control.q_ref), v_ref=pick(control.v_ref))
+
+
+class _PbadColloc(_PbadBase):
+    """PBAD with Legendre collocation of order K (Eq. 6-7)."""
+
+    def __init__(self, model, scene=None, **options):
+        super().__init__(model, scene, **options)
+        if self.optimizer != "lm":
+            raise InputError("high-order PBAD supports optimizer='lm' only")
+        if self.pm.npts:
+            raise InputError("high-order PBAD does not support drag/contact points yet; use 'pbad'")
+        self.tau = collocation_nodes(self.order)
+        self.C1, self.C2 = lagrange_derivatives(self.tau)
+
+    def _prev_node(self, state, dt):
+        """q at t_k + tau_0 dt: State.q_prev when it is this scheme's node, else from (q, v, ABA)."""
+        if state.q_prev is not None and state.q_prev.shape == state.q.shape and \
+                getattr(self, "_prev_token", None) == (id(state.q_prev), float(dt)):
+            return state.q_prev
+        from pbsim.dynamics.api import aba, integrate
+
+        a0 = aba(self.model, state.q, state.v, np.zeros_like(state.v))
+        s = self.tau[0] * dt
+        return np.ascontiguousarray(integrate(self.model, state.q, s * state.v + 0.5 * s * s * a0))
+
+    def _step(self, state, control, dt):
+        B = state.batch
+        w, pw = self._work(B)
+        kc = control.kernel_arrays(self.model, B)
+        qprev = self._prev_node(state, dt)
+        qn = np.empty_like(state.q)
+        vn = np.empty_like(state.v)
+        ql = np.empty_like(state.q)
+        e = np.empty((B, 2))
+        info = np.zeros((B, 4))
+        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, dt, self.tau, self.C1, self.C2,
+                     self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
+        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
+        self._prev_token = (id(ql), float(dt))
+        new = State(qn, vn, state.t + dt, q_prev=ql)
+        return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
+                                residual=info[:, 1], converged=(info[:, 2] > 0.5) & ~nan,
+                                extra={"objective": info[:, 3]})
+
+    def residual(self, nodes, dt, control=None):
+        """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""
+        from pbsim.control import Control
+
+        nodes = np.ascontiguousarray(nodes, float)
+        B = nodes.shape[0]
+        w, pw = self._work(B)
+        kc = (control or Control()).kernel_arrays(self.model, B)
+        n = (self.order - 1) * self.model.nv
+        r = np.zeros((B, n))
+        J = np.zeros((B, n, n))
+        colloc_eval_batch(self.model.k, self.pm, kc, w, pw, nodes, self.tau, self.C1, self.C2, float(dt), r, J)
+        return r, J
+
+
+@register("pbad3", doc="PBAD order 3: Legendre collocation (paper 000 Eq. 6-7), LM over all nodes")
+class Pbad3(_PbadColloc):
+    """PBAD, third-order position-based collocation."""
+
+    name = "pbad3"
+    order = 3
+
+
+@register("pbad4", doc="PBAD order 4: Legendre collocation (paper 000 Eq. 6-7), LM over all nodes")
+class Pbad4(_PbadColloc):
+    """PBAD, fourth-order position-based collocation."""
+
+    name = "pbad4"
+    order = 4

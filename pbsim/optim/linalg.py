@@ -1,0 +1,99 @@
+"""Dense linear algebra kernels for the per-trajectory optimisers (no allocation)."""
+import math
+
+from pbsim.backends.kernel import kernel
+
+
+@kernel
+def cholesky_factor(A, L, n):
+    """Lower Cholesky factor of the leading n x n block of A into L; False if not positive definite."""
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not (s > 0.0) or not math.isfinite(s):
+            return False
+        d = math.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    return True
+
+
+@kernel
+def cholesky_solve(L, rhs, x, n):
+    """Solve L L^T x = rhs (x may alias rhs)."""
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@kernel
+def inf_norm(x, n):
+    s = 0.0
+    for i in range(n):
+        a = abs(x[i])
+        if a > s:
+            s = a
+    return s
+
+
+@kernel
+def dot(x, y, n):
+    s = 0.0
+    for i in range(n):
+        s += x[i] * y[i]
+    return s
+
+
+@kernel
+def lu_solve_inplace(A, x, n):
+    """Solve A x = x (rhs in x) by Gaussian elimination with partial pivoting; A is overwritten.
+    Returns False when A is numerically singular."""
+    amax = 0.0
+    for i in range(n):
+        for j in range(n):
+            if abs(A[i, j]) > amax:
+                amax = abs(A[i, j])
+    if not (amax > 0.0):
+        return False
+    for k in range(n):
+        p = k
+        best = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > best:
+                best = abs(A[i, k])
+                p = i
+        if not (best > 1e-14 * amax):
+            return False
+        if p != k:
+            for j in range(n):
+                t = A[k, j]
+                A[k, j] = A[p, j]
+                A[p, j] = t
+            t = x[k]
+            x[k] = x[p]
+            x[p] = t
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            f = A[i, k] * inv
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+                x[i] -= f * x[k]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, n):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+    return True
