@@ -212,8 +212,11 @@ def vi_residual(m, dw, vw, b, q, qi, dt, f):
 
 
 @kernel
-def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, stats):
-    """One step from (q_k, v_k) -> (q_k+1, v_k+1) in position-momentum form (see module doc)."""
+def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, stats, reuse):
+    """One step from (q_k, v_k) -> (q_k+1, v_k+1) in position-momentum form (see module doc).
+
+    ``reuse``: the previous call on this b ended at this (q, v) (multi-step rollout): its momentum
+    ``vw.p`` is p_k and its zero-armature factor of M(q_k) in ``w`` is still valid."""
     nv = m.nv
     lin = vw.lin[b]
     Qc = vw.Qc[b]
@@ -240,8 +243,14 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         else:
             hq[j] = 0.5 * dt * tau[j]
         lin[j] *= 0.5
+    implicit = False
+    for j in range(nv):
+        if lin[j] != 0.0:
+            implicit = True
     # p_k = M(q_k) v_k = D2 Ld(q_k-1, q_k) + F^+_k-1 (forced discrete Legendre transform)
-    rnea_state(m0, w, b, q, zero, v, vw.p[b])
+    if not reuse:
+        rnea_state(m0, w, b, q, zero, v, vw.p[b])
+    have_factor = reuse  # w holds the articulated factor of M(q_k) (no extra diagonal)
     for j in range(nv):
         Qc[j] = vw.p[b, j] + hq[j]
         vw.dprev[b, j] = dt * v[j]
@@ -253,6 +262,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         aba_init(m, w, b)
         aba_backward(m, w, b, tau, zero)
         aba_forward(m, w, b, vw.x[b])
+        have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
         for j in range(nv):
             vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
         integrate_config(m, q, vw.vt[b], qi, w.Rj[b])
@@ -262,7 +272,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         for j in range(m.nq):
             qi[j] = q[j]
     # per-step constants
-    if method == RIQN:
+    if method == RIQN and (implicit or not have_factor):
         for j in range(nv):
             arm[j] = dt * lin[j]
         minv_factor(m, w, b, q, zero, arm)
@@ -353,7 +363,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
 def vi_batch(m, m0, c, w, dw, vw, q, v, dt, method, ig, tol, maxit, qn, vn, e, stats):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], stats[b])
+        vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], stats[b], False)
         energy_state(m, w, b, qn[b], vn[b], e[b])
 
 
@@ -369,7 +379,7 @@ def vi_rollout(m, m0, c, w, dw, vw, q, v, qn, vn, dt, method, ig, tol, maxit, ns
         stats[b, 1] = -1.0
         stats[b, 2] = 0.0
         for k in range(nsteps):
-            vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], vw.st[b])
+            vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], vw.st[b], k > 0)
             its[b, k] = vw.st[b, 0]
             if vw.st[b, 1] > stats[b, 2] or not (vw.st[b, 1] == vw.st[b, 1]):
                 stats[b, 2] = vw.st[b, 1]
