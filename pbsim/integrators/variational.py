@@ -9,22 +9,25 @@ Each step finds ``q_k+1`` with ``f(q_k+1) = 0`` (Eq. 3/17, evaluated by DRNEA, A
 - ``broyden``: exact Jacobian at the first iteration of the step, then Broyden's rank-one
   updates of its inverse (O(n^2) per iteration).
 
-Initial guesses (§3.3): ``ig=1`` q_k; ``ig=2`` explicit Euler with ``v_k ~ (q_k (-) q_k-1)/dt``;
+Initial guesses (§3.3): ``ig=1`` q_k; ``ig=2`` explicit Euler ``q_k (+) dt v_k``;
 ``ig=3`` semi-implicit Euler with ABA.  Convergence: the update's max-norm (rad / m) <= ``tol``,
 at most ``max_iter`` updates; ``Diagnostics.iterations/residual/converged`` report it, and the
 integrator warns (or raises, ``on_fail="raise"``) when a step did not converge.
 
-State: ``q_prev`` (q_k-1) makes the step the two-step DEL of the paper.  Without it (first step)
-the step uses the position-momentum form with ``p_k = M(q_k) v_k``, i.e. the discrete Legendre
-transform ``D2 Ld(q_k-1, q_k) = p_k`` that defines a consistent q_k-1 from v_k (Marsden & West
-2001, §1.5): the same equation, without solving for q_k-1 explicitly.  The returned velocity is the
-discrete Legendre transform ``v_k+1 = M(q_k+1)^-1 D2 Ld(q_k, q_k+1)`` (second order; = velocity
-Verlet for a particle), and the returned state carries ``q_prev = q_k``.
+State: each step is the forced DEL in position-momentum form, ``p_k + D1 Ld(q_k, q_k+1) + F^-_k = 0``
+with ``p_k = M(q_k) v_k``: v_k is the forced discrete Legendre transform of the previous step,
+``M(q_k) v_k = D2 Ld(q_k-1, q_k) + F^+_k-1`` (Marsden & West 2001, §3.2), so this is exactly the
+two-step DEL ``D2 Ld(q_k-1, q_k) + D1 Ld(q_k, q_k+1) + F^+_k-1 + F^-_k = 0`` of the paper (Eq. 17 with
+``F^k = F^+_k-1 + F^-_k``) without storing q_k-1.  The returned velocity is
+``v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)`` (second order; = velocity Verlet for a particle).
+The returned state carries ``q_prev = q_k`` for callers that want it; the step does not read it.
 
-Joint impulses (Lagrange-d'Alembert, all in the F^- slot): torques ``dt tau``; damping ``-d (q_k+1 (-) q_k)``
-(implicit); PD at (q_k, v_k); SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next state, with
-``d_k = q_k+1 (-) q_k``.  Armature uses the discrete Lagrangian ``dt/2 a (d_k/dt)^2`` (exact for 1-DOF
-joints; for ball/free joints the Newton Jacobian treats ``d d_k / d q_k+1`` as identity).
+Joint impulses (Lagrange-d'Alembert): over one step ``Q = dt tau - damping d_k`` (damping implicit in
+``d_k = q_k+1 (-) q_k``), PD at (q_k, v_k), SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next
+state; split half/half, ``F^-_k = F^+_k = Q / 2``, so the returned velocity has no O(dt) bias
+(e.g. zero at an SPD/gravity equilibrium, exact under a constant torque).  Armature uses the discrete
+Lagrangian ``dt/2 a (d_k/dt)^2`` (exact for 1-DOF joints; for ball/free joints the Newton Jacobian
+treats ``d d_k / d q_k+1`` as identity).
 """
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ from pbsim.integrators.base import Diagnostics, Integrator, State, register
 RIQN, NEWTON, BROYDEN = 0, 1, 2
 METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
 
-VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy qs")
+VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy qs hq st")
 
 
 def make_vwork(model, batch: int, dense: bool) -> VWork:
@@ -60,7 +63,7 @@ def make_vwork(model, batch: int, dense: bool) -> VWork:
     nd = nv if dense else 1
     return VWork(z((B, nq)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
                  z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
-                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)), z((B, nq)))
+                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)), z((B, nq)), z((B, nv)), z((B, 3)))
 
 
 @kernel
@@ -197,17 +200,23 @@ def vi_residual(m, dw, vw, b, q, qi, dt, f):
 
 
 @kernel
-def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol, maxit, qn, vn, stats):
+def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, stats, reuse):
+    """One step from (q_k, v_k) -> (q_k+1, v_k+1) in position-momentum form (see module doc).
+
+    ``reuse``: the previous call on this b ended at this (q, v) (multi-step rollout): its momentum
+    ``vw.p`` is p_k and its zero-armature factor of M(q_k) in ``w`` is still valid."""
     nv = m.nv
     lin = vw.lin[b]
     Qc = vw.Qc[b]
+    hq = vw.hq[b]
     zero = vw.zero[b]
     tau = vw.tau[b]
     arm = vw.arm[b]
     qi = vw.qi[b]
     for j in range(nv):
         zero[j] = 0.0
-    # joint impulses (all constant within the step, or linear in d_k)
+    # non-conservative joint impulse over the step, Q(d_k) = dt tau - lin d_k (constant part + part
+    # linear in d_k), split half/half: F^-_k = F^+_k = Q(d_k) / 2 (Marsden-West discrete forcing)
     control_torques(m, c, b, q, v, dt, vw.dq[b], vw.qs[b], w.Rj[b], tau, arm)
     spd = c.mode == SPD
     bp = b if c.kp.shape[0] > 1 else 0
@@ -217,19 +226,22 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
         if spd:
             kp = c.kp[bp, j]
             kd = c.kd[bd, j]
-            Qc[j] = dt * (tau[j] + (kp * dt + kd) * v[j])
+            hq[j] = 0.5 * dt * (tau[j] + (kp * dt + kd) * v[j])
             lin[j] += dt * kp + kd
         else:
-            Qc[j] = dt * tau[j]
-    if has_prev:
-        difference_config(m, qprev, q, vw.dprev[b], w.Rj[b])
-        for j in range(nv):
-            Qc[j] += m.armature[j] / dt * vw.dprev[b, j]
-    else:
-        rnea_state(m0, w, b, q, zero, v, vw.p[b])  # p_k = M(q_k) v_k
-        for j in range(nv):
-            Qc[j] += vw.p[b, j]
-            vw.dprev[b, j] = dt * v[j]
+            hq[j] = 0.5 * dt * tau[j]
+        lin[j] *= 0.5
+    implicit = False
+    for j in range(nv):
+        if lin[j] != 0.0:
+            implicit = True
+    # p_k = M(q_k) v_k = D2 Ld(q_k-1, q_k) + F^+_k-1 (forced discrete Legendre transform)
+    if not reuse:
+        rnea_state(m0, w, b, q, zero, v, vw.p[b])
+    have_factor = reuse  # w holds the articulated factor of M(q_k) (no extra diagonal)
+    for j in range(nv):
+        Qc[j] = vw.p[b, j] + hq[j]
+        vw.dprev[b, j] = dt * v[j]
     # initial guess (Sec. 3.3)
     if ig == 3:  # tau still holds the control torques
         for j in range(nv):
@@ -238,6 +250,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
         aba_init(m, w, b)
         aba_backward(m, w, b, tau, zero)
         aba_forward(m, w, b, vw.x[b])
+        have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
         for j in range(nv):
             vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
         integrate_config(m, q, vw.vt[b], qi, w.Rj[b])
@@ -247,11 +260,11 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
         for j in range(m.nq):
             qi[j] = q[j]
     # per-step constants
-    if method == RIQN:
+    if method == RIQN and (implicit or not have_factor):
         for j in range(nv):
             arm[j] = dt * lin[j]
         minv_factor(m, w, b, q, zero, arm)
-    drnea_setup(m, dw, b, qprev, q, dt, has_prev, 1.0 if has_prev else 0.5)
+    drnea_setup(m, dw, b, q, q, dt, False, 0.5)
     f = vw.f[b]
     x = vw.x[b]
     it = 0
@@ -321,12 +334,12 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
             break
     for j in range(m.nq):
         qn[j] = qi[j]
-    # discrete Legendre transform: v_k+1 = M(q_k+1)^-1 D2 Ld(q_k, q_k+1)
+    # forced discrete Legendre transform: v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)
     drnea_eval(m, dw, b, qi, dt, f)
     difference_config(m, q, qi, vw.d[b], dw.Rj[b])
     drnea_momentum(m, dw, b, dt, vw.p[b])
-    for j in range(nv):
-        vw.p[b, j] += m.armature[j] / dt * vw.d[b, j]
+    for j in range(nv):  # + F^+_k
+        vw.p[b, j] += m.armature[j] / dt * vw.d[b, j] + hq[j] - lin[j] * vw.d[b, j]
     minv_factor(m, w, b, qi, zero, zero)
     minv_solve(m, w, b, vw.p[b], vn)
     stats[0] = it
@@ -335,12 +348,44 @@ def vi_state(m, m0, c, w, dw, vw, b, q, qprev, has_prev, v, dt, method, ig, tol,
 
 
 @kernel(parallel=True)
-def vi_batch(m, m0, c, w, dw, vw, q, qprev, has_prev, v, dt, method, ig, tol, maxit, qn, vn, e, stats):
+def vi_batch(m, m0, c, w, dw, vw, q, v, dt, method, ig, tol, maxit, qn, vn, e, stats):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        vi_state(m, m0, c, w, dw, vw, b, q[b], qprev[b], has_prev, v[b], dt, method, ig, tol, maxit,
-                 qn[b], vn[b], stats[b])
+        vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], stats[b], False)
         energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel(parallel=True)
+def vi_rollout(m, m0, c, w, dw, vw, q, v, qn, vn, dt, method, ig, tol, maxit, nsteps, every,
+               qo, vo, eo, its, stats):
+    """``nsteps`` steps per state inside one call; every ``every``-th state goes to qo/vo/eo[b, f].
+    ``q``/``v`` (B, nq/nv) hold the initial state and receive the final one; ``qn``/``vn`` scratch.
+    ``its[b, k]`` iterations of step k; ``stats[b]`` = (steps not converged, first one, max residual)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        stats[b, 0] = 0.0
+        stats[b, 1] = -1.0
+        stats[b, 2] = 0.0
+        for k in range(nsteps):
+            vi_state(m, m0, c, w, dw, vw, b, q[b], v[b], dt, method, ig, tol, maxit, qn[b], vn[b], vw.st[b], k > 0)
+            its[b, k] = vw.st[b, 0]
+            if vw.st[b, 1] > stats[b, 2] or not (vw.st[b, 1] == vw.st[b, 1]):
+                stats[b, 2] = vw.st[b, 1]
+            if vw.st[b, 2] < 0.5:
+                if stats[b, 1] < 0.0:
+                    stats[b, 1] = k
+                stats[b, 0] += 1.0
+            for j in range(m.nq):
+                q[b, j] = qn[b, j]
+            for j in range(m.nv):
+                v[b, j] = vn[b, j]
+            if (k + 1) % every == 0:
+                fr = (k + 1) // every - 1
+                for j in range(m.nq):
+                    qo[b, fr, j] = q[b, j]
+                for j in range(m.nv):
+                    vo[b, fr, j] = v[b, j]
+                energy_state(m, w, b, q[b], v[b], eo[b, fr])
 
 
 @register("variational", doc="variational integrator (paper 004): DEL by DRNEA, solved by RIQN (O(n))",
@@ -388,17 +433,13 @@ class Variational(Integrator):
         B = state.batch
         w, dw, vw = self._buffers(B)
         kc = control.kernel_arrays(self.model, B)
-        has_prev = state.q_prev is not None
-        qprev = np.ascontiguousarray(state.q_prev) if has_prev else state.q
-        if has_prev and qprev.shape != state.q.shape:
-            raise InputError(f"state.q_prev has shape {qprev.shape}, expected {state.q.shape}")
         q = np.ascontiguousarray(state.q)
         v = np.ascontiguousarray(state.v)
         qn = np.empty_like(q)
         vn = np.empty_like(v)
         e = np.empty((B, 2))
         stats = np.zeros((B, 3))
-        vi_batch(self.model.k, self._m0, kc, w, dw, vw, q, qprev, has_prev, v, dt, METHODS[self.method],
+        vi_batch(self.model.k, self._m0, kc, w, dw, vw, q, v, dt, METHODS[self.method],
                  self.ig, self.tol, self.max_iter, qn, vn, e, stats)
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         conv = (stats[:, 2] > 0.5) & ~nan
@@ -413,6 +454,46 @@ class Variational(Integrator):
         diag = Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=stats[:, 0].astype(np.int64),
                            residual=stats[:, 1], converged=conv)
         return State(qn, vn, state.t + dt, q.copy()), diag
+
+    def rollout(self, state, control, dt, steps, every=1):
+        """``steps`` steps inside one compiled call (no Python per step), recording every
+        ``every``-th state.  Returns ``(final State, q (B, F, nq), v (B, F, nv), energy (B, F)
+        kinetic + potential, iterations (B, steps))`` with ``F = steps // every``.  Steps that
+        did not converge are reported as in :meth:`step` (warn / raise / ignore)."""
+        from pbsim.control.control import Control
+
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+        steps, every = int(steps), int(every)
+        if steps < 1 or every < 1:
+            raise InputError(f"steps and every must be >= 1, got steps={steps!r}, every={every!r}")
+        control = control if control is not None else Control()
+        B = state.batch
+        w, dw, vw = self._buffers(B)
+        kc = control.kernel_arrays(self.model, B)
+        q = np.array(state.q, dtype=np.float64, order="C")
+        v = np.array(state.v, dtype=np.float64, order="C")
+        F = steps // every
+        qo = np.zeros((B, F, self.model.nq))
+        vo = np.zeros((B, F, self.model.nv))
+        eo = np.zeros((B, F, 2))
+        its = np.zeros((B, steps))
+        stats = np.zeros((B, 3))
+        vi_rollout(self.model.k, self._m0, kc, w, dw, vw, q, v, np.empty_like(q), np.empty_like(v), dt,
+                   METHODS[self.method], self.ig, self.tol, self.max_iter, steps, every, qo, vo, eo, its, stats)
+        nan = ~(np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1))
+        bad = np.flatnonzero((stats[:, 0] > 0) | nan)
+        if bad.size and self.on_fail != "ignore":
+            b0 = bad[0]
+            msg = (f"variational ({self.method}) rollout: {int(stats[b0, 0])} of {steps} steps did not converge "
+                   f"for trajectories {bad[:10].tolist()} (first at step {int(stats[b0, 1])}, max residual "
+                   f"{stats[b0, 2]:.3g}, tol {self.tol:g}, max_iter {self.max_iter})")
+            if self.on_fail == "raise":
+                raise SimulationError(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        final = State(q, v, state.t + steps * dt)
+        return final, qo, vo, eo.sum(axis=2), its.astype(np.int64)
 
 
 @register("variational_newton", doc="variational integrator, DEL by DRNEA solved by Newton (exact Jacobian, Alg. 4)",

@@ -22,7 +22,7 @@ def vee(X):
     return np.r_[X[2, 1], X[0, 2], X[1, 0], X[:3, 3]]
 
 
-@pytest.mark.parametrize("scale", [1e-7, 1e-3, 0.15, 0.5, 2.0, 3.0])
+@pytest.mark.parametrize("scale", [1e-7, 0.5, 3.0])
 def test_se3_exp_log_dexpinv_closed_forms(scale):
     rng = np.random.default_rng(int(scale * 1000))
     xi = rng.normal(size=6)

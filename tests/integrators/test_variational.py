@@ -17,16 +17,11 @@ DT = 1e-3
 
 
 def run(name, model, q0, steps, dt=DT, v0=None, control=None, **opts):
-    integ = make(name, model, **opts)
+    """Trajectory by one compiled rollout call: q (steps+1, nq) incl. q0, energy, iterations."""
+    integ = make(name, model, on_fail="raise", **opts)
     s = State.make(model, q=q0, v=v0)
-    qs, E, its = [s.q[0].copy()], [], []
-    for _ in range(steps):
-        s, d = integ.step(s, control, dt)
-        assert d.converged.all() and not d.nan.any()
-        qs.append(s.q[0].copy())
-        E.append(d.energy[0])
-        its.append(d.iterations[0])
-    return np.array(qs), np.array(E), np.array(its), s
+    s, qo, vo, E, its = integ.rollout(s, control, dt, steps)
+    return np.vstack([np.atleast_2d(q0), qo[0]]), E[0], its[0], s
 
 
 def test_registered():
@@ -39,8 +34,9 @@ def test_registered():
 def test_trajectory_satisfies_del(joint):
     model = pbsim_models.chain(5, joint)
     q0 = model.random_configuration(3) if joint == "spherical" else np.full(5, 0.4)
-    qs, E, its, _ = run("variational", model, q0, 60)
-    f = drnea(model, qs[:-2], qs[1:-1], qs[2:], DT)
+    tau = np.linspace(-3e-3, 4e-3, model.nv)  # constant torque: F^+_k-1 + F^-_k = dt tau
+    qs, E, its, _ = run("variational", model, q0, 60, control=Control(tau=tau))
+    f = drnea(model, qs[:-2], qs[1:-1], qs[2:], DT, tau)
     scale = np.abs(drnea(model, qs[:-2], qs[1:-1], qs[1:-1], DT)).max()  # momentum-sized impulse
     assert scale > 1e-5
     assert np.abs(f).max() < 1e-8 * scale
@@ -74,17 +70,41 @@ def test_energy_bounded_while_euler_drifts():
     assert abs(d.energy[0] - E0) > 50 * dv
 
 
-def test_first_step_legendre_consistent_with_two_step():
-    """(q1, v1) from a first step, restarted without q_prev, continues as the two-step DEL does."""
-    model = pbsim_models.chain(3, "spherical")
+def test_rollout_matches_steps():
+    """The multi-step kernel is the same integrator as step() (spherical chain with damping + PD)."""
+    model = pbsim_models.chain(3, "spherical", damping=0.02)
     rng = np.random.default_rng(4)
-    s0 = State.make(model, q=model.random_configuration(rng), v=rng.normal(size=model.nv))
-    integ = make("variational", model)
-    s1, _ = integ.step(s0, None, DT)
-    s2a, _ = integ.step(s1, None, DT)  # two-step form (q_prev set)
-    s2b, _ = integ.step(State(s1.q.copy(), s1.v.copy(), s1.t), None, DT)  # momentum form from v1
-    assert np.abs(s2a.q - s2b.q).max() < 1e-11
-    assert np.abs(s2a.v - s2b.v).max() < 1e-8
+    s0 = State.make(model, q=model.random_configuration(rng), v=0.3 * rng.normal(size=model.nv))
+    ctl = Control(mode="pd", kp=2e-3, kd=1e-4, q_ref=model.random_configuration(rng))
+    integ = make("variational", model, on_fail="raise")
+    s = s0
+    for _ in range(7):
+        s, _ = integ.step(s, ctl, DT)
+    sr, qo, vo, E, its = integ.rollout(s0, ctl, DT, 7, every=3)
+    assert qo.shape == (1, 2, model.nq) and its.shape == (1, 7)
+    assert np.abs(sr.q - s.q).max() < 1e-12 and np.abs(sr.v - s.v).max() < 1e-10
+    assert np.abs(sr.t - s.t) < 1e-15
+
+
+def test_forcing_split_no_velocity_bias():
+    """F^- = F^+ = Q/2: under a constant torque (no gravity) one revolute joint gets q = tau t^2 / 2I and
+    v = tau t / I exactly; with all of Q in F^- (F^+ = 0) q is off by tau dt t / 2I.  At an SPD +
+    gravity equilibrium the returned velocity is zero (it was dt/2 M^-1 Q with F^+ = 0)."""
+    from pbsim.dynamics import api
+
+    model = pbsim_models.chain(1)
+    model.gravity[:] = 0.0
+    inertia = float(np.ravel(api.crba(model, np.zeros(1)))[0])
+    tau = 0.5 * inertia
+    qs, _, _, s = run("variational", model, np.zeros(1), 100, dt=0.01, control=Control(tau=np.array([tau])))
+    t = 0.01 * np.arange(101)
+    assert np.abs(qs[:, 0] - 0.5 * tau / inertia * t**2).max() < 1e-9
+    assert abs(s.v[0, 0] - tau / inertia * 1.0) < 1e-9
+    model = pbsim_models.chain(2)
+    ctl = Control(mode="spd", kp=20.0, kd=2.0, q_ref=np.array([-0.5, 0.3]))
+    qs, _, _, s = run("variational", model, np.zeros(2), 1500, dt=0.01, control=ctl)
+    assert np.abs(qs[-1] - qs[-2]).max() < 1e-9 and np.abs(qs[-1] - [-0.5, 0.3]).max() < 0.3
+    assert np.abs(s.v).max() < 1e-7  # dt/2 M^-1 Q would be ~1e-2 here
 
 
 def spatial_momentum_world(model, q, v):
@@ -106,30 +126,16 @@ def test_free_floating_momentum_conserved():
     rng = np.random.default_rng(5)
     s = State.make(model, q=model.random_configuration(rng), v=rng.normal(size=model.nv))
     h0 = spatial_momentum_world(model, s.q[0], s.v[0])
-    integ = make("variational", model, tol=1e-13)
-    err = 0.0
-    for _ in range(200):
-        s, d = integ.step(s, None, DT)
-        assert d.converged.all()
-        err = max(err, np.abs(spatial_momentum_world(model, s.q[0], s.v[0]) - h0).max())
+    _, qo, vo, _, _ = make("variational", model, tol=1e-13, on_fail="raise").rollout(s, None, DT, 200, every=20)
+    err = max(np.abs(spatial_momentum_world(model, q, v) - h0).max() for q, v in zip(qo[0], vo[0]))
     assert np.abs(h0).max() > 1e-3
     assert err < 1e-9 * np.abs(h0).max()
 
 
-def test_damping_dissipates_and_spd_reaches_target():
+def test_damping_dissipates():
     model = pbsim_models.chain(3, damping=0.05)
     _, E, _, _ = run("variational", model, np.array([0.5, 0.2, -0.1]), 300)
     assert np.all(np.diff(E) < 1e-12) and E[-1] < E[0] - 1e-4
-    model = pbsim_models.chain(2)
-    ctl = Control(mode="spd", kp=20.0, kd=2.0, q_ref=np.array([-0.5, 0.3]))
-    integ = make("variational", model)
-    s = State.make(model, q=np.array([0.0, 0.0]))
-    for _ in range(1500):
-        s, _ = integ.step(s, ctl, 0.01)
-    # steady state of PD under gravity: kp (q - q_ref) = -g(q): near the target, configuration at rest.
-    # (s.v is D2 Ld's Legendre transform: all joint impulses sit in the F^- slot, so it carries an
-    # O(dt) offset dt/2 M^-1 Q under large non-conservative forces -- documented limitation.)
-    assert np.abs(s.q - s.q_prev).max() < 1e-9 and np.abs(s.q[0] - [-0.5, 0.3]).max() < 0.3
 
 
 def test_nonconvergence_reported_never_silent():
@@ -141,6 +147,8 @@ def test_nonconvergence_reported_never_silent():
     assert not d.converged[0] and d.iterations[0] == 1 and d.residual[0] > 0
     with pytest.raises(SimulationError):
         make("variational", model, max_iter=1, ig=1, tol=1e-14, on_fail="raise").step(s, None, 0.01)
+    with pytest.warns(RuntimeWarning, match="rollout: 2 of 2 steps did not converge"):
+        make("variational", model, max_iter=1, ig=1, tol=1e-14).rollout(s, None, 0.01, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _, d = make("variational", model).step(s, None, 0.01)
@@ -152,3 +160,5 @@ def test_bad_options():
     for kw in ({"method": "lbfgs"}, {"ig": 4}, {"tol": -1.0}, {"max_iter": 0}, {"on_fail": "x"}):
         with pytest.raises(InputError):
             make("variational", model, **kw)
+    with pytest.raises(InputError, match="steps"):
+        make("variational", model).rollout(State.make(model), None, DT, 0)
