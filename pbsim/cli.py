@@ -105,6 +105,10 @@ def cmd_rollout(args):
     if args.integrator.startswith("variational"):
         opts = {k: v for k, v in (("method", args.vi_method), ("ig", args.vi_ig), ("tol", args.vi_tol),
                                   ("max_iter", args.vi_max_iter)) if v is not None}
+    elif args.integrator.startswith("pbad"):
+        opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
+                                  ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
+                                  ("substep", args.substep)) if v is not None}
     t0 = time.perf_counter()
     traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
                          control=control, scene=scene, progress=not args.quiet, record_every=args.record_every,
@@ -210,6 +214,13 @@ def build_parser():
     k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
     k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
     k.add_argument("--contact-points", type=int, help="max contact points per body")
+    pb = pr.add_argument_group("position-based integrators pbad, pbad3, pbad4 (paper 000)")
+    pb.add_argument("--optimizer", choices=["lm", "lbfgs"], help="Levenberg-Marquardt (default) or LBFGS")
+    pb.add_argument("--max-iterations", type=int)
+    pb.add_argument("--gtol", type=float, help="gradient tolerance")
+    pb.add_argument("--xtol", type=float, help="step tolerance")
+    pb.add_argument("--hessian", choices=["exact", "gn"], help="exact (Alg. 2-3) or Gauss-Newton")
+    pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])
