@@ -1,8 +1,9 @@
 """Paper 001 Sec. 4.1, Fig. 5-6: SPD tracking error vs time step for DF and MABA.
 
-Humanoid (34 DOF) tracking our walking gait and snake72 (72 DOF) slithering, with kp = 75000,
+Humanoid (34 DOF) tracking our walking gait and our 72-DOF dog (pbsim_models.dog, standing in
+for the paper's dog) trotting, with kp = 75000,
 kd = 4000 on internal joints and kp = 20000, kd = 2000 "hand of God" on the root; error = mean
-norm of (end effector - root) simulated minus reference (right ankle / tail).  Plain PD with the
+norm of (end effector - root) simulated minus reference (right ankle / right front toe).  Plain PD with the
 same gains is run at dt = 1/30 for contrast.
 
     python scripts/fig_spd_tracking.py [--seconds 2]
@@ -17,7 +18,7 @@ import numpy as np
 
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "models"), os.path.join(os.path.dirname(__file__), "..")]
 import pbsim  # noqa: E402
-import pbsim_models  # noqa: E402
+from pbsim_models.dog import dog as dog_model  # noqa: E402
 from pbsim.control import motions  # noqa: E402
 
 
@@ -42,9 +43,9 @@ def main():
     import pybullet_data
 
     hum = pbsim.load(os.path.join(pybullet_data.getDataPath(), "humanoid/humanoid.urdf"), floating_base=True)
-    sn = pbsim_models.snake(72)
+    dog = dog_model()
     cases = [("humanoid (right ankle)", hum, hum.body_index("right_ankle"), motions.humanoid_gait),
-             ("snake72 (tail)", sn, sn.nb - 1, motions.snake_slither)]
+             ("dog72 (right front toe)", dog, dog.body_index("right_front_toe"), motions.dog_trot)]
     dts = [1 / 300, 1 / 240, 1 / 120, 1 / 60, 1 / 30]
     table = {}
     for name, m, ee, motion in cases:

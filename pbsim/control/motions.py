@@ -62,12 +62,13 @@ def sinusoid(model, amplitude=0.3, frequency=1.0, phase_step=0.5, q0=None, **kw)
     return Reference(model, q=q, **kw)
 
 
-def snake_slither(model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pitch=0.05, **kw) -> Reference:
+def snake_slither(model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pitch=0.05, head_yaw=None, **kw) -> Reference:
     """Lateral undulation: the k-th yaw hinge (axis z) follows ``A sin(2 pi (f t - waves k / n))``,
     a wave travelling from head to tail (``waves`` wavelengths along the body), pitch hinges a small
     wave of their own; the head (free root, for "hog") moves forward at ``speed`` and yaws with the
-    wave."""
+    wave (``head_yaw``: its amplitude in rad, default ``amplitude / 2``)."""
     q0 = model.default_configuration()
+    head_yaw = 0.5 * amplitude if head_yaw is None else float(head_yaw)
     yaw = [i for i in range(model.nb) if model.jtype[i] == REVOLUTE and abs(model.axis[i, 2]) > 0.9]
     pit = [i for i in range(model.nb) if model.jtype[i] == REVOLUTE and abs(model.axis[i, 2]) <= 0.9]
     n = max(len(yaw), 1)
@@ -79,7 +80,7 @@ def snake_slither(model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pi
         for k, i in enumerate(pit):
             out[model.iq[i]] += pitch * np.sin(2 * np.pi * (frequency * t - waves * k / n) + 0.5 * np.pi)
         _root(model, out, q0[0:3] + np.array([speed * t, 0.0, 0.0]),
-              [0.0, 0.0, -0.5 * amplitude * np.sin(2 * np.pi * frequency * t + 0.5 * np.pi)])
+              [0.0, 0.0, -head_yaw * np.sin(2 * np.pi * frequency * t + 0.5 * np.pi)])
         return out
 
     return Reference(model, q=q, **kw)
@@ -138,6 +139,39 @@ def robosimian_gait(model, frequency=0.5, amplitude=0.35, speed=0.1, height=0.6,
                     val *= 1.0 if limb in (2, 4) else -1.0  # limbs 1 and 3 are mirrored: same sign lifts them
                 _set_joint(model, out, name, val)
         _root(model, out, [speed * t, 0.0, height], [0.0, 0.0, 0.0])
+        return out
+
+    return Reference(model, q=q, **kw)
+
+
+def dog_trot(model, frequency=1.5, stride=0.35, speed=0.8, **kw) -> Reference:
+    """A trot of our own for ``pbsim_models.dog`` (72 DOF): diagonal pairs (right front + left hind,
+    left front + right hind) swing in antiphase about y, elbows/knees flex in swing, wrists/ankles
+    and toes compensate, the spine bends laterally with the stride, the head nods, the tail wags;
+    the pelvis (free root, for "hog") advances along x at ``speed`` and bobs twice per stride."""
+    q0 = model.default_configuration()
+
+    def q(t):
+        out = q0.copy()
+        ph = 2 * np.pi * frequency * t
+        for leg, off in (("right_front", 0.0), ("left_hind", 0.0), ("left_front", np.pi), ("right_hind", np.pi)):
+            s, c = np.sin(ph + off), np.cos(ph + off)
+            front = leg.endswith("front")
+            j = ("shoulder", "elbow", "wrist") if front else ("hip", "knee", "ankle")
+            flex = 0.8 * max(0.0, c)  # swing phase: fold the leg
+            _set_joint(model, out, f"{leg}_{j[0]}", [0.0, -stride * s, 0.0])
+            _set_joint(model, out, f"{leg}_{j[1]}", [0.0, (flex + 0.1) * (1.0 if front else -1.0), 0.0])
+            _set_joint(model, out, f"{leg}_{j[2]}", [0.0, 0.5 * flex * (-1.0 if front else 1.0), 0.0])
+            _set_joint(model, out, f"{leg}_toe", 0.3 * flex)
+        for k, n in enumerate(("spine1_joint", "spine2_joint", "chest_joint")):
+            _set_joint(model, out, n, [0.03 * np.sin(ph), 0.02 * np.cos(2 * ph), 0.06 * np.sin(ph - 0.5 * k)])
+        _set_joint(model, out, "neck_joint", [0.0, -0.1 * np.cos(2 * ph), 0.0])
+        _set_joint(model, out, "head_joint", [0.0, 0.1 * np.cos(2 * ph), 0.0])
+        _set_joint(model, out, "jaw_joint", 0.1 + 0.1 * np.sin(ph))
+        for k in range(3):
+            _set_joint(model, out, f"tail{k}_joint", [0.0, -0.1, 0.25 * np.sin(ph - 0.6 * k)])
+        _set_joint(model, out, "tail3_joint", 0.3 * np.sin(ph - 1.8))
+        _root(model, out, q0[0:3] + np.array([speed * t, 0.0, 0.02 * np.cos(2 * ph)]), [0.0, 0.0, 0.0])
         return out
 
     return Reference(model, q=q, **kw)

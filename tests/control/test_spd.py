@@ -11,11 +11,16 @@ from tests.conftest import pybullet_file, robosimian_urdf
 import pbsim_models
 
 
+def _dog():
+    from pbsim_models.dog import dog
+    return dog()
+
+
 def _models():
     out = [("humanoid", lambda: pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)),
            ("robosimian", lambda: pbsim.load(robosimian_urdf(), floating_base=True)),
            ("snake36", lambda: pbsim_models.snake(36)), ("snake72", lambda: pbsim_models.snake(72)),
-           ("chain12", lambda: pbsim_models.chain(12)), ("ballchain6", lambda: pbsim_models.chain(6, joint="ball"))]
+           ("dog72", _dog), ("chain12", lambda: pbsim_models.chain(12)), ("ballchain6", lambda: pbsim_models.chain(6, joint="ball"))]
     return out
 
 
@@ -70,6 +75,27 @@ def test_pd_diverges_spd_stable_at_dt_1_30():
     for mode in ("pd", "spd"):
         ref = motions.humanoid_gait(m, kp=75000, kd=4000, root="hog", mode=mode, dt=dt)
         tr = pbsim.rollout(m, "euler", dt=dt, steps=45, q0=ref.q_at(0), v0=ref.v_at(0), control=ref, on_nan="stop")
+        err = max(np.abs(pbsim.difference(m, ref.q_at(t), q)).max() for t, q in zip(tr.t, tr.q))
+        out[mode] = (bool(tr.diverged[0]), err)
+    assert out["pd"][0] or out["pd"][1] > 10.0, out
+    assert not out["spd"][0] and out["spd"][1] < 0.3, out
+
+
+def test_dog_is_branchy_72_dof_and_spd_tracks_it_at_dt_1_30():
+    """The paper's Table 1 dog: n = 72, deep (25 DOF root-to-toe) and branchy; SPD (hand-of-God root,
+    Sec. 4.1 gains) tracks our trot at dt = 1/30 where plain PD with the same gains diverges."""
+    from pbsim.control.control import dof_parents
+    m = _dog()
+    lam = dof_parents(m)
+    depth = np.zeros(m.nv, dtype=int)
+    for j in range(m.nv):
+        depth[j] = 1 + (depth[lam[j]] if lam[j] >= 0 else 0)
+    assert m.nv == 72 and depth.max() == 25 and np.bincount(lam[lam >= 0]).max() >= 4
+    dt = 1.0 / 30.0
+    out = {}
+    for mode in ("pd", "spd"):
+        ref = motions.dog_trot(m, kp=75000, kd=4000, root="hog", mode=mode, dt=dt)
+        tr = pbsim.rollout(m, "euler", dt=dt, steps=30, q0=ref.q_at(0), v0=ref.v_at(0), control=ref, on_nan="stop")
         err = max(np.abs(pbsim.difference(m, ref.q_at(t), q)).max() for t, q in zip(tr.t, tr.q))
         out[mode] = (bool(tr.diverged[0]), err)
     assert out["pd"][0] or out["pd"][1] > 10.0, out
