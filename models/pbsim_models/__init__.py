@@ -5,8 +5,9 @@ and MJCF files under ``models/generated/``.
 """
 from pbsim_models.chains import chain
 from pbsim_models.creatures import snake, spider, swimmer
+from pbsim_models.dog import dog
 
-__all__ = ["chain", "snake", "swimmer", "spider", "by_name"]
+__all__ = ["chain", "snake", "swimmer", "spider", "dog", "by_name"]
 
 
 def by_name(name: str):
@@ -23,4 +24,6 @@ def by_name(name: str):
         return swimmer()
     if name == "spider":
         return spider()
-    raise KeyError(f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider)")
+    if name in ("dog", "dog72"):
+        return dog()
+    raise KeyError(f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider, dog)")
