@@ -334,8 +334,9 @@ def pack_environment(items) -> dict:
 def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
                       open_mesh: str = "height", exact_band: float = 0.1,
                       roles=("collision",)) -> tuple[list, list]:
-    """Environment shapes from the model's world geometry (``model.geoms`` with ``body < 0``, e.g.
-    MJCF worldbody geoms), placed by their ``(R, p)`` in world coordinates.
+    """Environment shapes from the model's world geometry (``model.geoms`` with ``body < 0`` declared
+    on the world itself, e.g. MJCF worldbody geoms; shapes of robot links welded to the world by a
+    fixed base are not environment), placed by their ``(R, p)`` in world coordinates.
 
     plane -> infinite :class:`Plane` through ``p`` with normal ``R[:, 2]`` (MuJoCo planes collide
     as infinite planes; their size is only for rendering); box -> :class:`Box`; sphere ->
@@ -349,6 +350,8 @@ def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_by
     env, skipped = [], []
     for g in model.geoms:
         if g.body >= 0 or g.role not in roles:
+            continue
+        if g.link and g.link != "world":  # a robot link welded to the world (fixed base) stays robot
             continue
         R = np.asarray(g.R, float)
         p = np.asarray(g.p, float)

@@ -1,5 +1,8 @@
 """Composite-Rigid-Body Algorithm: joint-space mass matrix M(q) (Featherstone, Table 6.2).
 
+Composite inertias are carried in the 10-parameter form (mass m, first moment h = m c, rotational
+inertia J about the body origin), which moves to the parent in ~75 flops instead of ~250 for a
+general 6x6 spatial inertia (a rigid-body inertia has that structure; an articulated one does not).
 The off-diagonal blocks ``M[j, i] = S_j^T X_j^T ... X_i^T I^c_i S_i`` are evaluated in world
 coordinates: ``F_i = I^c_i S_i`` and ``S_j`` are each transformed to the world once, so every
 ancestor pair costs one 6-vector dot product instead of a force transform per tree level.
@@ -8,7 +11,7 @@ from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.kinematics import pose_pass, world_pass
-from pbsim.dynamics.spatial import force_to_parent, inertia_to_parent_add, mat6_vec
+from pbsim.dynamics.spatial import force_to_parent
 
 
 @kernel
@@ -29,10 +32,57 @@ def motion_to_world(Rw, pw, s, out):
 
 
 @kernel
+def rigid_inertia_to_parent_add(R, p, cj, ch, oj, oh):
+    """``out += X^T I X`` for rigid-body inertias in 10-parameter form, ``cj = (Jxx, Jyy, Jzz, Jxy,
+    Jxz, Jyz)`` (J about the body origin) and ``ch = (hx, hy, hz, m)`` (h = m com), added to (oj, oh):
+    ``h' = R h + m p``, ``J' = R J R^T + (2 (R h).p + m p.p) 1 - ((R h) p^T + p (R h)^T + m p p^T)``."""
+    jxx, jyy, jzz, jxy, jxz, jyz = cj[0], cj[1], cj[2], cj[3], cj[4], cj[5]
+    m = ch[3]
+    px, py, pz = p[0], p[1], p[2]
+    hx = R[0, 0] * ch[0] + R[0, 1] * ch[1] + R[0, 2] * ch[2]
+    hy = R[1, 0] * ch[0] + R[1, 1] * ch[1] + R[1, 2] * ch[2]
+    hz = R[2, 0] * ch[0] + R[2, 1] * ch[1] + R[2, 2] * ch[2]
+    # T = J R^T (rows of J times rows of R)
+    t00 = jxx * R[0, 0] + jxy * R[0, 1] + jxz * R[0, 2]
+    t01 = jxx * R[1, 0] + jxy * R[1, 1] + jxz * R[1, 2]
+    t02 = jxx * R[2, 0] + jxy * R[2, 1] + jxz * R[2, 2]
+    t10 = jxy * R[0, 0] + jyy * R[0, 1] + jyz * R[0, 2]
+    t11 = jxy * R[1, 0] + jyy * R[1, 1] + jyz * R[1, 2]
+    t12 = jxy * R[2, 0] + jyy * R[2, 1] + jyz * R[2, 2]
+    t20 = jxz * R[0, 0] + jyz * R[0, 1] + jzz * R[0, 2]
+    t21 = jxz * R[1, 0] + jyz * R[1, 1] + jzz * R[1, 2]
+    t22 = jxz * R[2, 0] + jyz * R[2, 1] + jzz * R[2, 2]
+    diag = 2.0 * (hx * px + hy * py + hz * pz) + m * (px * px + py * py + pz * pz)
+    oj[0] += R[0, 0] * t00 + R[0, 1] * t10 + R[0, 2] * t20 + diag - 2.0 * hx * px - m * px * px
+    oj[1] += R[1, 0] * t01 + R[1, 1] * t11 + R[1, 2] * t21 + diag - 2.0 * hy * py - m * py * py
+    oj[2] += R[2, 0] * t02 + R[2, 1] * t12 + R[2, 2] * t22 + diag - 2.0 * hz * pz - m * pz * pz
+    oj[3] += R[0, 0] * t01 + R[0, 1] * t11 + R[0, 2] * t21 - hx * py - px * hy - m * px * py
+    oj[4] += R[0, 0] * t02 + R[0, 1] * t12 + R[0, 2] * t22 - hx * pz - px * hz - m * px * pz
+    oj[5] += R[1, 0] * t02 + R[1, 1] * t12 + R[1, 2] * t22 - hy * pz - py * hz - m * py * pz
+    oh[0] += hx + m * px
+    oh[1] += hy + m * py
+    oh[2] += hz + m * pz
+    oh[3] += m
+
+
+@kernel
+def rigid_inertia_times(c, ch, s, out):
+    """``out = I s`` for a 10-parameter inertia: ``n = J w + h x v``, ``f = m v - h x w``."""
+    wx, wy, wz, vx, vy, vz = s[0], s[1], s[2], s[3], s[4], s[5]
+    hx, hy, hz, m = ch[0], ch[1], ch[2], ch[3]
+    out[0] = c[0] * wx + c[3] * wy + c[4] * wz + hy * vz - hz * vy
+    out[1] = c[3] * wx + c[1] * wy + c[5] * wz + hz * vx - hx * vz
+    out[2] = c[4] * wx + c[5] * wy + c[2] * wz + hx * vy - hy * vx
+    out[3] = m * vx - (hy * wz - hz * wy)
+    out[4] = m * vy - (hz * wx - hx * wz)
+    out[5] = m * vz - (hx * wy - hy * wx)
+
+
+@kernel
 def crba_state(m, w, b, q, M):
     pose_pass(m, w, b, q)
     world_pass(m, w, b)
-    Ic = w.IA[b]
+    C = w.IA[b]  # C[i, 0, :6] = J, C[i, 1, :4] = (h, m): composite inertia of body i
     F = w.U[b]  # F[i, k]: I^c_i S_i[:, k], then in world coordinates
     Sw = w.Dinv[b]  # Sw[i, k]: S_i[:, k] in world coordinates
     Mb = M
@@ -40,18 +90,26 @@ def crba_state(m, w, b, q, M):
         for c in range(m.nv):
             Mb[r, c] = 0.0
     for i in range(m.nb):
-        for r in range(6):
-            for c in range(6):
-                Ic[i, r, c] = m.inertia[i, r, c]
+        I = m.inertia[i]
+        C[i, 0, 0] = I[0, 0]
+        C[i, 0, 1] = I[1, 1]
+        C[i, 0, 2] = I[2, 2]
+        C[i, 0, 3] = I[0, 1]
+        C[i, 0, 4] = I[0, 2]
+        C[i, 0, 5] = I[1, 2]
+        C[i, 1, 0] = I[2, 4]  # h^ = I[0:3, 3:6]: h = (h^[2,1], h^[0,2], h^[1,0])
+        C[i, 1, 1] = I[0, 5]
+        C[i, 1, 2] = I[1, 3]
+        C[i, 1, 3] = I[3, 3]
     for i in range(m.nb - 1, -1, -1):  # composite inertias
         par = m.parent[i]
         if par >= 0:
-            inertia_to_parent_add(w.R[b, i], w.p[b, i], Ic[i], w.tmp[b], Ic[par])
+            rigid_inertia_to_parent_add(w.R[b, i], w.p[b, i], C[i, 0], C[i, 1], C[par, 0], C[par, 1])
     for i in range(m.nb):
         j0 = m.iv[i]
         nvi = m.nvj[i]
         for k in range(nvi):
-            mat6_vec(Ic[i], m.S[i, k], F[i, k])
+            rigid_inertia_times(C[i, 0], C[i, 1], m.S[i, k], F[i, k])
             for a in range(nvi):  # diagonal block in body coordinates
                 s = 0.0
                 for r in range(6):
