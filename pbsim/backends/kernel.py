@@ -69,13 +69,12 @@ class BatchKernel:
         self.__name__ = f.__name__
 
     def __call__(self, *args):
-        if numba.get_num_threads() > 1:
-            for a in args:
-                shape = getattr(a, "shape", None)
-                if shape is not None and len(shape) >= 2:
-                    if shape[0] >= PARALLEL_MIN_BATCH:
-                        return self.parallel(*args)
-                    break
+        for a in args:
+            shape = getattr(a, "shape", None)
+            if shape is not None and len(shape) >= 2:
+                if shape[0] >= PARALLEL_MIN_BATCH and numba.get_num_threads() > 1:
+                    return self.parallel(*args)
+                break
         return self.serial(*args)
 
 

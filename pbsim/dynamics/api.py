@@ -16,10 +16,13 @@ from pbsim.errors import InputError
 
 def as_batch(x, n: int, name: str, batch: int | None = None):
     """``x`` as a C-contiguous float64 (B, n) array; returns (array, was_single)."""
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise InputError(f"{name} must be a numeric array: {e}") from None
+    if type(x) is np.ndarray and x.dtype == np.float64:  # fast path: no conversion
+        a = x
+    else:
+        try:
+            a = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{name} must be a numeric array: {e}") from None
     single = a.ndim == 1
     if single:
         a = a[None, :]
@@ -30,11 +33,20 @@ def as_batch(x, n: int, name: str, batch: int | None = None):
             a = np.broadcast_to(a, (batch, n))
         else:
             raise InputError(f"{name} has batch size {a.shape[0]}, expected {batch}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a.sum()) and not np.all(np.isfinite(a)):  # sum: one cheap pass; NaN/inf propagate
         bad = np.argwhere(~np.isfinite(a))[0]
         where = f"[{bad[1]}]" if single else f"[{bad[0]}, {bad[1]}]"
         raise InputError(f"{name}{where} is {a[tuple(bad)]} (NaN or inf)")
-    return np.ascontiguousarray(a), single
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return a, single
+
+
+def _zeros(model):
+    z = model.__dict__.get("_zeros_nv")
+    if z is None:
+        z = model.__dict__["_zeros_nv"] = np.zeros(model.nv)
+    return z
 
 
 def _out(x, single):
@@ -92,7 +104,7 @@ def aba(model, q, v, tau):
     V, _ = as_batch(v, model.nv, "v", B)
     T, _ = as_batch(tau, model.nv, "tau", B)
     qdd = np.empty((B, model.nv))
-    aba_batch(model.k, work_for(model, B), Q, V, T, np.zeros(model.nv), qdd)
+    aba_batch(model.k, work_for(model, B), Q, V, T, _zeros(model), qdd)
     return _out(qdd, single)
 
 
