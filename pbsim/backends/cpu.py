@@ -16,7 +16,8 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
-from pbsim.backends.pbad_gpu import make_pbad_extra, pbad_step
+from pbsim.backends.pbad_gpu import make_pbad_extra, pbad_finish
+from pbsim.integrators.pbad import pbad2_lm, pbad2_prepare
 from pbsim.integrators.explicit import euler_state, rk_state
 
 NoExtra = namedtuple("NoExtra", "unused")
@@ -63,12 +64,15 @@ def rk_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
 
 
 @kernel(parallel=True)
-def pbad_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
-    """``nsteps`` PBAD (order 2, LM) steps for every trajectory (the device stepper's source)."""
+def pbad_steps_batch(m, c, w, pm, pw, info, maxit, gtol, xtol, exact_h, q, v, qn, vn, dt, nsteps):
+    """``nsteps`` PBAD (order 2, LM) steps for every trajectory: the body of the device stepper
+    ``pbad_step`` (numba's prange wrapper refuses the nested namedtuple ``x``, so it is unpacked)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
         for k in range(nsteps):
-            pbad_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+            pbad2_prepare(m, w, pw, b, q, v, dt)
+            pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+            pbad_finish(m, w, pw, b, q, dt, qn, vn)
             copy_rows(m, b, qn, vn, q, v)
 
 
@@ -122,8 +126,13 @@ class CpuBatch:
         self.c = (control if control is not None else Control()).kernel_arrays(self.model, self.B)
 
     def advance(self, nsteps: int, dt: float):
-        self.drv(self.model.k, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn,
-                 float(dt), int(nsteps))
+        if self.integrator == "pbad":
+            x = self.x
+            self.drv(self.model.k, self.c, self.w, x.pm, x.pw, x.info, x.maxit, x.gtol, x.xtol, x.exact_h,
+                     self.q, self.v, self.qn, self.vn, float(dt), int(nsteps))
+        else:
+            self.drv(self.model.k, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn,
+                     float(dt), int(nsteps))
         self.t += int(nsteps) * float(dt)
 
     def synchronize(self):

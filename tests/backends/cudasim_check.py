@@ -137,7 +137,7 @@ def main():
     q0[2] = 0.02  # points ~1 cm deep at the start: contact forces act from step 1
     ctrl = pbsim.Control(mode="spd", kp=20.0, kd=2.0, q_ref=m.neutral())
     kw = dict(dt=0.01, steps=3, q0=q0, batch=2, control=ctrl)
-    tg = rollout_cuda(m, "euler", scene=sc, layout="soa", **kw)
+    tg = pbsim.rollout(m, "euler", scene=sc, device="cuda", layout="soa", **kw)
     tc = pbsim.rollout(m, "euler", scene=sc, **kw)
     tf = pbsim.rollout(m, "euler", **kw)  # the same without contact
     out["contact/plane/swimmer"] = max(rel(tg.q, tc.q), rel(tg.v, tc.v), rel(tg.energy, tc.energy))
@@ -163,6 +163,11 @@ def main():
         out[f"pbad/{sched}/iterations"] = float(np.any(info[:, 0] != d.iterations)
                                                 or np.any((info[:, 2] > 0.5) != d.converged))
     out["pbad/cpu_iterations"] = float(d.iterations.min())
+    # through pbsim.rollout(device="cuda") with integrator options and the per-launch schedule
+    kw = dict(dt=0.05, steps=2, q0=q[0], batch=2, control=ctrl, max_iterations=20, hessian="gn")
+    tg = pbsim.rollout(m, "pbad", device="cuda", schedule="launch", **kw)
+    tc = pbsim.rollout(m, "pbad", **kw)
+    out["pbad/rollout"] = max(rel(tg.q, tc.q), rel(tg.v, tc.v), rel(tg.energy, tc.energy))
     print("RESULT " + json.dumps(out))
 
 

@@ -102,6 +102,11 @@ def test_pbad_lm_matches_cpu_cudasim(sim_results, schedule):
     assert sim_results[f"pbad/{schedule}/iterations"] == 0
 
 
+def test_pbad_through_rollout_device_cuda(sim_results):
+    """pbsim.rollout(..., device="cuda", schedule="launch", max_iterations=20, hessian="gn")."""
+    assert sim_results["pbad/rollout"] <= 1e-10
+
+
 def test_divergence_is_reported_like_the_cpu_rollout(sim_results):
     """on_nan="stop" freezes and flags the same trajectory as the CPU; "raise" names it."""
     assert sim_results["nan/stop"] == 0
