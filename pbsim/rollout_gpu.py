@@ -19,7 +19,7 @@ from pbsim.rollout import Trajectory
 def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
                  batch: int | None = None, control=None, scene=None, record_every: int = 1,
                  progress: bool = False, on_nan: str = "raise", layout: str = "aos", threads: int | None = None,
-                 **integrator_options) -> Trajectory:
+                 schedule: str = "kernel", **integrator_options) -> Trajectory:
     """:func:`pbsim.rollout` on the GPU (same arguments and result).
 
     Differences: ``integrator`` must be a name with a CUDA path
@@ -27,15 +27,14 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     :class:`pbsim.Control` (a callable would need the state on the host every step); NaN is
     detected on recorded frames only, so with ``on_nan="stop"`` a trajectory is frozen at its
     last finite recorded frame.  ``layout``: "aos" or "soa" device storage (see
-    :mod:`pbsim.backends.cuda`).  Raises :class:`pbsim.backends.cuda.DeviceError` without a GPU.
+    :mod:`pbsim.backends.cuda`).  ``schedule``: "kernel" (solver loop inside the kernel) or
+    "launch" (one solver iteration per launch; pbad).  ``integrator_options`` go to the
+    stepper (pbad: ``max_iterations``, ``gtol``, ``xtol``, ``hessian``, as on the CPU).  Raises :class:`pbsim.backends.cuda.DeviceError` without a GPU.
     """
     if on_nan not in ("raise", "stop"):
         raise InputError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
     if not isinstance(integrator, str):
         raise InputError("device='cuda' takes the integrator by name, got an Integrator instance")
-    if integrator_options:
-        raise InputError(f"integrator {integrator!r} on device='cuda' takes no options; got "
-                         f"{', '.join(sorted(integrator_options))}")
     if control is not None and not isinstance(control, Control):
         raise InputError("device='cuda' takes a constant pbsim.Control; a callable control would need the "
                          "state on the host every step (use device='cpu')")
@@ -49,7 +48,8 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     state = State.make(model, q0, v0, batch)
     B = state.batch
-    sim = CudaBatch(model, integrator, scene, B, layout=layout, threads=threads)
+    sim = CudaBatch(model, integrator, scene, B, layout=layout, threads=threads, schedule=schedule,
+                    **integrator_options)
     sim.set_state(state.q, state.v)
     sim.set_control(control)
     nrec = steps // record_every + 1

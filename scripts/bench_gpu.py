@@ -2,13 +2,14 @@
 
 Prints one table: steps/s (summed over the batch) and realtime factor (= steps/s x dt, simulated
 seconds per wall second) for
-  (a) DeepMimic humanoid (pybullet_data humanoid/humanoid.urdf, floating base, 34 DOF),
-      semi-implicit Euler + stable PD (MABA), optional plane contact, dt = 5 ms;
-  (b) the same robot with PBAD at dt = 0.05 (when a ``pbad`` integrator is registered);
-  (c) 40-link revolute chain with PBAD at dt = 0.05 (idem);
+  (a) DeepMimic humanoid (pybullet_data humanoid/humanoid.urdf, floating base, 34 DOF, y-up),
+      semi-implicit Euler + stable PD (MABA) + plane contact (make_scene, ground="plane"), dt = 5 ms;
+  (b) the same robot with PBAD (order 2, LM) at dt = 0.05, no contact;
+  (c) 40-link revolute chain with PBAD at dt = 0.05;
   (d) the same chain with semi-implicit Euler at dt = 2 ms (MJX's 40-link-chain reference);
 for batches 1k..64k on the GPU (numba-cuda, one thread per trajectory, state kept on the device,
-``--steps-per-launch`` steps per kernel launch) and on the CPU (numba prange over the batch, all
+``--steps-per-launch`` steps per kernel launch; PBAD both with the LM loop inside the kernel and
+with one LM iteration per launch, ``--schedules``) and on the CPU (numba prange over the batch, all
 cores, same in-call step loop), with the device name, and the GPU/CPU ratio at each batch.
 
 Installs nothing.  Without a GPU the GPU rows say why and the CPU rows are still measured.
@@ -36,10 +37,12 @@ import numpy as np  # noqa: E402
 import pbsim  # noqa: E402
 from pbsim.backends import cuda as pc  # noqa: E402
 from pbsim.backends.cpu import CpuBatch  # noqa: E402
-from pbsim.integrators import State, available, make  # noqa: E402
+from pbsim.integrators import State, make  # noqa: E402
 
 
-def humanoid_path():
+def humanoid_path(override=None):
+    if override:
+        return override if os.path.isfile(override) else None
     try:
         import pybullet_data
     except ImportError:
@@ -48,38 +51,38 @@ def humanoid_path():
     return p if os.path.isfile(p) else None
 
 
-def humanoid_setup(contact: bool):
-    """Model, initial state (upright: the file is y-up, pbsim's gravity is -z), SPD control holding
-    the initial pose (DeepMimic-like gains kp 1000, kd 100 on the joints, none on the base),
-    and a Scene with the ground plane under the feet's box corners (if asked for)."""
-    m = pbsim.load(humanoid_path(), floating_base=True)
+def humanoid_setup(path, contact: bool):
+    """Model (y-up as in the file: gravity set to (0, -9.81, 0)), initial pose standing with the
+    lowest contact point on the plane y = 0, SPD control holding it (DeepMimic-like gains kp 1000,
+    kd 100 on the joints, none on the base) and ``make_scene(model, ground="plane")`` (the
+    contact module's sampled points, default penalty parameters) if asked for."""
+    from pbsim.contact import make_scene
+    from pbsim.contact.points import sample_contact_points
+
+    m = pbsim.load(path, floating_base=True)
+    m.gravity[:] = (0.0, -9.81, 0.0)  # the DeepMimic humanoid is y-up
     q0 = m.default_configuration()
-    q0[3:7] = [math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0]  # +90 deg about x: y-up -> z-up
-    # feet: box (0.354 x 0.11 x 0.18) centred at (0.18, -0.09, 0) in the ankle frames
-    feet = [m.body_names.index(n) for n in ("right_ankle", "left_ankle")]
-    corners = np.array([[0.18 + sx * 0.177, -0.09 - 0.055, sz * 0.09] for sx in (-1, 1) for sz in (-1, 1)])
+    pts = sample_contact_points(m)
     T = pbsim.forward_kinematics(m, q0)
-    zmin = min((T[f, :3, :3] @ c + T[f, :3, 3])[2] for f in feet for c in corners)
-    q0[2] -= zmin  # feet on z = 0
+    low = min((T[b, :3, :3] @ p + T[b, :3, 3])[1] - r for b, p, r in zip(pts.body, pts.local, pts.radius))
+    q0[1] -= low  # lowest contact sphere touches y = 0
     kp = np.full(m.nv, 1000.0)
     kd = np.full(m.nv, 100.0)
     kp[:6] = kd[:6] = 0.0
     ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=q0.copy())
-    scene = None
-    note = "no contact"
+    scene, note = None, "no contact"
     if contact:
-        scene = pbsim.Scene(ground=True, stiffness=1e5, damping=1e3, mu=0.9,
-                            points_body=np.repeat(np.array(feet, np.int32), 4),
-                            points_local=np.tile(corners, (2, 1)), points_radius=np.zeros(8))
-        note = "plane, 8 foot points" if contact_active(m, q0, ctrl, scene) else \
-            "plane scene given, but pbsim.contact adds no force yet (stub)"
+        scene = make_scene(m, ground="plane", points=pts)
+        note = f"plane contact, {len(pts)} sampled points"
+        if not contact_active(m, q0, ctrl, scene):
+            note += " (WARNING: contact adds no force)"
     return m, q0, ctrl, scene, note
 
 
 def contact_active(m, q0, ctrl, scene) -> bool:
-    """Does the penalty contact of this pbsim change the dynamics? (one CPU step, feet 5 cm deep)"""
+    """Does the penalty contact change the dynamics? (one CPU step, 5 cm into the plane)"""
     q = q0.copy()
-    q[2] -= 0.05
+    q[1] -= 0.05
     a = make("euler", m, scene).step(State.make(m, q), ctrl, 1e-3)[0]
     b = make("euler", m, None).step(State.make(m, q), ctrl, 1e-3)[0]
     return not np.allclose(a.v, b.v, rtol=0, atol=1e-12)
@@ -133,6 +136,9 @@ def main(argv=None):
     ap.add_argument("--cases", default="a,b,c,d",
                     help="a: humanoid euler+SPD, b: humanoid pbad, c: chain40 pbad, d: chain40 euler dt 2 ms")
     ap.add_argument("--layouts", default="aos,soa", help="GPU storage layouts to measure")
+    ap.add_argument("--schedules", default="kernel,launch",
+                    help="pbad on the GPU: kernel = LM loop inside the kernel, launch = one LM iteration per launch")
+    ap.add_argument("--humanoid", default=None, help="path of humanoid.urdf (default: pybullet_data's)")
     ap.add_argument("--tpb", type=int, default=128, help="CUDA threads per block")
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds per measurement")
     ap.add_argument("--max-steps", type=int, default=2000, help="cap on steps per measurement")
@@ -144,6 +150,7 @@ def main(argv=None):
     batches = [int(b) for b in args.batches.split(",")]
     cases = args.cases.split(",")
     layouts = args.layouts.split(",")
+    schedules = args.schedules.split(",")
     rng = np.random.default_rng(0)
     import numba
 
@@ -153,20 +160,21 @@ def main(argv=None):
     print(f"GPU: {gpu_name}")
     print(f"CPU: {os.cpu_count()} logical cores, numba threads {numba.config.NUMBA_NUM_THREADS} "
           f"(NUMBA_NUM_THREADS), numba {numba.__version__}, numpy {np.__version__}")
-    has_pbad = "pbad" in available()
     gpu_integs = pc.supported_integrators() if gpu_ok else []
     rows, notes, series = [], [], {}
 
     setups = []
     if "a" in cases or "b" in cases:
-        if humanoid_path() is None:
-            notes.append("(a)/(b) skipped: pybullet_data humanoid/humanoid.urdf not found")
+        hp = humanoid_path(args.humanoid)
+        if hp is None:
+            notes.append("(a)/(b) skipped: humanoid.urdf not found (pybullet_data or --humanoid PATH)")
         else:
-            m, q0, ctrl, scene, cnote = humanoid_setup(not args.no_contact)
+            m, q0, ctrl, scene, cnote = humanoid_setup(hp, not args.no_contact)
             if "a" in cases:
                 setups.append(("a humanoid", m, q0, ctrl, scene, "euler", 0.005, cnote))
-            if "b" in cases:
-                setups.append(("b humanoid", m, q0, ctrl, scene, "pbad", 0.05, cnote))
+            if "b" in cases:  # pbad's own contact model does not read make_scene scenes: none here
+                setups.append(("b humanoid", m, q0, ctrl, None, "pbad", 0.05,
+                               "no contact (pbad does not use pbsim.contact scenes)"))
     if "c" in cases or "d" in cases:
         import pbsim_models
 
@@ -177,31 +185,31 @@ def main(argv=None):
             setups.append(("d chain40", mc, mc.neutral(), pbsim.Control(), None, "euler", 0.002, "no contact"))
 
     for label, m, q0, ctrl, scene, integ, dt, cnote in setups:
-        if integ == "pbad" and not has_pbad:
-            notes.append(f"({label[0]}) skipped: no 'pbad' integrator registered in this pbsim")
-            continue
         notes.append(f"({label[0]}) {label[2:]}: nq={m.nq} nv={m.nv} nb={m.nb}, {integ}, dt={dt:g}, {cnote}")
         # correctness check, GPU vs CPU, before timing
         if gpu_ok and integ in gpu_integs:
             Bc = min(batches)
             Q, V = batch_state(m, q0, Bc, rng)
-            g = pc.CudaBatch(m, integ, scene, Bc, threads=args.tpb)
-            g.set_state(Q, V)
-            g.set_control(ctrl)
-            g.advance(5, dt)
             I = make(integ, m, scene)
             st = State.make(m, Q, V)
             for _ in range(5):
-                st, _ = I.step(st, ctrl, dt)
-            gq, gv = g.state()
-            err = max(np.abs(gq - st.q).max() / max(1, np.abs(st.q).max()),
-                      np.abs(gv - st.v).max() / max(1, np.abs(st.v).max()))
-            notes.append(f"({label[0]}) GPU vs CPU integrator after 5 steps, B={Bc}: max rel diff {err:.2e}")
+                st, d = I.step(st, ctrl, dt)
+            for sched in (schedules if integ == "pbad" else ["kernel"]):
+                g = pc.CudaBatch(m, integ, scene, Bc, threads=args.tpb, schedule=sched)
+                g.set_state(Q, V)
+                g.set_control(ctrl)
+                g.advance(5, dt)
+                gq, gv = g.state()
+                err = max(np.abs(gq - st.q).max() / max(1, np.abs(st.q).max()),
+                          np.abs(gv - st.v).max() / max(1, np.abs(st.v).max()))
+                its = "" if d.iterations is None else f", CPU LM iterations in the last step {np.mean(d.iterations):.1f}"
+                notes.append(f"({label[0]}) GPU ({sched}) vs CPU integrator after 5 steps, B={Bc}: "
+                             f"max rel diff {err:.2e}{its}")
         for B in batches:
             Q, V = batch_state(m, q0, B, rng)
             cpu_rate = None
             if not args.no_cpu:
-                if integ in ("euler", "rk2", "rk3", "rk4", "explicit_euler"):
+                if integ in ("euler", "rk2", "rk3", "rk4", "pbad"):
                     cb = CpuBatch(m, integ, scene, B)
                     cb.set_state(Q, V)
                     cb.set_control(ctrl)
@@ -218,21 +226,22 @@ def main(argv=None):
             if integ not in gpu_integs:
                 rows.append((label, integ, dt, B, "gpu", "-", None, None, "no CUDA stepper", 0))
                 continue
-            for lay in layouts:
+            for lay, sched in [(la, sc) for la in layouts for sc in (schedules if integ == "pbad" else ["kernel"])]:
                 try:
-                    g = pc.CudaBatch(m, integ, scene, B, layout=lay, threads=args.tpb)
+                    g = pc.CudaBatch(m, integ, scene, B, layout=lay, threads=args.tpb, schedule=sched)
                     g.set_state(Q, V)
                     g.set_control(ctrl)
                     rate, n, el = timed(g, dt, args.min_time, args.max_steps, args.steps_per_launch)
                     del g
                 except Exception as e:  # noqa: BLE001 - report (e.g. out of memory) and go on
-                    rows.append((label, integ, dt, B, "gpu", lay, None, None, f"{type(e).__name__}: {e}"[:60], 0))
+                    rows.append((label, integ, dt, B, "gpu", f"{lay}/{sched}", None, None,
+                                 f"{type(e).__name__}: {e}"[:60], 0))
                     continue
                 ratio = f"{rate / cpu_rate:.1f}x" if cpu_rate else ""
-                rows.append((label, integ, dt, B, "gpu", lay, rate, rate * dt, ratio, n))
-                series.setdefault((label, f"gpu {lay}"), []).append((B, rate))
+                rows.append((label, integ, dt, B, "gpu", f"{lay}/{sched}", rate, rate * dt, ratio, n))
+                series.setdefault((label, f"gpu {lay}/{sched}"), []).append((B, rate))
 
-    hdr = "| case | integrator | dt | batch | device | layout | steps/s | realtime x | GPU/CPU | steps timed |"
+    hdr = "| case | integrator | dt | batch | device | layout/schedule | steps/s | realtime x | GPU/CPU | steps timed |"
     print()
     print(hdr)
     print("|" + "---|" * 10)

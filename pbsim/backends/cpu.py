@@ -16,6 +16,8 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
+from pbsim.backends.pbad_gpu import make_pbad_extra, pbad_finish
+from pbsim.integrators.pbad import pbad2_lm, pbad2_prepare
 from pbsim.integrators.explicit import euler_state, rk_state
 
 NoExtra = namedtuple("NoExtra", "unused")
@@ -61,6 +63,19 @@ def rk_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
             copy_rows(m, b, qn, vn, q, v)
 
 
+@kernel(parallel=True)
+def pbad_steps_batch(m, c, w, pm, pw, info, maxit, gtol, xtol, exact_h, q, v, qn, vn, dt, nsteps):
+    """``nsteps`` PBAD (order 2, LM) steps for every trajectory: the body of the device stepper
+    ``pbad_step`` (numba's prange wrapper refuses the nested namedtuple ``x``, so it is unpacked)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        for k in range(nsteps):
+            pbad2_prepare(m, w, pw, b, q, v, dt)
+            pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+            pbad_finish(m, w, pw, b, q, dt, qn, vn)
+            copy_rows(m, b, qn, vn, q, v)
+
+
 def extra_for(integrator: str, model, batch: int):
     """The ``x`` namedtuple of a built-in stepper."""
     from pbsim.integrators.explicit import TABLEAUS
@@ -75,20 +90,25 @@ class CpuBatch:
     """The CPU twin of :class:`pbsim.backends.cuda.CudaBatch` (same methods), for benchmarks
     and machines without a GPU: all cores through numba's prange."""
 
-    def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1):
+    def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1, **options):
         from pbsim.contact.scene import Scene
         from pbsim.dynamics.workspace import make_work
         from pbsim.errors import InputError
         from pbsim.integrators.explicit import TABLEAUS
         from pbsim.integrators.forces import make_step_work
 
-        if integrator != "euler" and integrator not in TABLEAUS:
-            raise InputError(f"CpuBatch supports euler and {', '.join(TABLEAUS)}; got {integrator!r}")
+        if integrator not in ("euler", "pbad") and integrator not in TABLEAUS:
+            raise InputError(f"CpuBatch supports euler, pbad and {', '.join(TABLEAUS)}; got {integrator!r}")
+        if options and integrator != "pbad":
+            raise InputError(f"integrator {integrator!r} in CpuBatch takes no options; got {sorted(options)}")
         self.model, self.integrator, self.B = model, integrator, int(batch)
-        self.drv = euler_steps_batch if integrator == "euler" else rk_steps_batch
+        self.drv = {"euler": euler_steps_batch, "pbad": pbad_steps_batch}.get(integrator, rk_steps_batch)
         self.s = (scene if scene is not None else Scene()).kernel_arrays(model)
         self.w, self.sw = make_work(model, self.B), make_step_work(model, self.B)
-        self.x = extra_for(integrator, model, self.B)
+        if integrator == "pbad":
+            self.x = make_pbad_extra(model, self.B, scene, **options)
+        else:
+            self.x = extra_for(integrator, model, self.B)
         self.q, self.v = np.zeros((self.B, model.nq)), np.zeros((self.B, model.nv))
         self.qn, self.vn = np.zeros_like(self.q), np.zeros_like(self.v)
         self.t = 0.0
@@ -106,8 +126,13 @@ class CpuBatch:
         self.c = (control if control is not None else Control()).kernel_arrays(self.model, self.B)
 
     def advance(self, nsteps: int, dt: float):
-        self.drv(self.model.k, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn,
-                 float(dt), int(nsteps))
+        if self.integrator == "pbad":
+            x = self.x
+            self.drv(self.model.k, self.c, self.w, x.pm, x.pw, x.info, x.maxit, x.gtol, x.xtol, x.exact_h,
+                     self.q, self.v, self.qn, self.vn, float(dt), int(nsteps))
+        else:
+            self.drv(self.model.k, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn,
+                     float(dt), int(nsteps))
         self.t += int(nsteps) * float(dt)
 
     def synchronize(self):

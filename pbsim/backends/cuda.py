@@ -273,8 +273,12 @@ def kernels() -> Kernels:
     return _K
 
 
-def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0), batch: int = 4) -> str:
+def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0), batch: int = 4,
+                phase: str = "steps", scene=None, **options) -> str:
     """PTX of the real (not simulated) CUDA step kernel of ``integrator`` for ``model``.
+
+    ``phase``: "steps" (the in-kernel schedule's kernel) or "begin"/"iterate"/"end" (the
+    per-launch schedule's phase kernels, for steppers registered with ``per_launch``).
 
     Needs numba-cuda with NVVM (``numba-cuda[cu12]``) but no GPU or driver: it checks that the
     twins type-check and compile for the real target on machines without a GPU (CI, this
@@ -304,9 +308,16 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     _bind_twins(cuda_mod)
     from pbsim.backends.kernel import cuda_twin
 
+    if phase == "steps":
+        stepk, pyfn = spec.step, _steps_k
+    else:
+        if spec.per_launch is None or phase not in ("begin", "iterate", "end"):
+            raise InputError(f"phase must be 'steps' or (with a per-launch schedule) 'begin'/'iterate'/'end', "
+                             f"got {phase!r} for {integrator!r}")
+        stepk, pyfn = dict(zip(("begin", "iterate", "end"), spec.per_launch[:3]))[phase], _phase_k
     g = dict(globals())
-    g["_step"] = cuda_twin(spec.step)
-    fn = types.FunctionType(_steps_k.__code__, g, "_steps_k")
+    g["_step"] = cuda_twin(stepk)
+    fn = types.FunctionType(pyfn.__code__, g, pyfn.__name__)
     B = int(batch)
 
     def lay(a, batched=True):  # a host array with the strides the device array would have
@@ -317,16 +328,15 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     def nt(t, batched=True):
         return type(t)(*(lay(a, batched) if isinstance(a, np.ndarray) else a for a in t))
 
-    x = spec.make_extra(model, B) if spec.make_extra is not None else None
-    if x is None:
-        from pbsim.backends.cpu import NoExtra
-
-        x = NoExtra(np.zeros(1))
-    x = type(x)(*(lay(a, f in spec.batched) if isinstance(a, np.ndarray) else a for f, a in zip(x._fields, x)))
+    x = spec.extra(model, B, scene, options)
+    x = type(x)(*(lay(a, f in spec.batched) if isinstance(a, np.ndarray)
+                  else nt(a, f in spec.batched) if _is_namedtuple(a) else a for f, a in zip(x._fields, x)))
     q, v = lay(np.zeros((B, model.nq))), lay(np.zeros((B, model.nv)))
-    args = (model.k, Scene().kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
+    args = (model.k, (scene or Scene()).kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
             nt(make_work(model, B)), nt(make_step_work(model, B)), x, q, v, q, v)
-    sig = tuple(numba.typeof(a) for a in args) + (numba.float64, numba.int64)
+    sig = tuple(numba.typeof(a) for a in args) + (numba.float64,)
+    if phase == "steps":
+        sig += (numba.int64,)
 
     class _Dev:  # device functions ask the current device for its compute capability
         compute_capability = tuple(cc)
@@ -428,19 +438,39 @@ class Stepper:
 
     ``step``: a CPU kernel (decorated with pbsim.backends.kernel.kernel) with the adapter signature
     ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)`` (see :mod:`pbsim.backends.cpu`) doing one
-    whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B)``: its
-    ``x`` namedtuple; fields named in ``batched`` have a leading batch axis (stored in the chosen
-    layout), the others are shared.  ``per_launch``: optional ``(begin, iterate, end, n_iter)``
+    whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B, scene=None,
+    **options)``: its ``x`` namedtuple (``options`` are the integrator's, as for
+    ``pbsim.integrators.make``); fields named in ``batched`` have a leading batch axis (stored in
+    the chosen layout), the others are shared; a field may itself be a namedtuple of arrays
+    (batched or shared as a whole).  ``per_launch``: optional ``(begin, iterate, end, n_iter)``
     kernels of the same signature for the papers' scheduling, one solver iteration per launch
     across all trajectories (``iterate`` must skip trajectories whose flag in ``x`` says
-    converged); ``end`` writes (qn, vn).
+    converged); ``end`` writes (qn, vn).  ``n_iter`` None: ``x.maxit`` launches at most.
+    ``done``: name of a (B,) field of ``x`` that ``iterate`` sets to 1 when a trajectory has
+    stopped; the host then polls it every ``poll`` iterations and stops launching once all are
+    done (None: always ``n_iter`` launches).
     """
 
     step: object
     make_extra: object = None
     batched: tuple = ()
     per_launch: tuple | None = None
+    done: str | None = None
     _compiled: dict | None = None
+
+    def extra(self, model, B, scene=None, options=None):
+        """The ``x`` namedtuple (host arrays) for ``B`` trajectories."""
+        options = dict(options or {})
+        x = None
+        if self.make_extra is not None:
+            x = self.make_extra(model, B, scene=scene, **options)
+        elif options:
+            raise InputError(f"this integrator takes no options on device='cuda'; got {', '.join(sorted(options))}")
+        if x is None:
+            from pbsim.backends.cpu import NoExtra
+
+            x = NoExtra(np.zeros(1))
+        return x
 
     def compiled(self, which):
         if self._compiled is None:
@@ -458,20 +488,42 @@ class Stepper:
 _STEPPERS: dict[str, Stepper] = {}
 
 
-def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=None):
-    """Give integrator ``name`` a device path (PBAD, DRNEA ... register theirs here)."""
-    _STEPPERS[name] = Stepper(step, make_extra, tuple(batched), per_launch)
+def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=None, done=None):
+    """Give integrator ``name`` a device path (PBAD, DRNEA ... register theirs here); see
+    :class:`Stepper` for the arguments."""
+    _STEPPERS[name] = Stepper(step, make_extra, tuple(batched), per_launch, done)
+
+
+def _no_options(name):
+    def make_extra(model, B, scene=None, **options):
+        from pbsim.backends.cpu import extra_for
+
+        if options:
+            raise InputError(f"integrator {name!r} on device='cuda' takes no options; got "
+                             f"{', '.join(sorted(options))}")
+        return extra_for(name, model, B)
+
+    return make_extra
+
+
+_BUILTINS_DONE = False
 
 
 def _builtin_steppers():
-    if "euler" in _STEPPERS:
+    global _BUILTINS_DONE
+    if _BUILTINS_DONE:
         return
-    from pbsim.backends.cpu import euler_step, extra_for, rk_step
+    _BUILTINS_DONE = True
+    from pbsim.backends.cpu import euler_step, rk_step
     from pbsim.integrators.explicit import TABLEAUS
 
-    _STEPPERS.setdefault("euler", Stepper(euler_step, lambda model, B: extra_for("euler", model, B)))
+    _STEPPERS.setdefault("euler", Stepper(euler_step, _no_options("euler")))
     for name in TABLEAUS:
-        _STEPPERS.setdefault(name, Stepper(rk_step, lambda model, B, _n=name: extra_for(_n, model, B)))
+        _STEPPERS.setdefault(name, Stepper(rk_step, _no_options(name)))
+    if "pbad" not in _STEPPERS:
+        from pbsim.backends import pbad_gpu
+
+        pbad_gpu.register()
 
 
 def supported_integrators() -> list[str]:
@@ -480,11 +532,17 @@ def supported_integrators() -> list[str]:
     return list(_STEPPERS)
 
 
+def _is_namedtuple(a) -> bool:
+    return isinstance(a, tuple) and hasattr(a, "_fields")
+
+
 def _extra_to_device(x, batched, layout):
     vals = []
     for f, a in zip(x._fields, x):
         if isinstance(a, np.ndarray):
             vals.append(dev_put(a, layout if f in batched else "aos"))
+        elif _is_namedtuple(a):
+            vals.append(tuple_to_device(a, layout, batched=f in batched))
         else:
             vals.append(a)
     return type(x)(*vals)
@@ -501,7 +559,7 @@ class CudaBatch:
     """
 
     def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1, layout: str = "aos",
-                 threads: int | None = None, schedule: str = "kernel"):
+                 threads: int | None = None, schedule: str = "kernel", poll: int = 4, **options):
         from pbsim.contact.scene import Scene
         from pbsim.dynamics.workspace import make_work
         from pbsim.integrators.forces import make_step_work
@@ -528,13 +586,10 @@ class CudaBatch:
         self.s = tuple_to_device(scene.kernel_arrays(model))
         self.w = zeros_like_tuple(make_work(model, B), layout)
         self.sw = zeros_like_tuple(make_step_work(model, B), layout)
-        mk = self.spec.make_extra
-        x = mk(model, B) if mk is not None else None
-        if x is None:
-            from pbsim.backends.cpu import NoExtra
-
-            x = NoExtra(np.zeros(1))
+        self.poll = max(1, int(poll))
+        x = self.spec.extra(model, B, scene, options)
         self.x = _extra_to_device(x, self.spec.batched, layout)
+        self.iterations = 0  # per-launch schedule: solver-iteration launches so far
         self.q = dev_empty((B, model.nq), layout)
         self.v = dev_empty((B, model.nv), layout)
         self.qn = dev_empty((B, model.nq), layout)
@@ -577,11 +632,19 @@ class CudaBatch:
             launch(self.spec.compiled("steps"), self.B, *args, nsteps, tpb=self.tpb)
         else:
             n_iter = self.spec.per_launch[3]
+            if n_iter is None:
+                n_iter = int(self.x.maxit)
+            done = getattr(self.x, self.spec.done) if self.spec.done else None
             begin, iterate, end = (self.spec.compiled(k) for k in ("begin", "iterate", "end"))
             for _ in range(nsteps):
                 launch(begin, self.B, *args, tpb=self.tpb)
-                for _ in range(n_iter):
+                # one solver iteration per launch across all trajectories (paper 000 Fig. 1);
+                # one extra launch lets iterate flag the trajectories that hit the limit
+                for i in range(n_iter + (1 if done is not None else 0)):
                     launch(iterate, self.B, *args, tpb=self.tpb)
+                    self.iterations += 1
+                    if done is not None and (i + 1) % self.poll == 0 and dev_get(done).all():
+                        break
                 launch(end, self.B, *args, tpb=self.tpb)
                 launch(self.K.commit, self.B, self.m, self.q, self.v, self.qn, self.vn, tpb=self.tpb)
         self.t += nsteps * dt
@@ -594,6 +657,12 @@ class CudaBatch:
         """``(q (B, nq), v (B, nv), energy (B,))`` copied to the host."""
         launch(self.K.record, self.B, self.m, self.w, self.q, self.v, self._qo, self._vo, self._e, tpb=self.tpb)
         return dev_get(self._qo), dev_get(self._vo), dev_get(self._e).sum(axis=1)
+
+    def solver_info(self):
+        """``(B, 4)`` [iterations, |g|_inf, converged, objective] of the last step, for steppers
+        with an iterative solver (``x.info``); None otherwise."""
+        info = getattr(self.x, "info", None)
+        return None if info is None else dev_get(info)
 
     def state(self):
         """``(q, v)`` copied to the host (no energy evaluation)."""

@@ -44,7 +44,10 @@ def main():
     pc.kernels()
     # every kernel a twin calls must itself be a twin (a CPU dispatcher left in would mean the
     # simulator ran CPU code, or a real GPU build fails)
-    twins = (pc._fk, pc._rnea, pc._crba, pc._aba, pc._energy, cuda_twin(euler_step), cuda_twin(rk_step))
+    from pbsim.backends.pbad_gpu import pbad_begin, pbad_end, pbad_iterate, pbad_step
+
+    twins = (pc._fk, pc._rnea, pc._crba, pc._aba, pc._energy, cuda_twin(euler_step), cuda_twin(rk_step),
+             cuda_twin(pbad_step), cuda_twin(pbad_begin), cuda_twin(pbad_iterate), cuda_twin(pbad_end))
     left = [(f.__name__, n) for t in twins
             for f, n in _callees(t) if is_kernel(f.__globals__.get(n))] if pc.simulated() else []
     out["twins/cpu_callees_left"] = float(len(left))
@@ -125,6 +128,46 @@ def main():
             out["nan/raise"] = 1.0
         except pbsim.SimulationError as e:
             out["nan/raise"] = float("trajectory 0" not in str(e))
+    # plane contact (pbsim.contact penalty forces) on the device: swimmer dropped onto a plane
+    from pbsim.contact import make_scene
+
+    m = models["swimmer"]
+    sc = make_scene(m, ground="plane")
+    q0 = m.neutral()
+    q0[2] = 0.02  # points ~1 cm deep at the start: contact forces act from step 1
+    ctrl = pbsim.Control(mode="spd", kp=20.0, kd=2.0, q_ref=m.neutral())
+    kw = dict(dt=0.01, steps=3, q0=q0, batch=2, control=ctrl)
+    tg = pbsim.rollout(m, "euler", scene=sc, device="cuda", layout="soa", **kw)
+    tc = pbsim.rollout(m, "euler", scene=sc, **kw)
+    tf = pbsim.rollout(m, "euler", **kw)  # the same without contact
+    out["contact/plane/swimmer"] = max(rel(tg.q, tc.q), rel(tg.v, tc.v), rel(tg.energy, tc.energy))
+    out["contact/plane/effect"] = rel(tc.v, tf.v)  # must be large: contact really acts
+    # PBAD order 2 + LM: in-kernel LM loop and one LM iteration per launch, vs the CPU pbad
+    m = models["chain3"]
+    B = 2
+    q = np.stack([m.random_configuration(rng) for _ in range(B)])
+    v = rng.standard_normal((B, m.nv))
+    ctrl = pbsim.Control(mode="spd", kp=40.0, kd=4.0, q_ref=m.random_configuration(rng))
+    st = State.make(m, q, v)
+    I = make("pbad", m)
+    for _ in range(2):
+        st, d = I.step(st, ctrl, 0.05)
+    for sched, layout in (("kernel", "aos"), ("launch", "soa")):
+        g = pc.CudaBatch(m, "pbad", batch=B, layout=layout, schedule=sched)
+        g.set_state(q, v)
+        g.set_control(ctrl)
+        g.advance(2, 0.05)
+        qg, vg, eg = g.record()
+        info = g.solver_info()
+        out[f"pbad/{sched}"] = max(rel(qg, st.q), rel(vg, st.v), rel(eg, d.energy))
+        out[f"pbad/{sched}/iterations"] = float(np.any(info[:, 0] != d.iterations)
+                                                or np.any((info[:, 2] > 0.5) != d.converged))
+    out["pbad/cpu_iterations"] = float(d.iterations.min())
+    # through pbsim.rollout(device="cuda") with integrator options and the per-launch schedule
+    kw = dict(dt=0.05, steps=2, q0=q[0], batch=2, control=ctrl, max_iterations=20, hessian="gn")
+    tg = pbsim.rollout(m, "pbad", device="cuda", schedule="launch", **kw)
+    tc = pbsim.rollout(m, "pbad", **kw)
+    out["pbad/rollout"] = max(rel(tg.q, tc.q), rel(tg.v, tc.v), rel(tg.energy, tc.energy))
     print("RESULT " + json.dumps(out))
 
 
