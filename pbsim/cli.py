@@ -109,6 +109,10 @@ def cmd_rollout(args):
         opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
                                   ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
                                   ("substep", args.substep)) if v is not None}
+    if args.device == "cuda":
+        opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
+    elif args.layout or args.schedule:
+        raise PbsimError("--layout and --schedule apply to --device cuda only")
     t0 = time.perf_counter()
     traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
                          control=control, scene=scene, progress=not args.quiet, record_every=args.record_every,
@@ -190,6 +194,10 @@ def build_parser():
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
     pr.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="cuda: run the batch on an NVIDIA GPU (pip install 'pbsim[gpu]')")
+    pr.add_argument("--layout", choices=["aos", "soa"], help="GPU memory layout (device cuda only)")
+    pr.add_argument("--schedule", choices=["kernel", "launch"],
+                    help="GPU schedule of iterative solvers: whole solve per launch, or one iteration per "
+                         "launch across all trajectories (paper 000 Fig. 1) (device cuda only)")
     c = pr.add_argument_group("control (paper 001)")
     c.add_argument("--control", default="torque", choices=["torque", "pd", "spd"],
                    help="joint control: zero torque, plain PD or stable PD (default torque)")
