@@ -2,6 +2,7 @@
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.rnea import rnea_state
+from pbsim.optim.linalg import cholesky_factor, cholesky_solve
 
 
 @kernel
@@ -13,37 +14,6 @@ def mass_and_bias(m, w, b, q, v, Md, h, zero):
 
 
 @kernel
-def cholesky_inplace(n, A):
-    """Lower Cholesky factor L (A = L L^T) written over the lower triangle of ``A``."""
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        d = s ** 0.5
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
-
-
-@kernel
-def cholesky_solve(n, L, x):
-    """Solve ``L L^T x = x`` in place (forward then backward substitution)."""
-    for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
-
-
-@kernel
 def spd_dense(m, w, b, q, v, tau, arm, Md, h, zero, qdd):
     """(M + Kd dt) qdd = tau - h  (paper 001 Eq. 7; ``tau`` holds Q of Eq. 40 plus the other
     generalized forces, ``arm`` the diagonal Kd dt), by dense Cholesky."""
@@ -52,5 +22,5 @@ def spd_dense(m, w, b, q, v, tau, arm, Md, h, zero, qdd):
     for j in range(n):
         Md[j, j] += arm[j]
         qdd[j] = tau[j] - h[j]
-    cholesky_inplace(n, Md)
-    cholesky_solve(n, Md, qdd)
+    cholesky_factor(Md, Md, n)  # in place: L over the lower triangle
+    cholesky_solve(Md, qdd, qdd, n)

@@ -50,6 +50,7 @@ from pbsim.dynamics.spatial import force_to_parent_add, motion_to_child
 from pbsim.dynamics.workspace import work_for
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
+from pbsim.optim.linalg import lu_solve_inplace
 
 RIQN, NEWTON, BROYDEN = 0, 1, 2
 METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
@@ -117,38 +118,6 @@ def minv_solve(m, w, b, tau, x):
             for r in range(6):
                 acc[i, r] = 0.0
         joint_acceleration(m, w, b, i, du, x)
-
-
-@kernel
-def lu_solve(A, x, n):
-    """Solve ``A y = x`` in place (x <- y) by Gaussian elimination with partial pivoting; A is destroyed."""
-    for k in range(n):
-        piv = k
-        best = abs(A[k, k])
-        for r in range(k + 1, n):
-            if abs(A[r, k]) > best:
-                best = abs(A[r, k])
-                piv = r
-        if piv != k:
-            for c in range(n):
-                t = A[k, c]
-                A[k, c] = A[piv, c]
-                A[piv, c] = t
-            t = x[k]
-            x[k] = x[piv]
-            x[piv] = t
-        d = A[k, k]
-        for r in range(k + 1, n):
-            fct = A[r, k] / d
-            if fct != 0.0:
-                for c in range(k + 1, n):
-                    A[r, c] -= fct * A[k, c]
-                x[r] -= fct * x[k]
-    for k in range(n - 1, -1, -1):
-        s = x[k]
-        for c in range(k + 1, n):
-            s -= A[k, c] * x[c]
-        x[k] = s / A[k, k]
 
 
 @kernel
@@ -286,7 +255,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
             if method == NEWTON:
                 for j in range(nv):
                     x[j] = f[j]
-                lu_solve(Jac, x, nv)
+                lu_solve_inplace(Jac, x, nv)
             else:
                 gj_inverse(Jac, vw.H[b], nv)
         else:  # Broyden ("good") update of H ~ J^-1: s = -x_old, y = f - f_old
