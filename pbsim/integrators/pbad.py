@@ -516,7 +516,8 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
 
 
 @kernel
-def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast,
+                 e, info):
     nn = tau.shape[0]
     for k in range(m.nq):
         pw.qn[b, 0, k] = qprev[b, k]
@@ -525,10 +526,17 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, 
         fk_state(m, w, b, pw.qn[b, k])
         poses_from_work(m, w, b, pw.T[b, k])
     d = pw.d[b]
-    for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
-        for j in range(m.nv):
-            d[j] = tau[u] * dt * v[b, j]
-        integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    if use_guess:  # initial guess on the geodesic q_k -> qguess (a PBAD2 step: in the right basin at large dt)
+        difference_config(m, q[b], qguess[b], pw.v3[b], w.Rj[b])
+        for u in range(2, nn):
+            for j in range(m.nv):
+                d[j] = tau[u] * pw.v3[b, j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    else:
+        for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
+            for j in range(m.nv):
+                d[j] = tau[u] * dt * v[b, j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
     colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
     last = nn - 1
     for k in range(m.nq):
@@ -545,10 +553,12 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, 
 
 
 @kernel(parallel=True)
-def colloc_batch(m, pm, c, w, pw, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e,
+                 info):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info)
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn,
+                     qlast, e, info)
 
 
 @kernel
@@ -683,7 +693,12 @@ class _PbadColloc(_PbadBase):
     """PBAD with Legendre collocation of order K (Eq. 6-7)."""
 
     def __init__(self, model, scene=None, **options):
-        super().__init__(model, scene, **options)
+        o = dict(options)
+        self.init = o.pop("init", "pbad2")
+        if self.init not in ("pbad2", "velocity"):
+            raise InputError(f"pbad{self.order} init must be 'pbad2' or 'velocity', got {self.init!r}")
+        super().__init__(model, scene, **o)
+        self._p2 = Pbad2(model, scene, **o) if self.init == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
         if self.pm.npts:
@@ -712,8 +727,12 @@ class _PbadColloc(_PbadBase):
         ql = np.empty_like(state.q)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, dt, self.tau, self.C1, self.C2,
-                     self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
+        if self.init == "pbad2":
+            qg = self._p2._run(state, control, dt)[0]
+        else:
+            qg = state.q
+        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, self.init == "pbad2", dt, self.tau,
+                     self.C1, self.C2, self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         self._prev_token = (id(ql), float(dt))
         new = State(qn, vn, state.t + dt, q_prev=ql)
