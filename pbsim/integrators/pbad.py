@@ -717,7 +717,7 @@ class _PbadColloc(_PbadBase):
         s = self.tau[0] * dt
         return np.ascontiguousarray(integrate(self.model, state.q, s * state.v + 0.5 * s * s * a0))
 
-    def _step(self, state, control, dt):
+    def _run(self, state, control, dt):
         B = state.batch
         w, pw = self._work(B)
         kc = control.kernel_arrays(self.model, B)
@@ -733,12 +733,33 @@ class _PbadColloc(_PbadBase):
             qg = state.q
         colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, self.init == "pbad2", dt, self.tau,
                      self.C1, self.C2, self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
-        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         self._prev_token = (id(ql), float(dt))
-        new = State(qn, vn, state.t + dt, q_prev=ql)
+        return State(qn, vn, state.t + dt, q_prev=ql), e, info
+
+    def _step(self, state, control, dt, level=0):
+        new, e, info = self._run(state, control, dt)
+        conv = info[:, 2] > 0.5
+        nsub = self.substeps_on_failure if self.substeps_on_failure else 3
+        if level < nsub and not conv.all():
+            # a step with no root of Eq. 6 near the PBAD2 guess: redo it as two half steps (recursively)
+            bad = ~conv
+            sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
+            ctl = _sub_control(control, bad)
+            its = info[bad, 0].copy()
+            ok = np.ones(bad.sum(), bool)
+            for _ in range(2):
+                sub, d = self._step(sub, ctl, dt / 2, level + 1)
+                its += d.iterations
+                ok &= d.converged
+            q, v = new.q.copy(), new.v.copy()
+            q[bad], v[bad] = sub.q, sub.v
+            e[bad, 0], e[bad, 1] = d.energy, 0.0
+            info[bad, 0], info[bad, 1], info[bad, 2] = its, d.residual, ok
+            conv = info[:, 2] > 0.5
+            new = State(q, v, state.t + dt)  # q_prev of a half step is not this dt's node: rebuilt next step
+        nan = ~(np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1))
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
-                                residual=info[:, 1], converged=(info[:, 2] > 0.5) & ~nan,
-                                extra={"objective": info[:, 3]})
+                                residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
 
     def residual(self, nodes, dt, control=None):
         """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""
