@@ -5,7 +5,7 @@ import numpy as np, pbsim, pbsim_models
 from pbsim.integrators import State, make
 N=int(sys.argv[1]); dt=float(sys.argv[2]); name=sys.argv[3] if len(sys.argv)>3 else 'pbad3'
 m=pbsim_models.chain(N,joint='ball2')
-integ=make(name,m)
+integ=make(name,m,**({'init':sys.argv[5]} if len(sys.argv)>5 else {}))
 s=State.make(m,m.neutral())
 t=time.perf_counter(); E=[]; conv=[]; its=[]
 for k in range(int(round(float(sys.argv[4] if len(sys.argv)>4 else 10)/dt))):

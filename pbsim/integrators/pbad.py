@@ -694,11 +694,11 @@ class _PbadColloc(_PbadBase):
 
     def __init__(self, model, scene=None, **options):
         o = dict(options)
-        self.init = o.pop("init", "pbad2")
-        if self.init not in ("pbad2", "velocity"):
-            raise InputError(f"pbad{self.order} init must be 'pbad2' or 'velocity', got {self.init!r}")
+        self.init = o.pop("init", "auto")
+        if self.init not in ("auto", "pbad2", "velocity"):
+            raise InputError(f"pbad{self.order} init must be 'auto', 'pbad2' or 'velocity', got {self.init!r}")
         super().__init__(model, scene, **o)
-        self._p2 = Pbad2(model, scene, **o) if self.init == "pbad2" else None
+        self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
         if self.pm.npts:
@@ -717,28 +717,44 @@ class _PbadColloc(_PbadBase):
         s = self.tau[0] * dt
         return np.ascontiguousarray(integrate(self.model, state.q, s * state.v + 0.5 * s * s * a0))
 
-    def _run(self, state, control, dt):
+    def _run(self, state, control, dt, init=None, qprev=None):
+        init = init or self.init
         B = state.batch
         w, pw = self._work(B)
         kc = control.kernel_arrays(self.model, B)
-        qprev = self._prev_node(state, dt)
+        if qprev is None:
+            qprev = self._prev_node(state, dt)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         ql = np.empty_like(state.q)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        if self.init == "pbad2":
+        if init == "pbad2":
             qg = self._p2._run(state, control, dt)[0]
         else:
             qg = state.q
-        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, self.init == "pbad2", dt, self.tau,
+        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, init == "pbad2", dt, self.tau,
                      self.C1, self.C2, self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
         self._prev_token = (id(ql), float(dt))
         return State(qn, vn, state.t + dt, q_prev=ql), e, info
 
     def _step(self, state, control, dt, level=0):
-        new, e, info = self._run(state, control, dt)
+        qprev = self._prev_node(state, dt)
+        new, e, info = self._run(state, control, dt, "velocity" if self.init == "auto" else None, qprev)
         conv = info[:, 2] > 0.5
+        if self.init == "auto" and not conv.all():  # retry from a PBAD2 step (right basin at large dt)
+            n2, e2, i2 = self._run(state, control, dt, "pbad2", qprev)
+            fix = ~conv & (i2[:, 2] > 0.5)
+            if fix.any():
+                q, v = new.q.copy(), new.v.copy()
+                q[fix], v[fix], e[fix] = n2.q[fix], n2.v[fix], e2[fix]
+                i2[:, 0] += info[:, 0]
+                info[fix] = i2[fix]
+                ql = new.q_prev.copy()
+                ql[fix] = n2.q_prev[fix]
+                new = State(q, v, new.t, q_prev=ql)
+                self._prev_token = (id(ql), float(dt))
+                conv = info[:, 2] > 0.5
         nsub = self.substeps_on_failure if self.substeps_on_failure else 3
         if level < nsub and not conv.all():
             # a step with no root of Eq. 6 near the PBAD2 guess: redo it as two half steps (recursively)
