@@ -227,8 +227,56 @@ def main():
     print("wrote", out)
 
 
+def fig3d(N=10, dts=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128)):
+    """Fig. 3 (d): iterations and time per step vs dt (LM vs LBFGS), 1 s of the horizontal release
+    (at most 200 steps).  Writes docs/img/bench_pbad_fig3d.png."""
+    mod = pbsim_models.chain(N, joint="ball2")
+    rows = []
+    print(f"\n| dt ({N}-link) | LM its/step | LM ms/step | LM conv | LBFGS its/step | LBFGS ms/step | LBFGS conv |")
+    print("|---|---|---|---|---|---|---|")
+    for dt in dts:
+        row = [dt]
+        for opt in ("lm", "lbfgs"):
+            integ = make("pbad", mod, optimizer=opt)
+            s = State.make(mod, mod.neutral())
+            integ.step(s, None, dt)
+            n = min(200, int(round(1.0 / dt)))
+            its, cv = [], []
+            t0 = time.perf_counter()
+            for _ in range(n):
+                s, d = integ.step(s, None, dt)
+                its.append(d.iterations[0])
+                cv.append(d.converged[0])
+            row += [np.mean(its), (time.perf_counter() - t0) / n * 1e3, np.mean(cv)]
+        rows.append(row)
+        print(f"| {dt} | {row[1]:.1f} | {row[2]:.3f} | {row[3]:.2f} | {row[4]:.1f} | {row[5]:.3f} | {row[6]:.2f} |",
+              flush=True)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    r = np.array(rows)
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    ax[0].loglog(r[:, 0], r[:, 1], "o-", label="LM")
+    ax[0].loglog(r[:, 0], r[:, 4], "s-", label="LBFGS")
+    ax[0].set_xlabel("dt [s]")
+    ax[0].set_ylabel("iterations per step")
+    ax[0].legend()
+    ax[1].loglog(r[:, 0], r[:, 2], "o-", label="LM")
+    ax[1].loglog(r[:, 0], r[:, 5], "s-", label="LBFGS")
+    ax[1].set_xlabel("dt [s]")
+    ax[1].set_ylabel("time per step [ms]")
+    ax[1].legend()
+    fig.suptitle(f"Fig. 3 (d): PBAD2, {N}-link ball2 chain")
+    out = ROOT / "docs" / "img" / "bench_pbad_fig3d.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    print("wrote", out)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["grad"]:
         grad_slope()
+    elif sys.argv[1:2] == ["dt"]:
+        fig3d(*(int(a) for a in sys.argv[2:3]))
     else:
         main()
