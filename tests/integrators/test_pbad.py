@@ -143,8 +143,8 @@ def test_bad_options():
 
 def test_pbad3_large_dt_pbad2_guess_finite_and_converged():
     """10-link ball2 chain released horizontally at dt = 0.05 (the first 0.5 s of the whip): with the
-    PBAD2 initial guess and half-step fallback every step converges and stays finite (the old
-    velocity guess stalled at ||r|| ~ 1e-2 on steps 1-6 and later blew up)."""
+    PBAD2 initial guess and the half-step fallback, >= 90% of the steps converge and all stay finite
+    (without the fallback, the velocity guess stalled at ||r|| ~ 1e-2 on steps 1-6)."""
     model = pbsim_models.chain(10, joint="ball2")
     integ = make("pbad3", model, init="pbad2")
     s = State.make(model, model.neutral())
