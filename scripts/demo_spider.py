@@ -16,6 +16,9 @@ import pbsim_models  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 
 
+VERBOSE = "-v" in sys.argv
+
+
 def main(dt=0.05, T=10.0, D1=2e4, D2=1e8, gtol=1e-6):
     model = pbsim_models.spider()
     pb, pl = [], []
@@ -32,7 +35,7 @@ def main(dt=0.05, T=10.0, D1=2e4, D2=1e8, gtol=1e-6):
     kp = np.zeros(model.nv)
     kd = np.zeros(model.nv)
     kp[6:], kd[6:] = 60.0, 2.0
-    conv, its, path = [], [], [p0]
+    conv, its, res, path = [], [], [], [p0]
     f = 1.0
     for step in range(int(round(T / dt))):
         t = s.t + dt
@@ -48,12 +51,16 @@ def main(dt=0.05, T=10.0, D1=2e4, D2=1e8, gtol=1e-6):
         s, d = integ.step(s, ctrl, dt)
         conv.append(bool(d.converged[0]))
         its.append(int(d.iterations[0]))
+        res.append(float(d.residual[0]))
+        if VERBOSE and step < 60:
+            print(step, bool(d.converged[0]), int(d.iterations[0]), "%.1e" % d.residual[0], s.q[0, :3].round(3))
         path.append(s.q[0, :3].copy())
     path = np.array(path)
     disp = path[-1] - path[0]
     print(f"spider PBAD2 dt={dt}: {len(conv)} steps, converged {np.mean(conv) * 100:.0f}%, mean its "
           f"{np.mean(its):.1f}, finite {np.isfinite(s.q).all()}, torso height {path[-1, 2]:.3f} m, "
-          f"horizontal displacement after {T:g} s = {disp[:2].round(3)} (|d| = {np.linalg.norm(disp[:2]):.3f} m)")
+          f"horizontal displacement after {T:g} s = {disp[:2].round(3)} (|d| = {np.linalg.norm(disp[:2]):.3f} m); "
+          f"final gradient inf-norm: median {np.median(res):.2e}, 90th pct {np.percentile(res, 90):.2e}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

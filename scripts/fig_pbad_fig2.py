@@ -60,7 +60,8 @@ def main(T=10.0, links=(10, 100), dt=0.0025):
     ax.set_xlabel("dt [s]")
     ax.set_ylabel(f"wall time for {T:g} s [s]")
     ax.legend()
-    out = ROOT / "docs" / "img" / "pbad_fig2.png"
+    out = ROOT / "docs" / "img" / ("pbad_fig2.png" if tuple(links) == (10, 100) else
+                                   "pbad_fig2_" + "_".join(map(str, links)) + ".png")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     print("wrote", out)

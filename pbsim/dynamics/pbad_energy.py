@@ -18,6 +18,7 @@ the second-derivative part of the Hessian is ``<hat(xi_a) hat(xi_b), W_body(b)>`
 The Gauss-Newton / cross-configuration blocks ``sum tr(hat(xi_a) C hat(xi_b)^T)`` with
 ``C = sum_subtree T(q_i) M~ T(q_j)^T`` are Algorithm 3.
 """
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -230,6 +231,37 @@ def point_terms(m, pm, T, Tk, dt, G, F, K):
                     for c in range(3):
                         nc = n0 if c == 0 else (n1 if c == 1 else n2)
                         K[k, r, c] += kn * nr * nc + kt * ((1.0 if r == c else 0.0) - nr * nc)
+                # exact Hessian of Eq. 9 also has the cross term -4 D2 dep/dt (n u^T + u n^T), u = P_par dx/dt;
+                # in the (n, u/|u|) plane the 2x2 block [[kn, -x], [-x, kt]] (x = 4 D2 dep |u| / dt) is
+                # indefinite when sliding: add the cross term and clamp the block's negative eigenvalue
+                # to 0 (projected Newton: exact where convex, PSD everywhere)
+                su = math.sqrt(tt)
+                if su > 0.0:
+                    xc = 4.0 * pm.D2 * dep * su / dt
+                    h0 = t0 / su
+                    h1 = t1 / su
+                    h2 = t2 / su
+                    mid = 0.5 * (kn + kt)
+                    rad = math.sqrt(0.25 * (kn - kt) * (kn - kt) + xc * xc)
+                    lmin = mid - rad
+                    # eigenvector of the small eigenvalue in (n, h) coordinates: (xc, kn - lmin) normalized
+                    ea = -xc
+                    eb = lmin - kn
+                    en = math.sqrt(ea * ea + eb * eb)
+                    if en > 0.0:
+                        ea /= en
+                        eb /= en
+                    # block' = block - min(lmin, 0) e e^T  (removes the negative part only)
+                    cut = lmin if lmin < 0.0 else 0.0
+                    for r in range(3):
+                        nr = n0 if r == 0 else (n1 if r == 1 else n2)
+                        hr = h0 if r == 0 else (h1 if r == 1 else h2)
+                        er = ea * nr + eb * hr
+                        for c in range(3):
+                            nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                            hc = h0 if c == 0 else (h1 if c == 1 else h2)
+                            ec = ea * nc + eb * hc
+                            K[k, r, c] += -xc * (nr * hc + hr * nc) - cut * er * ec
         for r in range(3):
             G[i, r, 0] += F[k, r] * pl[0]
             G[i, r, 1] += F[k, r] * pl[1]

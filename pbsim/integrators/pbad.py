@@ -516,7 +516,8 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
 
 
 @kernel
-def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast,
+                 e, info):
     nn = tau.shape[0]
     for k in range(m.nq):
         pw.qn[b, 0, k] = qprev[b, k]
@@ -525,10 +526,17 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, 
         fk_state(m, w, b, pw.qn[b, k])
         poses_from_work(m, w, b, pw.T[b, k])
     d = pw.d[b]
-    for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
-        for j in range(m.nv):
-            d[j] = tau[u] * dt * v[b, j]
-        integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    if use_guess:  # initial guess on the geodesic q_k -> qguess (a PBAD2 step: in the right basin at large dt)
+        difference_config(m, q[b], qguess[b], pw.v3[b], w.Rj[b])
+        for u in range(2, nn):
+            for j in range(m.nv):
+                d[j] = tau[u] * pw.v3[b, j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    else:
+        for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
+            for j in range(m.nv):
+                d[j] = tau[u] * dt * v[b, j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
     colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
     last = nn - 1
     for k in range(m.nq):
@@ -545,10 +553,12 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, 
 
 
 @kernel(parallel=True)
-def colloc_batch(m, pm, c, w, pw, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info):
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e,
+                 info):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        colloc_state(m, pm, c, w, pw, b, q, v, qprev, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e, info)
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn,
+                     qlast, e, info)
 
 
 @kernel
@@ -683,7 +693,12 @@ class _PbadColloc(_PbadBase):
     """PBAD with Legendre collocation of order K (Eq. 6-7)."""
 
     def __init__(self, model, scene=None, **options):
-        super().__init__(model, scene, **options)
+        o = dict(options)
+        self.init = o.pop("init", "auto")
+        if self.init not in ("auto", "pbad2", "velocity"):
+            raise InputError(f"pbad{self.order} init must be 'auto', 'pbad2' or 'velocity', got {self.init!r}")
+        super().__init__(model, scene, **o)
+        self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
         if self.pm.npts:
@@ -702,24 +717,65 @@ class _PbadColloc(_PbadBase):
         s = self.tau[0] * dt
         return np.ascontiguousarray(integrate(self.model, state.q, s * state.v + 0.5 * s * s * a0))
 
-    def _step(self, state, control, dt):
+    def _run(self, state, control, dt, init=None, qprev=None):
+        init = init or self.init
         B = state.batch
         w, pw = self._work(B)
         kc = control.kernel_arrays(self.model, B)
-        qprev = self._prev_node(state, dt)
+        if qprev is None:
+            qprev = self._prev_node(state, dt)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         ql = np.empty_like(state.q)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, dt, self.tau, self.C1, self.C2,
-                     self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
-        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
+        if init == "pbad2":
+            qg = self._p2._run(state, control, dt)[0]
+        else:
+            qg = state.q
+        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, init == "pbad2", dt, self.tau,
+                     self.C1, self.C2, self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
         self._prev_token = (id(ql), float(dt))
-        new = State(qn, vn, state.t + dt, q_prev=ql)
+        return State(qn, vn, state.t + dt, q_prev=ql), e, info
+
+    def _step(self, state, control, dt, level=0):
+        qprev = self._prev_node(state, dt)
+        new, e, info = self._run(state, control, dt, "velocity" if self.init == "auto" else None, qprev)
+        conv = info[:, 2] > 0.5
+        if self.init == "auto" and not conv.all():  # retry from a PBAD2 step (right basin at large dt)
+            n2, e2, i2 = self._run(state, control, dt, "pbad2", qprev)
+            fix = ~conv & (i2[:, 2] > 0.5)
+            if fix.any():
+                q, v = new.q.copy(), new.v.copy()
+                q[fix], v[fix], e[fix] = n2.q[fix], n2.v[fix], e2[fix]
+                i2[:, 0] += info[:, 0]
+                info[fix] = i2[fix]
+                ql = new.q_prev.copy()
+                ql[fix] = n2.q_prev[fix]
+                new = State(q, v, new.t, q_prev=ql)
+                self._prev_token = (id(ql), float(dt))
+                conv = info[:, 2] > 0.5
+        nsub = self.substeps_on_failure if self.substeps_on_failure else 3
+        if level < nsub and not conv.all():
+            # a step with no root of Eq. 6 near the PBAD2 guess: redo it as two half steps (recursively)
+            bad = ~conv
+            sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
+            ctl = _sub_control(control, bad)
+            its = info[bad, 0].copy()
+            ok = np.ones(bad.sum(), bool)
+            for _ in range(2):
+                sub, d = self._step(sub, ctl, dt / 2, level + 1)
+                its += d.iterations
+                ok &= d.converged
+            q, v = new.q.copy(), new.v.copy()
+            q[bad], v[bad] = sub.q, sub.v
+            e[bad, 0], e[bad, 1] = d.energy, 0.0
+            info[bad, 0], info[bad, 1], info[bad, 2] = its, d.residual, ok
+            conv = info[:, 2] > 0.5
+            new = State(q, v, state.t + dt)  # q_prev of a half step is not this dt's node: rebuilt next step
+        nan = ~(np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1))
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
-                                residual=info[:, 1], converged=(info[:, 2] > 0.5) & ~nan,
-                                extra={"objective": info[:, 3]})
+                                residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
 
     def residual(self, nodes, dt, control=None):
         """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""
