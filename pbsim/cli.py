@@ -109,6 +109,8 @@ def cmd_rollout(args):
         opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
                                   ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
                                   ("substep", args.substep)) if v is not None}
+        if args.pbad_init is not None and args.integrator != "pbad":
+            opts["init"] = args.pbad_init
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
     elif args.layout or args.schedule:
@@ -229,6 +231,8 @@ def build_parser():
     pb.add_argument("--xtol", type=float, help="step tolerance")
     pb.add_argument("--hessian", choices=["exact", "gn"], help="exact (Alg. 2-3) or Gauss-Newton")
     pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
+    pb.add_argument("--pbad-init", choices=["auto", "pbad2", "velocity"],
+                    help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])

@@ -28,7 +28,7 @@ from pbsim.dynamics.joints import BALL, FREE
 
 # Model-side constants of PBAD (per body M~; sample points for drag / contact, Eq. 9 and Sec. 6.2)
 PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t "
-                                    "contact plane_n plane_d D1 D2")
+                                    "contact plane_n plane_d D1 D2 pt_radius")
 
 
 def second_moments(model) -> np.ndarray:
@@ -48,7 +48,8 @@ def second_moments(model) -> np.ndarray:
 
 
 def make_pbad_model(model, points_body=None, points_local=None, points_axis=None, drag_n=None, drag_t=None,
-                    contact=False, plane_normal=(0.0, 0.0, 1.0), plane_offset=0.0, D1=0.0, D2=0.0) -> PbadModel:
+                    contact=False, plane_normal=(0.0, 0.0, 1.0), plane_offset=0.0, D1=0.0, D2=0.0,
+                    points_radius=None) -> PbadModel:
     n = 0 if points_body is None else len(points_body)
     z = np.zeros
     pb = z(0, np.int32) if n == 0 else np.ascontiguousarray(points_body, np.int32)
@@ -58,8 +59,9 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     dtg = z(n) if drag_t is None else np.ascontiguousarray(np.broadcast_to(drag_t, (n,)), np.float64)
     pn = np.asarray(plane_normal, np.float64)
     pn = pn / np.linalg.norm(pn)
+    pr = z(n) if points_radius is None else np.ascontiguousarray(np.broadcast_to(points_radius, (n,)), np.float64)
     return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, bool(contact), pn, float(plane_offset),
-                     float(D1), float(D2))
+                     float(D1), float(D2), pr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +212,7 @@ def point_terms(m, pm, T, Tk, dt, G, F, K):
         # penalty contact, Eq. 9: D1 d^2 + D2 d^2 ||P_par dx/dt||^2 with depth d = -(n.x - off) > 0
         if pm.contact:
             n0, n1, n2 = pm.plane_n[0], pm.plane_n[1], pm.plane_n[2]
-            dep = pm.plane_d - (n0 * x0 + n1 * x1 + n2 * x2)
+            dep = pm.plane_d + pm.pt_radius[k] - (n0 * x0 + n1 * x1 + n2 * x2)  # sphere points: surface depth
             if dep > 0.0:
                 dn = n0 * d0 + n1 * d1 + n2 * d2
                 t0 = (d0 - dn * n0) / dt  # tangential velocity

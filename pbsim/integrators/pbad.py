@@ -601,10 +601,8 @@ class _PbadBase(Integrator):
             raise InputError(f"pbad hessian must be 'exact' or 'gn', got {self.hessian!r}")
         self.substeps_on_failure = int(o.pop("substep", 0))
         pts = o.pop("points", None)  # dict for make_pbad_model (drag / contact sample points)
-        if pts is None and self.scene is not None and self.scene.ground and len(self.scene.points_body):
-            pts = dict(points_body=self.scene.points_body, points_local=self.scene.points_local, contact=True,
-                       plane_normal=self.scene.plane_normal, plane_offset=self.scene.plane_offset,
-                       D1=self.scene.stiffness, D2=self.scene.damping)
+        if pts is None and self.scene is not None:
+            pts = scene_points(model, self.scene)
         self.pm = make_pbad_model(model, **(pts or {}))
         for k in ("order",):
             o.pop(k, None)
@@ -617,6 +615,34 @@ class _PbadBase(Integrator):
             self._B = B
             self._pw = make_pbad_work(self.model, self.pm, B, self.order)
         return work_for(self.model, B), self._pw
+
+
+
+def scene_points(model, scene):
+    """PBAD's penalty contact (paper 000 Eq. 9) from a :class:`pbsim.Scene`: the scene's contact
+    points (sphere points keep their radius) against its ground plane.  Eq. 9's energy
+    ``D1 d^2`` is the spring energy ``k d^2 / 2`` of the explicit integrators' penalty model, so
+    ``D1 = k / 2`` with the scene's per-point stiffness ``k``; ``D2`` (tangential damping of
+    Eq. 9) is taken as ``mu k / (2 v_ref)`` with ``v_ref = 0.1`` m/s, i.e. the friction of a
+    point sliding at 0.1 m/s matches Coulomb friction at the same depth.  Only planes are
+    supported (PBAD's depth has no terrain grid yet); None when the scene has no contact."""
+    from pbsim.contact.environment import Plane
+
+    pts = scene.contact_points()
+    planes = [e for e in scene.all_environment() if isinstance(e, Plane)]
+    if not len(pts) or not planes:
+        if len(pts) and scene.all_environment():
+            raise InputError("pbad supports ground planes only (no terrain/static shapes yet); "
+                             "use euler/rk4 for terrain")
+        return None
+    if len(scene.all_environment()) > 1:
+        raise InputError("pbad supports a single ground plane (no terrain/static shapes yet)")
+    plane = planes[0]
+    k, _ = scene.point_parameters(model, pts)
+    k = float(np.mean(k)) if len(k) else 0.0
+    return dict(points_body=pts.body, points_local=pts.local, points_radius=pts.radius, contact=True,
+                plane_normal=np.asarray(plane.normal, float), plane_offset=float(plane.offset),
+                D1=0.5 * k, D2=scene.mu * k / (2 * 0.1))
 
 
 @register("pbad", doc="PBAD order 2 (paper 000 Eq. 5): implicit position-based step, LM/LBFGS, stable at large dt")
