@@ -198,7 +198,13 @@ def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
                     break
             lam = lm_reject(lam)
         if not accepted:
-            conv = small and gn < 1e3 * gtol
+            # no decrease of E resolvable in floating point: converged if the Newton correction
+            # the gradient stands for (|g| / max diag H, in rad or m) is below 1e-10
+            hmax = 0.0
+            for k in range(n):
+                if H[k, k] > hmax:
+                    hmax = H[k, k]
+            conv = (small and gn < 1e3 * gtol) or gn < 1e-10 * hmax
             break
         for k in range(m.nq):
             qi[k] = qt[k]
