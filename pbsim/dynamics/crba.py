@@ -3,15 +3,14 @@
 Composite inertias are carried in the 10-parameter form (mass m, first moment h = m c, rotational
 inertia J about the body origin), which moves to the parent in ~75 flops instead of ~250 for a
 general 6x6 spatial inertia (a rigid-body inertia has that structure; an articulated one does not).
-The off-diagonal blocks ``M[j, i] = S_j^T X_j^T ... X_i^T I^c_i S_i`` are evaluated in world
-coordinates: ``F_i = I^c_i S_i`` and ``S_j`` are each transformed to the world once, so every
-ancestor pair costs one 6-vector dot product instead of a force transform per tree level.
+Everything is evaluated in world coordinates (as Pinocchio does): body inertias are moved to
+the world once, composite inertias then simply add up, ``S_i`` and ``F_i = I^c_i S_i`` are formed
+there, and every block ``M[j, i] = S_j . F_i`` (j = i or an ancestor) is one 6-vector dot product.
 """
 from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.kinematics import pose_pass, world_pass
-from pbsim.dynamics.spatial import force_to_parent
 
 
 @kernel
@@ -80,44 +79,59 @@ def rigid_inertia_times(c, ch, s, out):
 
 @kernel
 def crba_state(m, w, b, q, M):
-    pose_pass(m, w, b, q)
-    world_pass(m, w, b)
-    C = w.IA[b]  # C[i, 0, :6] = J, C[i, 1, :4] = (h, m): composite inertia of body i
-    F = w.U[b]  # F[i, k]: I^c_i S_i[:, k], then in world coordinates
-    Sw = w.Dinv[b]  # Sw[i, k]: S_i[:, k] in world coordinates
-    Mb = M
+    """M(q) into ``M`` (every entry written)."""
     for r in range(m.nv):
         for c in range(m.nv):
-            Mb[r, c] = 0.0
-    for i in range(m.nb):
+            M[r, c] = 0.0
+    crba_fill(m, w, b, q, M)
+
+
+@kernel
+def crba_fill(m, w, b, q, M):
+    """M(q) into ``M``, writing only the entries the tree couples (diagonal blocks and ancestor
+    pairs): the others must already be zero (e.g. ``M`` allocated with zeros and reused)."""
+    pose_pass(m, w, b, q)
+    world_pass(m, w, b)
+    C = w.IA[b]  # C[i, 0, :6] = J, C[i, 1, :4] = (h, m): composite inertia of body i, world frame
+    F = w.U[b]  # F[i, k] = I^c_i S_i[:, k], world frame
+    Sw = w.Dinv[b]  # Sw[i, k] = S_i[:, k], world frame
+    Mb = M
+    for i in range(m.nb):  # body inertias in world coordinates (10-parameter form)
         I = m.inertia[i]
-        C[i, 0, 0] = I[0, 0]
-        C[i, 0, 1] = I[1, 1]
-        C[i, 0, 2] = I[2, 2]
-        C[i, 0, 3] = I[0, 1]
-        C[i, 0, 4] = I[0, 2]
-        C[i, 0, 5] = I[1, 2]
-        C[i, 1, 0] = I[2, 4]  # h^ = I[0:3, 3:6]: h = (h^[2,1], h^[0,2], h^[1,0])
-        C[i, 1, 1] = I[0, 5]
-        C[i, 1, 2] = I[1, 3]
-        C[i, 1, 3] = I[3, 3]
-    for i in range(m.nb - 1, -1, -1):  # composite inertias
+        T = w.tmp[b, 0]
+        T[0, 0] = I[0, 0]
+        T[0, 1] = I[1, 1]
+        T[0, 2] = I[2, 2]
+        T[0, 3] = I[0, 1]
+        T[0, 4] = I[0, 2]
+        T[0, 5] = I[1, 2]
+        T[1, 0] = I[2, 4]  # h^ = I[0:3, 3:6]: h = (h^[2,1], h^[0,2], h^[1,0])
+        T[1, 1] = I[0, 5]
+        T[1, 2] = I[1, 3]
+        T[1, 3] = I[3, 3]
+        for r in range(6):
+            C[i, 0, r] = 0.0
+        for r in range(4):
+            C[i, 1, r] = 0.0
+        rigid_inertia_to_parent_add(w.Rw[b, i], w.pw[b, i], T[0], T[1], C[i, 0], C[i, 1])
+    for i in range(m.nb - 1, -1, -1):  # composite inertias: in one frame they simply add up
         par = m.parent[i]
         if par >= 0:
-            rigid_inertia_to_parent_add(w.R[b, i], w.p[b, i], C[i, 0], C[i, 1], C[par, 0], C[par, 1])
+            for r in range(6):
+                C[par, 0, r] += C[i, 0, r]
+            for r in range(4):
+                C[par, 1, r] += C[i, 1, r]
     for i in range(m.nb):
         j0 = m.iv[i]
         nvi = m.nvj[i]
         for k in range(nvi):
-            rigid_inertia_times(C[i, 0], C[i, 1], m.S[i, k], F[i, k])
-            for a in range(nvi):  # diagonal block in body coordinates
-                s = 0.0
-                for r in range(6):
-                    s += m.S[i, a, r] * F[i, k, r]
-                Mb[j0 + a, j0 + k] = s
-            Mb[j0 + k, j0 + k] += m.armature[j0 + k]
-            force_to_parent(w.Rw[b, i], w.pw[b, i], F[i, k], F[i, k])  # body -> world
             motion_to_world(w.Rw[b, i], w.pw[b, i], m.S[i, k], Sw[i, k])
+            rigid_inertia_times(C[i, 0], C[i, 1], Sw[i, k], F[i, k])
+        for k in range(nvi):
+            for a in range(nvi):  # diagonal block
+                Mb[j0 + a, j0 + k] = (Sw[i, a, 0] * F[i, k, 0] + Sw[i, a, 1] * F[i, k, 1] + Sw[i, a, 2] * F[i, k, 2]
+                                      + Sw[i, a, 3] * F[i, k, 3] + Sw[i, a, 4] * F[i, k, 4] + Sw[i, a, 5] * F[i, k, 5])
+            Mb[j0 + k, j0 + k] += m.armature[j0 + k]
     for i in range(m.nb):
         j0 = m.iv[i]
         nvi = m.nvj[i]
