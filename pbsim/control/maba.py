@@ -11,8 +11,7 @@ from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.control.control import Control
-from pbsim.control.pd import control_torques
-from pbsim.control.solve import accel_solve, clamp_active_set, preclip_explicit
+from pbsim.control.solve import joint_forces, solve_and_clamp
 from pbsim.dynamics.api import as_batch
 from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.workspace import work_for
@@ -23,21 +22,9 @@ from pbsim.errors import InputError
 def maba_state(m, c, w, sw, b, q, v, dt, qdd, tau_out):
     """SPD acceleration of state b by the control's solver (MABA/SF/DF) with the model's joint
     damping taken implicitly (as the ``euler`` step does), and the actuation torque of Eq. 6."""
-    tau = sw.tau[b]
-    arm = sw.arm[b]
-    control_torques(m, c, b, q, v, dt, sw.dq[b], sw.qs[b], w.Rj[b], tau, arm)
-    for j in range(m.nv):
-        sw.tc[b, j] = tau[j]
-        sw.kc[b, j] = arm[j]
-    if c.clamp != 0:
-        preclip_explicit(m, c, sw, b, tau)
-    for j in range(m.nv):
-        tau[j] -= m.damping[j] * v[j]
-        arm[j] += dt * m.damping[j]
+    joint_forces(m, c, w, sw, b, q, v, dt, True)
     velocity_pass(m, w, b, q, v)
-    accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd)
-    if c.clamp != 0:
-        clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd)
+    solve_and_clamp(m, c, w, sw, b, q, v, qdd)
     for j in range(m.nv):
         tau_out[j] = sw.tc[b, j] - sw.kc[b, j] * qdd[j]  # Eq. 6: Q - Kd dt qdd
 

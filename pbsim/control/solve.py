@@ -3,6 +3,7 @@ from pbsim.backends.kernel import kernel
 from pbsim.control.control import DF, SF, SPD
 from pbsim.control.dense import spd_dense
 from pbsim.control.sparse import spd_sparse
+from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 
 
@@ -59,3 +60,32 @@ def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
         if not changed:
             break
         accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd)
+
+
+@kernel
+def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
+    """Generalized joint forces of a step into ``sw.tau[b]`` and the implicit diagonal into
+    ``sw.arm[b]``: control torques (SPD: ``dt Kd``, paper 001 Eq. 7), pre-clipping if asked, and
+    joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term).  The control's own
+    Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
+    tau = sw.tau[b]
+    arm = sw.arm[b]
+    control_torques(m, c, b, q, v, dt, sw.dq[b], sw.qs[b], w.Rj[b], tau, arm)
+    for j in range(m.nv):
+        sw.tc[b, j] = tau[j]
+        sw.kc[b, j] = arm[j]
+    if c.clamp != 0:
+        preclip_explicit(m, c, sw, b, tau)
+    for j in range(m.nv):
+        tau[j] -= m.damping[j] * v[j]
+        if implicit_damping:
+            arm[j] += dt * m.damping[j]
+
+
+@kernel
+def solve_and_clamp(m, c, w, sw, b, q, v, qdd):
+    """qdd from ``sw.tau``/``sw.arm`` by the control's solver, then effort clamping if asked.
+    Expects the velocity pass done for state b."""
+    accel_solve(m, c, w, sw, b, q, v, sw.tau[b], sw.arm[b], qdd)
+    if c.clamp != 0:
+        clamp_active_set(m, c, w, sw, b, q, v, sw.tau[b], sw.arm[b], qdd)

@@ -5,8 +5,7 @@ import numpy as np
 
 from pbsim.backends.kernel import kernel
 from pbsim.contact.penalty import contact_generalized_forces
-from pbsim.control.pd import control_torques
-from pbsim.control.solve import accel_solve, clamp_active_set, preclip_explicit
+from pbsim.control.solve import joint_forces, solve_and_clamp
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
 
 # Scratch for the explicit integrators (leading axis B).
@@ -35,22 +34,9 @@ def forward_dynamics(m, s, c, w, sw, b, q, v, dt, implicit_damping, qdd):
 
     With ``implicit_damping`` the damping torque is evaluated at the new velocity
     (``-d (v + dt qdd)``), which ABA absorbs like the SPD term (D += dt d)."""
-    tau = sw.tau[b]
-    arm = sw.arm[b]
-    control_torques(m, c, b, q, v, dt, sw.dq[b], sw.qs[b], w.Rj[b], tau, arm)
-    for j in range(m.nv):
-        sw.tc[b, j] = tau[j]
-        sw.kc[b, j] = arm[j]
-    if c.clamp != 0:
-        preclip_explicit(m, c, sw, b, tau)
-    for j in range(m.nv):
-        tau[j] -= m.damping[j] * v[j]
-        if implicit_damping:
-            arm[j] += dt * m.damping[j]
+    joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping)
     velocity_pass(m, w, b, q, v)
     if s.npts > 0:
         world_pass(m, w, b)
-        contact_generalized_forces(m, s, w, b, q, v, tau)
-    accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd)
-    if c.clamp != 0:
-        clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd)
+        contact_generalized_forces(m, s, w, b, q, v, sw.tau[b])
+    solve_and_clamp(m, c, w, sw, b, q, v, qdd)
