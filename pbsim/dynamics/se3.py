@@ -16,6 +16,7 @@ Taylor series below th = 0.2.  ``exp(xi + d) = exp(xi) exp(Jr(xi) d)``.
 import math
 
 from pbsim.backends.kernel import kernel
+from pbsim.dynamics.spatial import motion_cross
 
 _SMALL = 0.2
 
@@ -46,23 +47,6 @@ def dexpinv_coeffs(th):
     dc2 = (1.5 * B + 0.5 * A2 * th) / t2 - 2.0 * c2 / th
     dc4 = (0.5 * B + 0.5 * A2 * th) / t4 - 4.0 * c4 / th
     return c2, c4, dc2 / th, dc4 / th
-
-
-@kernel
-def ad_apply(xi, x, out):
-    """``out = ad_xi x`` (Lie bracket [xi, x], Eq. 12; out may alias x)."""
-    a0 = xi[1] * x[2] - xi[2] * x[1]
-    a1 = xi[2] * x[0] - xi[0] * x[2]
-    a2 = xi[0] * x[1] - xi[1] * x[0]
-    b0 = xi[1] * x[5] - xi[2] * x[4] + xi[4] * x[2] - xi[5] * x[1]
-    b1 = xi[2] * x[3] - xi[0] * x[5] + xi[5] * x[0] - xi[3] * x[2]
-    b2 = xi[0] * x[4] - xi[1] * x[3] + xi[3] * x[1] - xi[4] * x[0]
-    out[0] = a0
-    out[1] = a1
-    out[2] = a2
-    out[3] = b0
-    out[4] = b1
-    out[5] = b2
 
 
 @kernel
@@ -103,12 +87,12 @@ def dexpinv_apply(xi, x, sign, tmp, out):
     c2, c4, d2, d4 = dexpinv_coeffs(th)
     for r in range(6):
         tmp[r] = x[r]
-    ad_apply(xi, tmp, tmp)  # ad x
+    motion_cross(xi, tmp, tmp)  # ad_xi x = xi x x (Eq. 12)
     b10, b11, b12, b13, b14, b15 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
-    ad_apply(xi, tmp, tmp)  # ad^2 x
+    motion_cross(xi, tmp, tmp)  # ad^2 x
     b20, b21, b22, b23, b24, b25 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
-    ad_apply(xi, tmp, tmp)
-    ad_apply(xi, tmp, tmp)  # ad^4 x
+    motion_cross(xi, tmp, tmp)
+    motion_cross(xi, tmp, tmp)  # ad^4 x
     h = 0.5 * sign
     out[0] = x[0] + h * b10 + c2 * b20 + c4 * tmp[0]
     out[1] = x[1] + h * b11 + c2 * b21 + c4 * tmp[1]
