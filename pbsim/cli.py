@@ -92,7 +92,8 @@ def cmd_rollout(args):
 
         control = control_from_args(model, control=args.control, solver=args.spd_solver, kp=args.kp, kd=args.kd,
                                     target=args.target, dt=args.dt, clamp=args.clamp, root=args.root,
-                                    root_kp=args.root_kp, root_kd=args.root_kd, loop=args.loop)
+                                    root_kp=args.root_kp, root_kd=args.root_kd, loop=args.loop,
+                                    predict=args.spd_predict)
     scene = None
     if args.ground != "none" or args.terrain:
         from pbsim.contact import make_scene
@@ -205,6 +206,8 @@ def build_parser():
                    help="joint control: zero torque, plain PD or stable PD (default torque)")
     c.add_argument("--spd-solver", default="maba", choices=["maba", "sf", "df"],
                    help="SPD solve: linear-time MABA, sparse (SF) or dense (DF) factorization")
+    c.add_argument("--spd-predict", default="linear", choices=["linear", "exact"],
+                   help="SPD position prediction: first-order q + dt v (paper Eq. 4) or exact q (+) dt v")
     c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
     c.add_argument("--kd", default="0", help="like --kp")
     c.add_argument("--target", help="reference motion file (.npz/.csv with joint-name columns)")

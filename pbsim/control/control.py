@@ -16,11 +16,14 @@ from pbsim.errors import InputError
 # solver (SPD only): 0 = MABA embedded in ABA (App. A), 1 = sparse LTL (SF), 2 = dense Cholesky (DF)
 # clamp: 1 = clip the actuation torque to +-effort (the model's effort limits) with an active set
 # effort: (nv,) limits (inf = none); dof_parent: (nv,) DOF-level parent (lambda) for SF, -1 = root
-KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent")
+# predict (SPD only): 0 = first-order q + dt v in the tangent space (Eq. 4), 1 = exact q (+) dt v
+KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict")
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}
 MABA, SF, DF = 0, 1, 2
 SOLVERS = {"maba": MABA, "sf": SF, "df": DF}
+LINEAR, EXACT = 0, 1
+PREDICTIONS = {"linear": LINEAR, "exact": EXACT}
 
 
 def dof_parents(model) -> np.ndarray:
@@ -45,11 +48,15 @@ class Control:
     ``kp``, ``kd``: scalars or (nv,) arrays; ``q_ref`` (nq,), ``v_ref`` (nv,).  Any of them may carry
     a leading batch axis.  The PD torque is ``-kp (q (-) q_ref) - kd (v - v_ref)`` (per DOF, the
     difference taken on the configuration manifold, expressed in the tangent space at q); SPD
-    (paper 001 Eq. 6) evaluates it at the predicted next state ``q (+) dt v`` and ``v + dt qdd``,
+    (paper 001 Eq. 6) evaluates it at the predicted next state ``q + dt v`` and ``v + dt qdd``,
     so ``q_ref`` should be the target at ``t + dt`` (:class:`pbsim.control.Reference` does that).
 
     ``spd_solver``: "maba" (default; the SPD term rides inside ABA, one O(n) pass), "sf" (sparse
     LTL factorization of M + Kd dt) or "df" (dense Cholesky).  All three give the same qdd.
+    ``spd_predict``: how SPD predicts the next position (Eq. 4): "linear" (default, the paper's
+    first-order Taylor ``q + dt v``, taken in the tangent space at q: ``(q (-) q_ref) + dt v``) or
+    "exact" (``(q (+) dt v) (-) q_ref`` on the manifold; one more quaternion exp per ball/free joint).
+    They differ only for ball and free joints, by O(dt |v| |q (-) q_ref|).
     ``clamp``: clip the total actuation torque (tau + PD) to the model's effort limits.  With SPD
     the torque depends on the new acceleration, so clamping runs standalone MABA passes: joints
     whose SPD torque exceeds the limit get the limit as a fixed (explicit) torque and lose their
@@ -64,6 +71,7 @@ class Control:
     v_ref: np.ndarray | None = None
     spd_solver: str = "maba"
     clamp: bool = False
+    spd_predict: str = "linear"
 
     def kernel_arrays(self, model, batch: int) -> KControl:
         """Validated arrays for the kernels (cached: treat a Control as immutable once used,
@@ -81,6 +89,8 @@ class Control:
             raise InputError(f"unknown control mode {self.mode!r}; expected one of {sorted(MODES)}")
         if self.spd_solver not in SOLVERS:
             raise InputError(f"unknown spd_solver {self.spd_solver!r}; expected one of {sorted(SOLVERS)}")
+        if self.spd_predict not in PREDICTIONS:
+            raise InputError(f"unknown spd_predict {self.spd_predict!r}; expected one of {sorted(PREDICTIONS)}")
 
         def arr(x, n, name, default):
             a = np.asarray(default if x is None else x, dtype=np.float64)
@@ -105,4 +115,5 @@ class Control:
         return KControl(MODES[self.mode], arr(self.tau, model.nv, "tau", 0.0), kp, kd,
                         arr(self.q_ref, model.nq, "q_ref", model.neutral()),
                         arr(self.v_ref, model.nv, "v_ref", 0.0),
-                        SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"])
+                        SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"],
+                        PREDICTIONS[self.spd_predict])

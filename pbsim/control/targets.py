@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pbsim.control.control import MODES, SOLVERS, Control
+from pbsim.control.control import MODES, PREDICTIONS, SOLVERS, Control
 from pbsim.dynamics.joints import FREE
 from pbsim.errors import InputError
 
@@ -93,14 +93,18 @@ class Reference:
 
     def __init__(self, model, q=None, v=None, t=None, kp=0.0, kd=0.0, mode: str = "spd",
                  solver: str = "maba", clamp: bool = False, tau=None, root: str = "passive",
-                 root_kp: float = 20000.0, root_kd: float = 2000.0, dt: float | None = None, loop: bool = False):
+                 root_kp: float = 20000.0, root_kd: float = 2000.0, dt: float | None = None, loop: bool = False,
+                 predict: str = "linear"):
         from pbsim.dynamics.api import difference
 
         if mode not in MODES:
             raise InputError(f"unknown control mode {mode!r}; expected one of {sorted(MODES)}")
         if solver not in SOLVERS:
             raise InputError(f"unknown spd solver {solver!r}; expected one of {sorted(SOLVERS)}")
+        if predict not in PREDICTIONS:
+            raise InputError(f"unknown spd prediction {predict!r}; expected one of {sorted(PREDICTIONS)}")
         self.model, self.mode, self.solver, self.clamp, self.loop = model, mode, solver, bool(clamp), bool(loop)
+        self.predict = predict
         self.dt = None if dt is None else float(dt)
         self.kp, self.kd = gains(model, kp, kd, root, root_kp, root_kd)
         self.tau = None if tau is None else np.asarray(tau, dtype=np.float64)
@@ -175,7 +179,8 @@ class Reference:
         """The Control to apply during the step that starts at time t."""
         ts = t + self.dt if (self.mode == "spd" and self.dt is not None) else t
         return Control(tau=self.tau, mode=self.mode, kp=self.kp, kd=self.kd, q_ref=self.q_at(ts),
-                       v_ref=self.v_at(ts), spd_solver=self.solver, clamp=self.clamp)
+                       v_ref=self.v_at(ts), spd_solver=self.solver, clamp=self.clamp,
+                       spd_predict=self.predict)
 
     def __call__(self, t, state=None) -> Control:
         return self.control(t)
@@ -281,7 +286,8 @@ def _nq_layout_from_names(names, width, path):
 
 def control_from_args(model, control: str = "spd", solver: str = "maba", kp=0.0, kd=0.0, target=None,
                       dt: float | None = None, clamp: bool = False, root: str = "passive",
-                      root_kp: float = 20000.0, root_kd: float = 2000.0, loop: bool = False):
+                      root_kp: float = 20000.0, root_kd: float = 2000.0, loop: bool = False,
+                      predict: str = "linear"):
     """What ``pbsim rollout MODEL --control spd --spd-solver maba --kp 75000 --kd 4000 --target FILE``
     builds: a :class:`Control` (no target: hold the default configuration) or a :class:`Reference`
     (a callable ``(t, state) -> Control``) for ``pbsim.rollout(..., control=...)``.  ``kp``/``kd``:
@@ -306,7 +312,7 @@ def control_from_args(model, control: str = "spd", solver: str = "maba", kp=0.0,
     if control not in MODES:
         raise InputError(f"--control {control!r}: expected one of {sorted(MODES)}")
     kw = dict(kp=parse(kp, "kp"), kd=parse(kd, "kd"), mode=control, solver=solver, clamp=clamp, root=root,
-              root_kp=root_kp, root_kd=root_kd, dt=dt, loop=loop)
+              root_kp=root_kp, root_kd=root_kd, dt=dt, loop=loop, predict=predict)
     if target is None:
         ref = Reference(model, **kw)
         return ref.control(0.0)

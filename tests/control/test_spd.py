@@ -1,4 +1,6 @@
 """Stable PD (paper 001): DF, SF and MABA agree; Eq. 6 holds; SPD is stable where PD diverges."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -35,22 +37,51 @@ def test_df_sf_maba_same_acceleration_and_eq6(name, make):
                       q_ref=np.stack([m.random_configuration(rng) for _ in range(B)]),
                       v_ref=rng.normal(size=(B, m.nv)), tau=rng.normal(size=m.nv))
     dt = 1.0 / 30.0
-    res = {s: spd_forward(m, q, v, c, dt, solver=s) for s in ("maba", "sf", "df")}
-    a = res["maba"][0]
-    for s in ("sf", "df"):
-        rel = np.abs(res[s][0] - a).max() / np.abs(a).max()
-        assert rel < 1e-9, (name, s, rel)
-    # Eq. 6 with the new acceleration: tau = tau_ff - kp ((q (+) dt v) (-) q_ref) - kd (v + dt qdd - v_ref)
-    qdd, tau = res["maba"]
-    e = -pbsim.difference(m, pbsim.integrate(m, q, dt * v), c.q_ref)
-    tau6 = c.tau - c.kp * e - c.kd * (v + dt * qdd - c.v_ref)
-    assert np.abs(tau - tau6).max() <= 1e-9 * np.abs(tau6).max()
-    # ... and the equation of motion (Eq. 5) with that torque (implicit joint damping as in euler)
-    lhs = pbsim.rnea(m, q, v, qdd)
-    assert np.abs(lhs - (tau - m.damping * (v + dt * qdd))).max() <= 1e-9 * np.abs(lhs).max()
-    # standalone MABA (Sec. 5): its torque through plain forward dynamics gives the same qdd
-    if not np.any(m.damping):
-        assert np.abs(pbsim.aba(m, q, v, tau) - qdd).max() <= 1e-7 * np.abs(qdd).max()
+    for predict in ("linear", "exact"):
+        c = dataclasses.replace(c, spd_predict=predict)
+        res = {s: spd_forward(m, q, v, c, dt, solver=s) for s in ("maba", "sf", "df")}
+        a = res["maba"][0]
+        for s in ("sf", "df"):
+            rel = np.abs(res[s][0] - a).max() / np.abs(a).max()
+            assert rel < 1e-9, (name, predict, s, rel)
+        # Eq. 6 with the new acceleration: tau = tau_ff - kp e - kd (v + dt qdd - v_ref), with the position
+        # error e = (q + dt v) - q_ref taken in the tangent space at q (first order, Eq. 4) or exactly
+        qdd, tau = res["maba"]
+        if predict == "linear":
+            e = -pbsim.difference(m, q, c.q_ref) + dt * v
+        else:
+            e = -pbsim.difference(m, pbsim.integrate(m, q, dt * v), c.q_ref)
+        tau6 = c.tau - c.kp * e - c.kd * (v + dt * qdd - c.v_ref)
+        assert np.abs(tau - tau6).max() <= 1e-9 * np.abs(tau6).max(), predict
+        # ... and the equation of motion (Eq. 5) with that torque (implicit joint damping as in euler)
+        lhs = pbsim.rnea(m, q, v, qdd)
+        assert np.abs(lhs - (tau - m.damping * (v + dt * qdd))).max() <= 1e-9 * np.abs(lhs).max()
+        # standalone MABA (Sec. 5): its torque through plain forward dynamics gives the same qdd
+        if not np.any(m.damping):
+            assert np.abs(pbsim.aba(m, q, v, tau) - qdd).max() <= 1e-7 * np.abs(qdd).max()
+    if m.nq == m.nv:  # 1-DOF joints only: the two predictions are the same formula
+        r_lin = spd_forward(m, q, v, dataclasses.replace(c, spd_predict="linear"), dt)[0]
+        assert np.abs(r_lin - a).max() <= 1e-12 * np.abs(a).max()
+
+
+def test_spd_predictions_agree_to_first_order_on_ball_joints():
+    """linear and exact q + dt v differ by O(dt |v| |q (-) q_ref|) on ball joints: halving dt halves
+    the gap in the torque (kd = 0, so the torque is kp times the position error), and a bad name is
+    refused."""
+    m = pbsim_models.chain(4, joint="spherical")
+    rng = np.random.default_rng(3)
+    q = m.random_configuration(rng)[None]
+    q_ref = pbsim.integrate(m, q, 0.3 * rng.normal(size=(1, m.nv)))
+    v = rng.normal(size=(1, m.nv))
+    gaps = []
+    for dt in (0.02, 0.01, 0.005):
+        out = [spd_forward(m, q, v, pbsim.Control(mode="spd", kp=1e3, kd=0.0, q_ref=q_ref, spd_predict=p), dt)[1]
+               for p in ("linear", "exact")]
+        gaps.append(np.abs(out[0] - out[1]).max())
+    assert gaps[0] > 0
+    assert gaps[1] < 0.6 * gaps[0] and gaps[2] < 0.6 * gaps[1], gaps
+    with pytest.raises(InputError, match="spd_predict"):
+        spd_forward(m, q, v, pbsim.Control(mode="spd", kp=1.0, spd_predict="second"), 0.01)
 
 
 def test_sparse_factor_is_exact_for_branchy_tree():
