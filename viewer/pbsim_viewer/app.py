@@ -228,13 +228,15 @@ class Viewer:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         plt.imsave(str(path), self.read_pixels())
 
-    def pump(self, n=1, wall_dt=1 / 60):
-        """Scripted frames: dispatch pending window events, draw, flip."""
+    def pump(self, n=1, wall_dt=1 / 60, recorder=None):
+        """Scripted frames: dispatch pending window events, draw, (record,) flip."""
         for _ in range(n):
             self.window.dispatch_events()
             if self.opt.quit:
                 return
             self.frame(wall_dt)
+            if recorder is not None:
+                recorder.add(self.read_pixels())
             self.window.flip()
 
     def close(self):
@@ -401,15 +403,22 @@ def view(model_path, screenshot=None, frames: int | None = None, *, floating: bo
          integrator: str | None = None, dt: float = 2e-3, kp: float | None = None, kd: float | None = None,
          play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
          options: dict | None = None, terrain=None, max_triangles: int = 0, ground: str | None = "plane",
-         mu: float = 0.8, up: str = "z", pose: str = "stand", camera: dict | None = None) -> "Session":
+         mu: float = 0.8, up: str = "z", pose: str = "stand", camera: dict | None = None,
+         record=None) -> "Session":
     """Open the viewer on ``model_path`` (see :func:`make_session` for the physics arguments).
 
     Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
     frames (default 120) at 60 Hz simulated wall time, saves the screenshot, closes and returns the
-    session.  ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
+    session; ``record`` (a .mp4 or .gif path) also writes every one of those frames to a 60 fps video.
+    ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
     ``terrain``: a z-up mesh file, both contact geometry (``make_scene(..., terrain=...)``) and
     drawn.  ``camera``: OrbitCamera attributes to override (yaw, pitch, distance)."""
-    scripted = screenshot is not None or frames is not None
+    scripted = screenshot is not None or frames is not None or record is not None
+    recorder = None
+    if record is not None:
+        from pbsim_viewer.record import FrameRecorder
+
+        recorder = FrameRecorder(record, fps=60.0)  # checks the format (and ffmpeg) before any GL work
     if headless is None:
         headless = scripted and not os.environ.get("DISPLAY")
     setup_gl(headless)
@@ -425,7 +434,9 @@ def view(model_path, screenshot=None, frames: int | None = None, *, floating: bo
     if not scripted:
         v.run()
         return session
-    v.pump(frames if frames is not None else 120)
+    v.pump(frames if frames is not None else 120, recorder=recorder)
+    if recorder is not None:
+        recorder.close()
     if screenshot is not None:
         v.frame(1 / 60)
         v.save_screenshot(screenshot)
@@ -438,6 +449,7 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("model", help="robot file (.urdf, .xml)")
     p.add_argument("--screenshot", metavar="PNG", help="render, save a screenshot and exit")
     p.add_argument("--frames", type=int, help="number of frames to render before the screenshot / exit")
+    p.add_argument("--record", metavar="VIDEO", help="write the rendered frames to a .mp4 or .gif (60 fps) and exit")
     p.add_argument("--integrator", help="integrator name (see `pbsim.integrators.available()`)")
     p.add_argument("--dt", type=float, default=2e-3)
     p.add_argument("--kp", type=float, default=None, help="SPD stiffness (default 30 N m/rad per kg of robot)")
@@ -474,5 +486,6 @@ def main(argv=None) -> int:
     view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
          integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
          width=w, height=h, headless=args.headless, terrain=args.terrain, ground=args.ground, mu=args.mu,
-         up=args.up, pose=args.pose, max_triangles=args.max_triangles, options=opts, camera=cam)
+         up=args.up, pose=args.pose, max_triangles=args.max_triangles, options=opts, camera=cam,
+         record=args.record)
     return 0
