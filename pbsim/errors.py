@@ -24,3 +24,25 @@ class InputError(PbsimError, ValueError):
 
 class SimulationError(PbsimError, RuntimeError):
     """A step diverged (NaN) or an implicit solver did not converge."""
+
+
+def check_dt(dt) -> float:
+    """``dt`` as a float, or InputError if it is not a positive finite number."""
+    import math
+
+    try:
+        x = float(dt)
+    except (TypeError, ValueError):
+        raise InputError(f"time step dt must be a positive finite number, got {dt!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+    return x
+
+
+def check_batch(batch) -> int | None:
+    """``batch`` as an int (None stays None), or InputError unless it is a positive integer."""
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or int(batch) != batch or int(batch) < 1:
+        raise InputError(f"batch must be a positive integer, got {batch!r}")
+    return int(batch)

@@ -7,7 +7,7 @@ import numpy as np
 
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
-from pbsim.errors import SimulationError
+from pbsim.errors import SimulationError, check_dt
 from pbsim.integrators.base import Integrator, State, make
 
 
@@ -56,6 +56,7 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
     steps = int(steps)
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
+    dt = check_dt(dt)
     record_every = max(1, int(record_every))
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene,

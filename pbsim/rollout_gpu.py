@@ -11,7 +11,7 @@ import numpy as np
 from pbsim.backends.cuda import CudaBatch
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
-from pbsim.errors import InputError, SimulationError
+from pbsim.errors import InputError, SimulationError, check_dt
 from pbsim.integrators.base import State
 from pbsim.rollout import Trajectory
 
@@ -41,9 +41,7 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     steps = int(steps)
     if steps < 0:
         raise InputError(f"steps must be >= 0, got {steps}")
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0:
-        raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+    dt = check_dt(dt)
     record_every = max(1, int(record_every))
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     state = State.make(model, q0, v0, batch)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pbsim.errors import InputError, PbsimError
+from pbsim.errors import InputError, PbsimError, check_dt
 
 
 class DeviceError(PbsimError, RuntimeError):
@@ -622,9 +622,7 @@ class CudaBatch:
     def advance(self, nsteps: int, dt: float):
         """``nsteps`` steps of size ``dt`` (asynchronous on a real GPU)."""
         nsteps = int(nsteps)
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0:
-            raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+        dt = check_dt(dt)
         if nsteps <= 0:
             return
         args = (self.m, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn, dt)

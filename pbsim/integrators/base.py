@@ -13,7 +13,7 @@ import numpy as np
 from pbsim.control.control import Control
 from pbsim.contact.scene import Scene
 from pbsim.dynamics.api import as_batch
-from pbsim.errors import InputError
+from pbsim.errors import InputError, check_batch, check_dt
 
 _REGISTRY: dict[str, tuple[type, dict, str]] = {}
 
@@ -29,6 +29,7 @@ class State:
 
     @classmethod
     def make(cls, model, q=None, v=None, batch: int | None = None, t: float = 0.0) -> "State":
+        batch = check_batch(batch)
         q = model.default_configuration() if q is None else q
         Q, _ = as_batch(q, model.nq, "q")
         if batch is not None:
@@ -68,9 +69,7 @@ class Integrator:
         self.options = options
 
     def step(self, state: State, control: Control | None, dt: float):
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0:
-            raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+        dt = check_dt(dt)
         if control is None:
             control = self.__dict__.setdefault("_no_control", Control())
         return self._step(state, control, dt)
