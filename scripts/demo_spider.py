@@ -23,11 +23,12 @@ from pbsim_models.creatures import spider_contact_points, spider_standing, spide
 from pbsim.integrators import State, make  # noqa: E402
 
 VERBOSE = "-v" in sys.argv
-D1, D2 = 2e4, 1e8   # Eq. 9 penalties (N/m-like and the friction penalty); see docs/benchmarks/pbad.md
+D1, D2 = 2e3, 1e8   # Eq. 9 penalties; see the module docstring
 KP, KD = 150.0, 3.0  # SPD gains of the leg joints
+GAIT = dict(freq=1.0, sweep=0.35, lift=0.35, knee=0.6)
 
 
-def walk(dt=0.05, T=10.0, D1=D1, D2=D2, gtol=1e-6, maxit=50, verbose=False, **opts):
+def walk(dt=0.05, T=10.0, D1=D1, D2=D2, gtol=1e-6, maxit=150, verbose=False, gait=None, **opts):
     """Simulate the trot; returns dict(path (n+1, 3), conv, its, res, depth, q)."""
     model = pbsim_models.spider()
     pts = spider_contact_points(model)
@@ -41,7 +42,7 @@ def walk(dt=0.05, T=10.0, D1=D1, D2=D2, gtol=1e-6, maxit=50, verbose=False, **op
     torso = body == model.body_index("torso")
     path, conv, its, res, lowest = [s.q[0, :3].copy()], [], [], [], []
     for step in range(int(round(T / dt))):
-        ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=spider_trot(model, s.q[0], s.t + dt))
+        ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=spider_trot(model, s.q[0], s.t + dt, **(gait or GAIT)))
         s, d = integ.step(s, ctrl, dt)
         Tw = pbsim.forward_kinematics(model, s.q[0])
         z = np.array([Tw[b][2, :3] @ p + Tw[b][2, 3] - r for b, p, r in zip(body, local, rad)])

@@ -106,13 +106,13 @@ def spider_standing(model, foot_radius=0.025):
     return q
 
 
-def spider_trot(model, q, t, freq=1.0, sweep=0.35, lift=0.35, ramp=1.0):
+def spider_trot(model, q, t, freq=1.0, sweep=0.35, lift=0.35, knee=0.0, ramp=1.0):
     """Joint reference of a diagonal trot for :func:`spider` at time ``t`` (SPD target ``q_ref``;
     the free-joint entries are copied from ``q``).  Legs 0, 2 and legs 1, 3 (diagonal pairs) are
     half a period apart.  While ``sin(phase) > 0`` a leg swings: its hip pitch lifts it (a negative
     rotation about the leg's horizontal normal raises the foot) and it moves forward; while
     ``sin(phase) < 0`` it is on the ground and its hip yaw sweeps the foot backwards (-x), which
-    pushes the torso towards +x.  Left legs (0, 1; y > 0) sweep backwards by turning about +z,
+    pushes the torso towards +x; a negative knee angle (``-knee``) folds the swinging shin up.  Left legs (0, 1; y > 0) sweep backwards by turning about +z,
     right legs (2, 3) about -z.  The amplitudes ramp in linearly over ``ramp`` seconds."""
     qref = np.array(q, float).copy()
     a = min(1.0, t / ramp) if ramp > 0 else 1.0
@@ -121,5 +121,5 @@ def spider_trot(model, q, t, freq=1.0, sweep=0.35, lift=0.35, ramp=1.0):
         sgn = 1.0 if k in (0, 1) else -1.0
         qref[model.idx_q(f"hip{k}_0").start] = -a * lift * max(0.0, np.sin(ph))
         qref[model.idx_q(f"hip{k}_1").start] = a * sgn * sweep * np.cos(ph)
-        qref[model.idx_q(f"knee{k}").start] = 0.0
+        qref[model.idx_q(f"knee{k}").start] = -a * knee * max(0.0, np.sin(ph))  # < 0 folds the shin up
     return qref
