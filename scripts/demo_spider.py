@@ -7,8 +7,20 @@ rest with its feet on the ground (``spider_standing``).  Prints a table (converg
 iterations, torso displacement and height) for PBAD2 at dt = 0.05 and, as the peer, the same
 gait with PBAD2 at dt = 0.01; writes docs/img/demo_spider.png.
 
+Choice of D1, D2.  Eq. 9's normal force is 2 D1 d and its tangential force 2 D2 d^2 u / dt
+(u: sliding speed), so the friction grows with the square of the depth d.  The D2 term also
+pushes a sliding point out (normal stiffness 2 D2 |u|^2): at the static depth d = F_n / (2 D1)
+the effective friction coefficient peaks, at u* = sqrt(D1 / (3 D2)), at
+mu_max ~ 0.325 F_n sqrt(D2 / D1) / (2 dt D1).  With D1 = 2e4 (the previous value) a 20 N foot
+load sinks 0.5 mm and mu_max ~ 0.2 (D2 = 1e8): the feet skate.  D1 = 2e3 (k = 4e3 N/m, 5 mm
+under a 20 N foot load, 2.5 mm standing on 4 feet) gives mu_max ~ 7 with D2 = 1e8, and a
+stuck foot sees a damping 2 D2 d^2 / dt ~ 1e5 N s/m: the stance feet grip.  Since the friction
+force carries 1/dt, the same (D1, D2) gives more grip at dt = 0.01 (the peer row is the same
+gait, not the same friction).
+
     python scripts/demo_spider.py          # the table + PNG
-    python scripts/demo_spider.py -v       # also per-step diagnostics of the first 60 steps"""
+    python scripts/demo_spider.py -v       # also per-step diagnostics of the first 60 steps
+    python scripts/demo_spider.py --dt 0.1 # one row at another dt"""
 import sys
 import time
 from pathlib import Path
