@@ -1,10 +1,28 @@
 """Spider (paper 000 Sec. 6.2): free torso, 4 legs (2-DOF hip + knee), penalty contact of Eq. 9
-with the ground plane (normal D1, tangential D2) at the four feet, a trotting SPD gait, PBAD2 at
-dt = 0.05.  Prints the torso displacement; writes docs/img/demo_spider.png.
+with the ground plane (normal D1, tangential D2), a diagonal-trot SPD gait, PBAD2 at dt = 0.05.
 
-The contact kernel is PBAD's own (pbsim/dynamics/pbad_energy.py: point_terms); the feet are
-passed as sample points (points_body / points_local, the same arrays as pbsim.contact.Scene)."""
+Contact sample points: the 4 feet (shin tips, spheres of the shin radius), the 4 knees and the
+8 torso corners (``pbsim_models.creatures.spider_contact_points``); the spider starts standing at
+rest with its feet on the ground (``spider_standing``).  Prints a table (converged steps, LM
+iterations, torso displacement and height) for PBAD2 at dt = 0.05 and, as the peer, the same
+gait with PBAD2 at dt = 0.01; writes docs/img/demo_spider.png.
+
+Choice of D1, D2.  Eq. 9's normal force is 2 D1 d and its tangential force 2 D2 d^2 u / dt
+(u: sliding speed), so the friction grows with the square of the depth d.  The D2 term also
+pushes a sliding point out (normal stiffness 2 D2 |u|^2): at the static depth d = F_n / (2 D1)
+the effective friction coefficient peaks, at u* = sqrt(D1 / (3 D2)), at
+mu_max ~ 0.325 F_n sqrt(D2 / D1) / (2 dt D1).  With D1 = 2e4 (the previous value) a 20 N foot
+load sinks 0.5 mm and mu_max ~ 0.2 (D2 = 1e8): the feet skate.  D1 = 2e3 (k = 4e3 N/m, 5 mm
+under a 20 N foot load, 2.5 mm standing on 4 feet) gives mu_max ~ 7 with D2 = 1e8, and a
+stuck foot sees a damping 2 D2 d^2 / dt ~ 1e5 N s/m: the stance feet grip.  Since the friction
+force carries 1/dt, the same (D1, D2) gives more grip at dt = 0.01 (the peer row is the same
+gait, not the same friction).
+
+    python scripts/demo_spider.py          # the table + PNG
+    python scripts/demo_spider.py -v       # also per-step diagnostics of the first 60 steps
+    python scripts/demo_spider.py --dt 0.1 # one row at another dt"""
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,67 +31,91 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "models")]
 import pbsim  # noqa: E402
 import pbsim_models  # noqa: E402
+from pbsim_models.creatures import spider_contact_points, spider_standing, spider_trot  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 
-
 VERBOSE = "-v" in sys.argv
+D1, D2 = 2e3, 1e8   # Eq. 9 penalties; see the module docstring
+KP, KD = 150.0, 3.0  # SPD gains of the leg joints
+GAIT = dict(freq=1.0, sweep=0.35, lift=0.35, knee=0.6)
 
 
-def main(dt=0.05, T=10.0, D1=2e4, D2=1e8, gtol=1e-6):
+def walk(dt=0.05, T=10.0, D1=D1, D2=D2, gtol=1e-6, maxit=150, verbose=False, gait=None, **opts):
+    """Simulate the trot; returns dict(path (n+1, 3), conv, its, res, depth, q)."""
     model = pbsim_models.spider()
-    pb, pl = [], []
-    for k, ang in enumerate(np.deg2rad([45, 135, 225, 315])):
-        d = np.array([np.cos(ang), np.sin(ang), 0.0])
-        sd = np.array([d[0] * 0.4, d[1] * 0.4, -1.0])
-        pb.append(model.body_index(f"shin{k}"))
-        pl.append(sd / np.linalg.norm(sd) * 0.3)
-    pts = dict(points_body=pb, points_local=pl, contact=True, D1=D1, D2=D2)
-    integ = make("pbad", model, points=pts, gtol=gtol)
-    q0 = model.q_default.copy()
-    s = State.make(model, q0)
-    p0 = s.q[0, :3].copy()
+    pts = spider_contact_points(model)
+    pts.update(contact=True, D1=D1, D2=D2)
+    integ = make("pbad", model, points=pts, gtol=gtol, max_iterations=maxit, **opts)
+    s = State.make(model, spider_standing(model))
     kp = np.zeros(model.nv)
     kd = np.zeros(model.nv)
-    kp[6:], kd[6:] = 60.0, 2.0
-    conv, its, res, path = [], [], [], [p0]
-    f = 1.0
+    kp[6:], kd[6:] = KP, KD
+    body, local, rad = pts["points_body"], pts["points_local"], pts["points_radius"]
+    torso = body == model.body_index("torso")
+    path, conv, its, res, lowest = [s.q[0, :3].copy()], [], [], [], []
     for step in range(int(round(T / dt))):
-        t = s.t + dt
-        qref = s.q[0].copy()
-        for k in range(4):
-            ph = 2 * np.pi * f * t + (0 if k in (0, 2) else np.pi)
-            lift, swing = f"hip{k}_0", f"hip{k}_1"
-            sgn = 1.0 if k in (0, 3) else -1.0
-            qref[model.idx_q(lift).start] = 0.3 * max(0.0, np.sin(ph))
-            qref[model.idx_q(swing).start] = sgn * 0.35 * np.cos(ph)
-            qref[model.idx_q(f"knee{k}").start] = 0.0
-        ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=qref)
+        ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=spider_trot(model, s.q[0], s.t + dt, **(gait or GAIT)))
         s, d = integ.step(s, ctrl, dt)
+        Tw = pbsim.forward_kinematics(model, s.q[0])
+        z = np.array([Tw[b][2, :3] @ p + Tw[b][2, 3] - r for b, p, r in zip(body, local, rad)])
         conv.append(bool(d.converged[0]))
         its.append(int(d.iterations[0]))
         res.append(float(d.residual[0]))
-        if VERBOSE and step < 60:
-            print(step, bool(d.converged[0]), int(d.iterations[0]), "%.1e" % d.residual[0], s.q[0, :3].round(3))
+        lowest.append(z[torso].min())
         path.append(s.q[0, :3].copy())
-    path = np.array(path)
-    disp = path[-1] - path[0]
-    print(f"spider PBAD2 dt={dt}: {len(conv)} steps, converged {np.mean(conv) * 100:.0f}%, mean its "
-          f"{np.mean(its):.1f}, finite {np.isfinite(s.q).all()}, torso height {path[-1, 2]:.3f} m, "
-          f"horizontal displacement after {T:g} s = {disp[:2].round(3)} (|d| = {np.linalg.norm(disp[:2]):.3f} m); "
-          f"final gradient inf-norm: median {np.median(res):.2e}, 90th pct {np.percentile(res, 90):.2e}")
+        if verbose and step < 60:
+            print(f"{step:3d} conv {int(d.converged[0])} its {int(d.iterations[0]):3d} |g| {d.residual[0]:.1e} "
+                  f"torso {s.q[0, :3].round(3)} point z min {z.min():+.4f} feet {z[~torso][::2].round(4)}")
+    return dict(path=np.array(path), conv=np.array(conv), its=np.array(its), res=np.array(res),
+                lowest=np.array(lowest), q=s.q[0].copy(), dt=dt, T=T)
+
+
+def row(name, r, wall):
+    p = r["path"]
+    disp = p[-1] - p[0]
+    return (f"| {name} | {len(r['conv'])} | {r['conv'].mean() * 100:.1f}% | {r['its'].mean():.1f} | {r['its'].max()} | "
+            f"{disp[0]:+.3f} | {disp[1]:+.3f} | {disp[0] / 0.3:.2f} | {p[-1, 2]:.3f} | {p[:, 2].min():.3f} | "
+            f"{r['lowest'].min():+.3f} | {np.isfinite(r['q']).all()} | {wall:.1f} |")
+
+
+def main():
+    rs = {}
+    print("| run | steps | converged | mean its | max its | dx [m] | dy [m] | dx / torso length | final torso z [m] "
+          "| min torso z [m] | min torso-point z [m] | finite | wall [s] |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for dt in (0.05, 0.01):
+        t0 = time.perf_counter()
+        rs[dt] = walk(dt=dt, verbose=VERBOSE and dt == 0.05)
+        print(row(f"PBAD2 dt={dt}", rs[dt], time.perf_counter() - t0), flush=True)
+    a, b = rs[0.05]["path"], rs[0.01]["path"]
+    print(f"forward displacement ratio dt=0.05 / dt=0.01: {(a[-1, 0] - a[0, 0]) / (b[-1, 0] - b[0, 0]):.2f}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(9, 4))
-    ax[0].plot(path[:, 0], path[:, 1])
+    fig, ax = plt.subplots(1, 3, figsize=(13, 4))
+    for dt, r in rs.items():
+        p = r["path"]
+        tt = np.arange(len(p)) * dt
+        ax[0].plot(p[:, 0], p[:, 1], label=f"dt={dt}")
+        ax[1].plot(tt, p[:, 0], label=f"dt={dt}")
+        ax[2].plot(tt, p[:, 2], label=f"dt={dt}")
     ax[0].set_aspect("equal")
-    ax[0].set_title("torso path (x, y)")
-    ax[1].plot(np.arange(len(path)) * dt, path[:, 2])
-    ax[1].set_title("torso height")
+    ax[0].set_title("torso path (x, y) [m]")
+    ax[1].set_title("torso x [m] vs t [s]")
+    ax[2].set_title("torso height [m] vs t [s]")
+    for x in ax:
+        x.legend()
+    fig.suptitle("spider, PBAD2, Eq. 9 penalty contact, diagonal trot")
+    fig.tight_layout()
     out = ROOT / "docs" / "img" / "demo_spider.png"
     fig.savefig(out, dpi=100)
     print("wrote", out)
 
 
 if __name__ == "__main__":
-    main()
+    if "--dt" in sys.argv:
+        dt = float(sys.argv[sys.argv.index("--dt") + 1])
+        t0 = time.perf_counter()
+        print(row(f"PBAD2 dt={dt}", walk(dt=dt, verbose=VERBOSE), time.perf_counter() - t0))
+    else:
+        main()

@@ -63,3 +63,63 @@ def spider(leg_length: float = 0.3, shin_length: float = 0.3, torso_half=(0.15, 
     m.q_default = m.neutral()
     m.q_default[2] = 0.35
     return m
+
+
+def spider_contact_points(model, torso_half=(0.15, 0.15, 0.05), foot_radius=0.025, knee_radius=0.03):
+    """Contact sample points of :func:`spider` for penalty contact (paper 000 Eq. 9): per leg the
+    foot (shin tip, a sphere of the shin's radius) and the knee (thigh tip), plus the 8 torso
+    corners, so no body can sink through the ground unseen.  Returns the ``points`` dict of
+    ``make("pbad", model, points=...)`` (add ``contact``, ``D1``, ``D2``)."""
+    body, local, radius = [], [], []
+    hx, hy, hz = torso_half
+    for sx in (-1, 1):
+        for sy in (-1, 1):
+            for sz in (-1, 1):
+                body.append(model.body_index("torso"))
+                local.append((sx * hx, sy * hy, sz * hz))
+                radius.append(0.0)
+    for k in range(4):
+        shin = model.body_index(f"shin{k}")
+        # the shin link's capsule: from its origin along its axis, length 2 * half-length
+        g = next(g for g in model.geoms if g.name == f"shin{k}_collision")
+        body.append(shin)
+        local.append(g.p * 2.0)  # the geom centre sits at half the rod
+        radius.append(foot_radius)
+        body.append(shin)  # the knee: the shin's origin (the thigh's tip)
+        local.append((0.0, 0.0, 0.0))
+        radius.append(knee_radius)
+    return dict(points_body=np.array(body, np.int32), points_local=np.array(local, float),
+                points_radius=np.array(radius, float))
+
+
+def spider_standing(model, foot_radius=0.025):
+    """``q_default`` of :func:`spider` lowered so that the feet (shin tips, radius ``foot_radius``)
+    just touch the ground plane z = 0: the spider starts standing, at rest."""
+    from pbsim.dynamics.api import forward_kinematics
+
+    q = np.array(model.q_default, float)
+    pts = spider_contact_points(model)
+    T = forward_kinematics(model, q)
+    z = min(T[b][2, :3] @ p + T[b][2, 3] - r for b, p, r in zip(pts["points_body"], pts["points_local"],
+                                                                 pts["points_radius"]))
+    q[2] -= z
+    return q
+
+
+def spider_trot(model, q, t, freq=1.0, sweep=0.35, lift=0.35, knee=0.0, ramp=1.0):
+    """Joint reference of a diagonal trot for :func:`spider` at time ``t`` (SPD target ``q_ref``;
+    the free-joint entries are copied from ``q``).  Legs 0, 2 and legs 1, 3 (diagonal pairs) are
+    half a period apart.  While ``sin(phase) > 0`` a leg swings: its hip pitch lifts it (a negative
+    rotation about the leg's horizontal normal raises the foot) and it moves forward; while
+    ``sin(phase) < 0`` it is on the ground and its hip yaw sweeps the foot backwards (-x), which
+    pushes the torso towards +x; a negative knee angle (``-knee``) folds the swinging shin up.  Left legs (0, 1; y > 0) sweep backwards by turning about +z,
+    right legs (2, 3) about -z.  The amplitudes ramp in linearly over ``ramp`` seconds."""
+    qref = np.array(q, float).copy()
+    a = min(1.0, t / ramp) if ramp > 0 else 1.0
+    for k in range(4):
+        ph = 2.0 * np.pi * freq * t + (0.0 if k in (0, 2) else np.pi)
+        sgn = 1.0 if k in (0, 1) else -1.0
+        qref[model.idx_q(f"hip{k}_0").start] = -a * lift * max(0.0, np.sin(ph))
+        qref[model.idx_q(f"hip{k}_1").start] = a * sgn * sweep * np.cos(ph)
+        qref[model.idx_q(f"knee{k}").start] = -a * knee * max(0.0, np.sin(ph))  # < 0 folds the shin up
+    return qref

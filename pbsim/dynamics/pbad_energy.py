@@ -426,3 +426,47 @@ def point_hessian(m, pm, T, xi, K, H, r0, vel):
                         H[r0 + c, r0 + a] += vel[c, 0] * kv0 + vel[c, 1] * kv1 + vel[c, 2] * kv2
                     jb_body = m.parent[jb_body]
             ja_body = m.parent[ja_body]
+
+
+@kernel
+def contact_step_limit(m, pm, T, xi, dx, frac):
+    """Largest ``alpha`` in (0, 1] such that no contact point outside the ground at the current
+    poses ``T`` sinks, along the linearised step ``alpha * dx``, deeper than ``frac`` times the
+    depth the full step predicts for it (``xi``: world twists at ``T``).  Eq. 9's energy is C1
+    but its curvature jumps from 0 to 2 (D1 + D2 |u|^2) when a point enters the ground, so a
+    Newton step from outside overshoots into the stiff region; limiting it lands the point just
+    inside, where the next step sees the contact curvature (a CCD-like step filter; the
+    objective and its gradient are unchanged)."""
+    alpha = 1.0
+    if not pm.contact:
+        return alpha
+    n0, n1, n2 = pm.plane_n[0], pm.plane_n[1], pm.plane_n[2]
+    for k in range(pm.npts):
+        i = pm.pt_body[k]
+        pl = pm.pt_local[k]
+        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
+        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
+        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
+        dep0 = pm.plane_d + pm.pt_radius[k] - (n0 * x0 + n1 * x1 + n2 * x2)
+        if dep0 > 0.0:
+            continue
+        # point velocity along dx: sum over ancestor DOFs of (w_a x x + u_a) dx_a
+        v0 = 0.0
+        v1 = 0.0
+        v2 = 0.0
+        j = i
+        while j >= 0:
+            jj = m.iv[j]
+            for a in range(m.nvj[j]):
+                x = xi[jj + a]
+                s = dx[jj + a]
+                v0 += (x[1] * x2 - x[2] * x1 + x[3]) * s
+                v1 += (x[2] * x0 - x[0] * x2 + x[4]) * s
+                v2 += (x[0] * x1 - x[1] * x0 + x[5]) * s
+            j = m.parent[j]
+        dep1 = dep0 - (n0 * v0 + n1 * v1 + n2 * v2)
+        if dep1 > 0.0:
+            a = (frac * dep1 - dep0) / (dep1 - dep0)
+            if a < alpha:
+                alpha = a
+    return alpha

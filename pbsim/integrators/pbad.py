@@ -27,8 +27,8 @@ from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.pbad_energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
-                                        inertial_gravity_terms, make_pbad_model, point_hessian, point_terms,
-                                        poses_from_work, world_twists)
+                                        contact_step_limit, inertial_gravity_terms, make_pbad_model, point_hessian,
+                                        point_terms, poses_from_work, world_twists)
 from pbsim.dynamics.workspace import work_for
 from pbsim.errors import InputError
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
@@ -187,6 +187,14 @@ def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
         small = False
         for tries in range(30):
             if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+                if pm.contact:  # land points entering the ground just inside
+                    if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
+                        fk_state(m, w, b, qi)
+                        poses_from_work(m, w, b, pw.T[b, 2])
+                    alpha = contact_step_limit(m, pm, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+                    if alpha < 1.0:
+                        for k in range(n):
+                            dx[k] *= alpha
                 integrate_config(m, qi, dx, qt, w.Rj[b])
                 Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
                 if Et <= E + 1e-15 * abs(E):
