@@ -20,10 +20,10 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.dynamics.joints import difference_config, integrate_config
-from pbsim.integrators.pbad import make_pbad_work, pbad2_eval, pbad2_lm, pbad2_prepare
+from pbsim.dynamics.joints import difference_config
+from pbsim.integrators.pbad import make_pbad_work, pbad2_eval, pbad2_lm, pbad2_prepare, pbad2_trial
 from pbsim.optim.linalg import inf_norm
-from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
+from pbsim.optim.lm import lm_stalled_converged
 
 # pm: PbadModel (shared); pw: PbadWork (batched); st: (B, 8) LM state [lam, E, gn, it, conv, done,
 # -, -]; info: (B, 4) [iterations, |g|_inf, converged, E] like the CPU integrator's; done: (B,)
@@ -112,23 +112,10 @@ def pbad_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         return
     it += 1.0
     st[3] = it
-    accepted = False
-    small = False
-    for tries in range(30):
-        if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
-            integrate_config(m, qi, dx, qt, w.Rj[b])
-            Et = pbad2_eval(m, x.pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, x.exact_h, g, H)
-            if Et <= E + 1e-15 * abs(E):
-                accepted = True
-                lam = lm_accept(lam)
-                break
-            if inf_norm(dx, n) < x.xtol:
-                small = True
-                break
-        lam = lm_reject(lam)
+    lam, accepted, small = pbad2_trial(m, x.pm, c, w, pw, b, q, v, dt, x.exact_h, x.xtol, lam, E)
     st[0] = lam
     if not accepted:
-        st[4] = 1.0 if (small and gn < 1e3 * x.gtol) else 0.0
+        st[4] = 1.0 if lm_stalled_converged(H, n, small, gn, x.gtol) else 0.0
         st[5] = 1.0
         x.done[b] = 1.0
         return

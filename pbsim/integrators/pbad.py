@@ -35,7 +35,7 @@ from pbsim.integrators.base import Diagnostics, Integrator, State, register
 from pbsim.integrators.explicit import dexpinv_velocity
 from pbsim.optim.lbfgs import lbfgs_direction, lbfgs_push
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
-from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
+from pbsim.optim.lm import lm_accept, lm_reject, lm_solve, lm_stalled_converged
 
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha")
 
@@ -165,6 +165,38 @@ def pbad2_prepare(m, w, pw, b, q, v, dt):
 
 
 @kernel
+def pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E):
+    """The trial loop of one LM iteration on Eq. 5 at the iterate ``pw.qn[b, 2]`` (with its E, g, H):
+    damped solve, contact step limit (points entering the ground land just inside), accept on a
+    decrease of E, else raise lambda and retry (30 tries).  Returns ``(lam, accepted, small)``;
+    ``small``: the last rejected step was below ``xtol``.  An accepted iterate is in ``pw.qt[b, 2]``."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    H = pw.H[b]
+    dx = pw.dx[b]
+    for tries in range(30):
+        if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+            if pm.contact:  # land points entering the ground just inside
+                if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
+                    fk_state(m, w, b, qi)
+                    poses_from_work(m, w, b, pw.T[b, 2])
+                alpha = contact_step_limit(m, pm, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+                if alpha < 1.0:
+                    for k in range(n):
+                        dx[k] *= alpha
+            integrate_config(m, qi, dx, qt, w.Rj[b])
+            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
+            if Et <= E + 1e-15 * abs(E):
+                return lm_accept(lam), True, False
+            if inf_norm(dx, n) < xtol:
+                return lam, False, True
+        lam = lm_reject(lam)
+    return lam, False, False
+
+
+@kernel
 def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
     """Levenberg-Marquardt on Eq. 5 for trajectory b.  info = [iterations, |g|_inf, converged, E]."""
     n = m.nv
@@ -172,7 +204,6 @@ def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
     qt = pw.qt[b, 2]
     g = pw.g[b]
     H = pw.H[b]
-    dx = pw.dx[b]
     E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
     lam = 1e-6
     it = 0
@@ -183,40 +214,13 @@ def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
             conv = True
             break
         it += 1
-        accepted = False
-        small = False
-        for tries in range(30):
-            if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
-                if pm.contact:  # land points entering the ground just inside
-                    if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
-                        fk_state(m, w, b, qi)
-                        poses_from_work(m, w, b, pw.T[b, 2])
-                    alpha = contact_step_limit(m, pm, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
-                    if alpha < 1.0:
-                        for k in range(n):
-                            dx[k] *= alpha
-                integrate_config(m, qi, dx, qt, w.Rj[b])
-                Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
-                if Et <= E + 1e-15 * abs(E):
-                    accepted = True
-                    lam = lm_accept(lam)
-                    break
-                if inf_norm(dx, n) < xtol:
-                    small = True
-                    break
-            lam = lm_reject(lam)
+        lam, accepted, small = pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E)
         if not accepted:
-            # no decrease of E resolvable in floating point: converged if the Newton correction
-            # the gradient stands for (|g| / max diag H, in rad or m) is below 1e-10
-            hmax = 0.0
-            for k in range(n):
-                if H[k, k] > hmax:
-                    hmax = H[k, k]
-            conv = (small and gn < 1e3 * gtol) or gn < 1e-10 * hmax
+            conv = lm_stalled_converged(H, n, small, gn, gtol)
             break
         for k in range(m.nq):
             qi[k] = qt[k]
-        step = inf_norm(dx, n)
+        step = inf_norm(pw.dx[b], n)
         E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
         gn = inf_norm(g, n)
         if step < xtol:

@@ -37,3 +37,15 @@ def lm_reject(lam):
     """Lambda after a rejected step or an indefinite damped matrix."""
     v = lam * 10.0 if lam > 1e-6 else 1e-5
     return v if v < LAMBDA_MAX else LAMBDA_MAX
+
+
+@kernel
+def lm_stalled_converged(H, n, small, gn, gtol):
+    """Whether an LM solve that found no decrease of its objective (resolvable in floating point)
+    counts as converged: the last step was below xtol (``small``) with |g| near gtol, or the Newton
+    correction |g| stands for (|g| / max diag H, in rad or m) is below 1e-10."""
+    hmax = 0.0
+    for k in range(n):
+        if H[k, k] > hmax:
+            hmax = H[k, k]
+    return (small and gn < 1e3 * gtol) or gn < 1e-10 * hmax
