@@ -126,6 +126,34 @@ def dexpinv_T_apply(xi, f, sign, tmp, out):
 
 
 @kernel
+def dexpinv_T_pair(xi, f, tmp, outl, outr):
+    """Both transposes at once: ``outl = Jl^-T f`` (the paper's [dlog_xi]^T of Eq. 21b) and
+    ``outr = Jr^-T f = outl + ad_xi^T f`` (they differ only in the sign of the ad/2 term, Eq. 13)."""
+    th = math.sqrt(xi[0] * xi[0] + xi[1] * xi[1] + xi[2] * xi[2])
+    c2, c4, d2, d4 = dexpinv_coeffs(th)
+    for r in range(6):
+        tmp[r] = f[r]
+    adT_apply(xi, tmp, tmp)
+    b10, b11, b12, b13, b14, b15 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
+    adT_apply(xi, tmp, tmp)
+    b20, b21, b22, b23, b24, b25 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
+    adT_apply(xi, tmp, tmp)
+    adT_apply(xi, tmp, tmp)
+    outl[0] = f[0] - 0.5 * b10 + c2 * b20 + c4 * tmp[0]
+    outl[1] = f[1] - 0.5 * b11 + c2 * b21 + c4 * tmp[1]
+    outl[2] = f[2] - 0.5 * b12 + c2 * b22 + c4 * tmp[2]
+    outl[3] = f[3] - 0.5 * b13 + c2 * b23 + c4 * tmp[3]
+    outl[4] = f[4] - 0.5 * b14 + c2 * b24 + c4 * tmp[4]
+    outl[5] = f[5] - 0.5 * b15 + c2 * b25 + c4 * tmp[5]
+    outr[0] = outl[0] + b10
+    outr[1] = outl[1] + b11
+    outr[2] = outl[2] + b12
+    outr[3] = outl[3] + b13
+    outr[4] = outl[4] + b14
+    outr[5] = outl[5] + b15
+
+
+@kernel
 def so3_log(R, out):
     """Rotation vector of R (``out[0:3]``), robust near th = pi."""
     c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
@@ -137,6 +165,14 @@ def so3_log(R, out):
     y = 0.5 * (R[0, 2] - R[2, 0])
     z = 0.5 * (R[1, 0] - R[0, 1])
     s = math.sqrt(x * x + y * y + z * z)
+    if c > 0.0 and s < 0.1:  # th / sin th = asin(s) / s, series (next term 143 s^14 / 10240 < 2e-16)
+        s2 = s * s
+        k = 1.0 + s2 * (1.0 / 6.0 + s2 * (3.0 / 40.0 + s2 * (5.0 / 112.0 + s2 * (35.0 / 1152.0 + s2 * (
+            63.0 / 2816.0 + s2 * (231.0 / 13312.0))))))
+        out[0] = k * x
+        out[1] = k * y
+        out[2] = k * z
+        return
     th = math.atan2(s, c)
     if c > -0.9:
         if th < 1e-6:
@@ -176,8 +212,9 @@ def se3_log(R, p, out):
     wx, wy, wz = out[0], out[1], out[2]
     t2 = wx * wx + wy * wy + wz * wz
     th = math.sqrt(t2)
-    if th < 1e-3:
-        g = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0  # (1 - (th/2) cot(th/2)) / th^2
+    if th < 0.2:  # (1 - (th/2) cot(th/2)) / th^2, series (next term th^12 / 7.5e10 < 1e-19)
+        g = 1.0 / 12.0 + t2 * (1.0 / 720.0 + t2 * (1.0 / 30240.0 + t2 * (1.0 / 1209600.0 + t2 * (
+            1.0 / 47900160.0 + t2 * (691.0 / 1307674368000.0)))))
     else:
         h = 0.5 * th
         g = (1.0 - h * math.cos(h) / math.sin(h)) / t2

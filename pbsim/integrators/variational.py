@@ -41,7 +41,7 @@ from pbsim.backends.kernel import kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init, joint_acceleration
-from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup, make_drnea_work
+from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup_poses, make_drnea_work
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.kinematics import velocity_pass
@@ -215,11 +215,17 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
     if ig == 3:  # tau still holds the control torques
         for j in range(nv):
             tau[j] -= m.damping[j] * v[j]
-        velocity_pass(m, w, b, q, v)
-        aba_init(m, w, b)
-        aba_backward(m, w, b, tau, zero)
-        aba_forward(m, w, b, vw.x[b])
-        have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
+        if have_factor:  # a_k = M^-1 (tau - C v - g): RNEA bias + O(n) solve with the stored factor
+            rnea_state(m, w, b, q, v, zero, vw.vt[b])
+            for j in range(nv):
+                tau[j] -= vw.vt[b, j]
+            minv_solve(m, w, b, tau, vw.x[b])
+        else:
+            velocity_pass(m, w, b, q, v)
+            aba_init(m, w, b)
+            aba_backward(m, w, b, tau, zero)
+            aba_forward(m, w, b, vw.x[b])
+            have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
         for j in range(nv):
             vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
         integrate_config(m, q, vw.vt[b], qi, w.Rj[b])
@@ -233,7 +239,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         for j in range(nv):
             arm[j] = dt * lin[j]
         minv_factor(m, w, b, q, zero, arm)
-    drnea_setup(m, dw, b, q, q, dt, False, 0.5)
+    drnea_setup_poses(m, dw, b, w.R[b], w.p[b], dt, 0.5)  # every path above left the poses at q_k in w
     f = vw.f[b]
     x = vw.x[b]
     it = 0
@@ -303,12 +309,16 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
             break
     for j in range(m.nq):
         qn[j] = qi[j]
-    # forced discrete Legendre transform: v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)
-    drnea_eval(m, dw, b, qi, dt, f)
-    difference_config(m, q, qi, vw.d[b], dw.Rj[b])
+    # forced discrete Legendre transform: v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k), from the
+    # last residual evaluation at q_l (DRNEA's mu2, d = q_l (-) q_k) and, when the loop took the
+    # update q_l+1 = q_l (+) (-x) (|x| <= tol), its first-order change: d p / d q_k+1 ~ (M + A)/dt - lin
+    # and ((M + A)/dt + lin) x ~ f_l give p(q_l+1) = p(q_l) - f_l + 2 lin x (error O(M tol))
     drnea_momentum(m, dw, b, dt, vw.p[b])
     for j in range(nv):  # + F^+_k
         vw.p[b, j] += m.armature[j] / dt * vw.d[b, j] + hq[j] - lin[j] * vw.d[b, j]
+    if conv:  # (a loop stopped by max_iter ended on a residual evaluation at qi itself)
+        for j in range(nv):
+            vw.p[b, j] += -f[j] + 2.0 * lin[j] * x[j]
     minv_factor(m, w, b, qi, zero, zero)
     minv_solve(m, w, b, vw.p[b], vn)
     stats[0] = it
