@@ -43,7 +43,7 @@ def make_drnea_work(model, batch: int) -> DrneaWork:
                      z((B, 3, 3)), z((B, nb, 6)))
 
 
-@kernel
+@kernel(inline=True)
 def _compose_delta(R0, p0, R1, p1, Ra, pa, has_parent, dR, dp):
     """``dT_i = (T^k_{p,i})^-1 dT_p T^k+1_{p,i}`` (Eq. 19); (Ra, pa) = dT_parent."""
     if has_parent:  # M = dT_p T^k+1_{p,i}
@@ -151,6 +151,7 @@ def drnea_eval(m, dw, b, q_next, dt, f):
     p0 = dw.p0[b]
     F = dw.F[b]
     sv = dw.sv[b]
+    idt = 1.0 / dt
     for i in range(m.nb):  # forward pass: displacement, average velocity, discrete momentum
         body_in_parent(m, i, q_next, dw.R1[b, i], dw.p1[b, i], dw.Rj[b])
         par = m.parent[i]
@@ -158,11 +159,13 @@ def drnea_eval(m, dw, b, q_next, dt, f):
                        dw.dp[b, max(par, 0)], par >= 0, dw.dR[b, i], dw.dp[b, i])
         xi = dw.xi[b, i]
         se3_log(dw.dR[b, i], dw.dp[b, i], xi)  # dt V_i (Eq. 10)
-        mat6_vec(m.inertia[i], xi, sv[0])
-        for r in range(6):
-            sv[0, r] /= dt
+        G = m.inertia[i]
+        y = sv[0]
+        for r in range(6):  # G V = G xi / dt
+            y[r] = (G[r, 0] * xi[0] + G[r, 1] * xi[1] + G[r, 2] * xi[2] + G[r, 3] * xi[3] + G[r, 4] * xi[4]
+                    + G[r, 5] * xi[5]) * idt
         # mu = dlog^T G V (Eq. 21b); mu2 = Jr^-T G V, the same body's momentum seen from k+1 (Eq. 16b)
-        dexpinv_T_pair(xi, sv[0], sv[1], dw.mu[b, i], dw.mu2[b, i])
+        dexpinv_T_pair(xi, y, dw.mu[b, i], dw.mu2[b, i])
         for r in range(6):
             F[i, r] = dw.mu[b, i, r] + dw.Fc[b, i, r]
     for i in range(m.nb - 1, -1, -1):  # backward pass: impulses (Eq. 21a), joint residual (Eq. 22)
