@@ -169,6 +169,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+    col = {"euler": "C0", "rk4": "C1", "2 ms": "C2", "1 ms": "C3", "1 ms tol 1e-9": "C7", "0.5 ms": "C4", "0.25 ms": "C5"}
     for j, ic in enumerate(names):
         for lab in ["euler", "rk4", "2 ms", "1 ms", "0.5 ms", "0.25 ms"]:
             if (ic, lab) not in series or res[ic, lab] is None:
@@ -177,15 +178,15 @@ def main():
             t = dt * np.arange(1, e.size + 1)
             st = max(1, e.size // 20000)
             name = lab if lab in ("euler", "rk4") else "variational " + lab
-            ax[0, j].plot(t[::st], e[::st], lw=0.6, label=name)
-        ax[0, j].set_yscale("symlog", linthresh=1e-4)
+            ax[0, j].plot(t[::st], e[::st], lw=0.6, label=name, color=col[lab])
+        ax[0, j].set_yscale("symlog", linthresh=1e-4 if ic == "horizontal" else 1e-7)
         ax[0, j].set_xlabel("t [s]"); ax[0, j].set_ylabel("E - E0 [J]"); ax[0, j].legend(fontsize=7)
         ax[0, j].set_title(f"10-body chain, {ic} release (Fig. 2b)")
         wc = (np.arange(a.windows) + 0.5) * W
         for lab in ["2 ms", "1 ms", "1 ms tol 1e-9", "0.5 ms", "0.25 ms"]:
             if res[ic, lab] is None:
                 continue
-            ax[1, j].semilogy(wc, res[ic, lab]["wmax"], "o-", label=f"max|E-E0| {lab}")
+            ax[1, j].semilogy(wc, res[ic, lab]["wmax"], "o-", label=f"max|E-E0| {lab}", color=col[lab])
         ax[1, j].set_xlabel("window centre [s]"); ax[1, j].set_ylabel("window max |E - E0| [J]")
         ax[1, j].legend(fontsize=7); ax[1, j].set_title(f"variational, {ic}: per-window max")
     out = Path(__file__).resolve().parents[1] / "docs" / "img" / "fig_variational_energy.png"

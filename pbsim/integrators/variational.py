@@ -21,6 +21,10 @@ two-step DEL ``D2 Ld(q_k-1, q_k) + D1 Ld(q_k, q_k+1) + F^+_k-1 + F^-_k = 0`` of 
 ``F^k = F^+_k-1 + F^-_k``) without storing q_k-1.  The returned velocity is
 ``v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)`` (second order; = velocity Verlet for a particle).
 The returned state carries ``q_prev = q_k`` for callers that want it; the step does not read it.
+Cost: ``D2 Ld`` comes from the last iteration's DRNEA pass (``mu2``, evaluated at q_l one update
+before the returned q_l+1) plus the first-order change of that update (error O(tol), see vi_state),
+not from an extra DRNEA pass; the factor of M(q_k+1) formed for v_k+1 is the next step's RIQN matrix
+and, in a rollout, IG3's acceleration is an RNEA bias plus one solve with it (no second ABA).
 
 Joint impulses (Lagrange-d'Alembert): over one step ``Q = dt tau - damping d_k`` (damping implicit in
 ``d_k = q_k+1 (-) q_k``), PD at (q_k, v_k), SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next
