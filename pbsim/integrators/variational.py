@@ -451,10 +451,14 @@ class Variational(Integrator):
         steps, every = int(steps), int(every)
         if steps < 1 or every < 1:
             raise InputError(f"steps and every must be >= 1, got steps={steps!r}, every={every!r}")
-        control = control if control is not None else Control()
         B = state.batch
         w, dw, vw = self._buffers(B)
-        kc = control.kernel_arrays(self.model, B)
+        if control is None:  # the no-control arrays once per batch size (building them is most of a call's overhead)
+            if getattr(self, "_kc0", (None,))[0] != B:
+                self._kc0 = (B, Control().kernel_arrays(self.model, B))
+            kc = self._kc0[1]
+        else:
+            kc = control.kernel_arrays(self.model, B)
         q = np.array(state.q, dtype=np.float64, order="C")
         v = np.array(state.v, dtype=np.float64, order="C")
         F = steps // every
