@@ -27,10 +27,10 @@ from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import body_in_parent, difference_config
-from pbsim.dynamics.se3 import adT_apply, dexpinv_apply, dexpinv_coeffs, dexpinv_T_apply, se3_log
+from pbsim.dynamics.se3 import adT_apply, dexpinv_apply, dexpinv_coeffs, dexpinv_T_apply, dexpinv_T_pair, se3_log
 from pbsim.dynamics.spatial import force_to_parent_add, mat6_vec, motion_to_child
 
-DrneaWork = namedtuple("DrneaWork", "R0 p0 R1 p1 dR dp Rw xi mu F Fc K eta sv Rj")
+DrneaWork = namedtuple("DrneaWork", "R0 p0 R1 p1 dR dp Rw xi mu F Fc K eta sv Rj mu2")
 
 
 def make_drnea_work(model, batch: int) -> DrneaWork:
@@ -40,31 +40,38 @@ def make_drnea_work(model, batch: int) -> DrneaWork:
     return DrneaWork(z((B, nb, 3, 3)), z((B, nb, 3)), z((B, nb, 3, 3)), z((B, nb, 3)),
                      z((B, nb, 3, 3)), z((B, nb, 3)), z((B, nb, 3, 3)), z((B, nb, 6)), z((B, nb, 6)),
                      z((B, nb, 6)), z((B, nb, 6)), z((B, nb, 6, 6)), z((B, nb, 6)), z((B, 16, 6)),
-                     z((B, 3, 3)))
+                     z((B, 3, 3)), z((B, nb, 6)))
 
 
-@kernel
+@kernel(inline=True)
 def _compose_delta(R0, p0, R1, p1, Ra, pa, has_parent, dR, dp):
     """``dT_i = (T^k_{p,i})^-1 dT_p T^k+1_{p,i}`` (Eq. 19); (Ra, pa) = dT_parent."""
-    for r in range(3):
-        if has_parent:
-            mx = Ra[r, 0] * p1[0] + Ra[r, 1] * p1[1] + Ra[r, 2] * p1[2] + pa[r] - p0[r]
-        else:
-            mx = p1[r] - p0[r]
-        dp[r] = mx  # temporarily the world-of-parent difference
-    x, y, z = dp[0], dp[1], dp[2]
-    for r in range(3):
-        dp[r] = R0[0, r] * x + R0[1, r] * y + R0[2, r] * z
-    for r in range(3):
-        for c in range(3):
-            s = 0.0
-            for k in range(3):
-                if has_parent:
-                    rk = Ra[k, 0] * R1[0, c] + Ra[k, 1] * R1[1, c] + Ra[k, 2] * R1[2, c]
-                else:
-                    rk = R1[k, c]
-                s += R0[k, r] * rk
-            dR[r, c] = s
+    if has_parent:  # M = dT_p T^k+1_{p,i}
+        m00 = Ra[0, 0] * R1[0, 0] + Ra[0, 1] * R1[1, 0] + Ra[0, 2] * R1[2, 0]
+        m01 = Ra[0, 0] * R1[0, 1] + Ra[0, 1] * R1[1, 1] + Ra[0, 2] * R1[2, 1]
+        m02 = Ra[0, 0] * R1[0, 2] + Ra[0, 1] * R1[1, 2] + Ra[0, 2] * R1[2, 2]
+        m10 = Ra[1, 0] * R1[0, 0] + Ra[1, 1] * R1[1, 0] + Ra[1, 2] * R1[2, 0]
+        m11 = Ra[1, 0] * R1[0, 1] + Ra[1, 1] * R1[1, 1] + Ra[1, 2] * R1[2, 1]
+        m12 = Ra[1, 0] * R1[0, 2] + Ra[1, 1] * R1[1, 2] + Ra[1, 2] * R1[2, 2]
+        m20 = Ra[2, 0] * R1[0, 0] + Ra[2, 1] * R1[1, 0] + Ra[2, 2] * R1[2, 0]
+        m21 = Ra[2, 0] * R1[0, 1] + Ra[2, 1] * R1[1, 1] + Ra[2, 2] * R1[2, 1]
+        m22 = Ra[2, 0] * R1[0, 2] + Ra[2, 1] * R1[1, 2] + Ra[2, 2] * R1[2, 2]
+        x = Ra[0, 0] * p1[0] + Ra[0, 1] * p1[1] + Ra[0, 2] * p1[2] + pa[0] - p0[0]
+        y = Ra[1, 0] * p1[0] + Ra[1, 1] * p1[1] + Ra[1, 2] * p1[2] + pa[1] - p0[1]
+        z = Ra[2, 0] * p1[0] + Ra[2, 1] * p1[1] + Ra[2, 2] * p1[2] + pa[2] - p0[2]
+    else:
+        m00, m01, m02 = R1[0, 0], R1[0, 1], R1[0, 2]
+        m10, m11, m12 = R1[1, 0], R1[1, 1], R1[1, 2]
+        m20, m21, m22 = R1[2, 0], R1[2, 1], R1[2, 2]
+        x = p1[0] - p0[0]
+        y = p1[1] - p0[1]
+        z = p1[2] - p0[2]
+    for r in range(3):  # dT = (T^k_{p,i})^-1 M
+        a0, a1, a2 = R0[0, r], R0[1, r], R0[2, r]
+        dp[r] = a0 * x + a1 * y + a2 * z
+        dR[r, 0] = a0 * m00 + a1 * m10 + a2 * m20
+        dR[r, 1] = a0 * m01 + a1 * m11 + a2 * m21
+        dR[r, 2] = a0 * m02 + a1 * m12 + a2 * m22
 
 
 @kernel
@@ -108,12 +115,43 @@ def drnea_setup(m, dw, b, q_prev, q, dt, has_prev, grav_scale):
 
 
 @kernel
+def drnea_setup_poses(m, dw, b, R, p, dt, grav_scale):
+    """:func:`drnea_setup` without a previous configuration, from the poses in parent ``R``, ``p``
+    (nb, 3, 3), (nb, 3) at q_k already computed by the caller (e.g. an ABA pass at q_k)."""
+    R0 = dw.R0[b]
+    p0 = dw.p0[b]
+    Rw = dw.Rw[b]
+    Fc = dw.Fc[b]
+    sv = dw.sv[b]
+    for i in range(m.nb):
+        for r in range(3):
+            p0[i, r] = p[i, r]
+            for c in range(3):
+                R0[i, r, c] = R[i, r, c]
+        par = m.parent[i]
+        for r in range(3):
+            for c in range(3):
+                if par >= 0:
+                    Rw[i, r, c] = Rw[par, r, 0] * R0[i, 0, c] + Rw[par, r, 1] * R0[i, 1, c] + Rw[par, r, 2] * R0[i, 2, c]
+                else:
+                    Rw[i, r, c] = R0[i, r, c]
+        ag = sv[0]
+        for r in range(3):
+            ag[r] = 0.0
+            ag[3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
+        mat6_vec(m.inertia[i], ag, sv[1])
+        for r in range(6):
+            Fc[i, r] = -grav_scale * dt * sv[1, r]  # gravity impulse dt G a_g (Eq. 21a)
+
+
+@kernel
 def drnea_eval(m, dw, b, q_next, dt, f):
     """DRNEA passes (Alg. 2) for a guess ``q_next`` of q_k+1: ``f = S^T F`` (body part, Eq. 21-22)."""
     R0 = dw.R0[b]
     p0 = dw.p0[b]
     F = dw.F[b]
     sv = dw.sv[b]
+    idt = 1.0 / dt
     for i in range(m.nb):  # forward pass: displacement, average velocity, discrete momentum
         body_in_parent(m, i, q_next, dw.R1[b, i], dw.p1[b, i], dw.Rj[b])
         par = m.parent[i]
@@ -121,10 +159,13 @@ def drnea_eval(m, dw, b, q_next, dt, f):
                        dw.dp[b, max(par, 0)], par >= 0, dw.dR[b, i], dw.dp[b, i])
         xi = dw.xi[b, i]
         se3_log(dw.dR[b, i], dw.dp[b, i], xi)  # dt V_i (Eq. 10)
-        mat6_vec(m.inertia[i], xi, sv[0])
-        for r in range(6):
-            sv[0, r] /= dt
-        dexpinv_T_apply(xi, sv[0], -1.0, sv[1], dw.mu[b, i])  # mu = dlog^T G V (Eq. 21b)
+        G = m.inertia[i]
+        y = sv[0]
+        for r in range(6):  # G V = G xi / dt
+            y[r] = (G[r, 0] * xi[0] + G[r, 1] * xi[1] + G[r, 2] * xi[2] + G[r, 3] * xi[3] + G[r, 4] * xi[4]
+                    + G[r, 5] * xi[5]) * idt
+        # mu = dlog^T G V (Eq. 21b); mu2 = Jr^-T G V, the same body's momentum seen from k+1 (Eq. 16b)
+        dexpinv_T_pair(xi, y, dw.mu[b, i], dw.mu2[b, i])
         for r in range(6):
             F[i, r] = dw.mu[b, i, r] + dw.Fc[b, i, r]
     for i in range(m.nb - 1, -1, -1):  # backward pass: impulses (Eq. 21a), joint residual (Eq. 22)
@@ -142,7 +183,8 @@ def drnea_eval(m, dw, b, q_next, dt, f):
 @kernel
 def drnea_momentum(m, dw, b, dt, p):
     """Discrete Legendre transform ``p_k+1 = D2 Ld(q_k, q_k+1)`` (body part) after :func:`drnea_eval`:
-    ``J(q_k+1)^T (Jr^-T(dt V) G V + dt/2 G a_g(q_k+1))``.  Uses dw.F and dw.Rw as scratch."""
+    ``J(q_k+1)^T (Jr^-T(dt V) G V + dt/2 G a_g(q_k+1))`` at the q_k+1 of the last :func:`drnea_eval`
+    (its ``mu2``, R1, p1).  Uses dw.F and dw.Rw as scratch."""
     F = dw.F[b]
     Rw = dw.Rw[b]
     sv = dw.sv[b]
@@ -155,11 +197,8 @@ def drnea_momentum(m, dw, b, dt, p):
                     Rw[i, r, c] = Rw[par, r, 0] * R1[0, c] + Rw[par, r, 1] * R1[1, c] + Rw[par, r, 2] * R1[2, c]
                 else:
                     Rw[i, r, c] = R1[r, c]
-        xi = dw.xi[b, i]
-        mat6_vec(m.inertia[i], xi, sv[0])
         for r in range(6):
-            sv[0, r] /= dt
-        dexpinv_T_apply(xi, sv[0], 1.0, sv[1], F[i])
+            F[i, r] = dw.mu2[b, i, r]  # Jr^-T(dt V) G V, stored by drnea_eval
         for r in range(3):
             sv[2, r] = 0.0
             sv[2, 3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]

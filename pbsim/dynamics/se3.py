@@ -21,7 +21,7 @@ from pbsim.dynamics.spatial import motion_cross
 _SMALL = 0.2
 
 
-@kernel
+@kernel(inline=True)
 def dexpinv_coeffs(th):
     """(c2, c4, c2'/th, c4'/th) of the closed-form dexp^-1 polynomial (Eq. 13 summed)."""
     if th < _SMALL:
@@ -49,7 +49,7 @@ def dexpinv_coeffs(th):
     return c2, c4, dc2 / th, dc4 / th
 
 
-@kernel
+@kernel(inline=True)
 def adT_apply(xi, f, out):
     """``out = ad_xi^T f = -(xi x* f)`` (dual adjoint; out may alias f)."""
     w0, w1, w2, v0, v1, v2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
@@ -125,7 +125,41 @@ def dexpinv_T_apply(xi, f, sign, tmp, out):
     out[5] = f[5] + h * b15 + c2 * b25 + c4 * tmp[5]
 
 
-@kernel
+@kernel(inline=True)
+def _adT6(w0, w1, w2, v0, v1, v2, n0, n1, n2, f0, f1, f2):
+    """``ad_xi^T f = -(xi x* f)`` on scalars (xi = [w; v], f = [n; f])."""
+    return (-(w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1), -(w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2),
+            -(w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0), -(w1 * f2 - w2 * f1), -(w2 * f0 - w0 * f2),
+            -(w0 * f1 - w1 * f0))
+
+
+@kernel(inline=True)
+def dexpinv_T_pair(xi, f, outl, outr):
+    """Both transposes at once: ``outl = Jl^-T f`` (the paper's [dlog_xi]^T of Eq. 21b) and
+    ``outr = Jr^-T f = outl + ad_xi^T f`` (they differ only in the sign of the ad/2 term, Eq. 13).
+    Scalar code (no scratch); out arrays must not alias f."""
+    w0, w1, w2, v0, v1, v2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    c2, c4, d2, d4 = dexpinv_coeffs(math.sqrt(w0 * w0 + w1 * w1 + w2 * w2))
+    y0, y1, y2, y3, y4, y5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    a0, a1, a2, a3, a4, a5 = _adT6(w0, w1, w2, v0, v1, v2, y0, y1, y2, y3, y4, y5)
+    b0, b1, b2, b3, b4, b5 = _adT6(w0, w1, w2, v0, v1, v2, a0, a1, a2, a3, a4, a5)
+    e0, e1, e2, e3, e4, e5 = _adT6(w0, w1, w2, v0, v1, v2, b0, b1, b2, b3, b4, b5)
+    e0, e1, e2, e3, e4, e5 = _adT6(w0, w1, w2, v0, v1, v2, e0, e1, e2, e3, e4, e5)
+    outl[0] = y0 - 0.5 * a0 + c2 * b0 + c4 * e0
+    outl[1] = y1 - 0.5 * a1 + c2 * b1 + c4 * e1
+    outl[2] = y2 - 0.5 * a2 + c2 * b2 + c4 * e2
+    outl[3] = y3 - 0.5 * a3 + c2 * b3 + c4 * e3
+    outl[4] = y4 - 0.5 * a4 + c2 * b4 + c4 * e4
+    outl[5] = y5 - 0.5 * a5 + c2 * b5 + c4 * e5
+    outr[0] = outl[0] + a0
+    outr[1] = outl[1] + a1
+    outr[2] = outl[2] + a2
+    outr[3] = outl[3] + a3
+    outr[4] = outl[4] + a4
+    outr[5] = outl[5] + a5
+
+
+@kernel(inline=True)
 def so3_log(R, out):
     """Rotation vector of R (``out[0:3]``), robust near th = pi."""
     c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
@@ -137,6 +171,14 @@ def so3_log(R, out):
     y = 0.5 * (R[0, 2] - R[2, 0])
     z = 0.5 * (R[1, 0] - R[0, 1])
     s = math.sqrt(x * x + y * y + z * z)
+    if c > 0.0 and s < 0.1:  # th / sin th = asin(s) / s, series (next term 143 s^14 / 10240 < 2e-16)
+        s2 = s * s
+        k = 1.0 + s2 * (1.0 / 6.0 + s2 * (3.0 / 40.0 + s2 * (5.0 / 112.0 + s2 * (35.0 / 1152.0 + s2 * (
+            63.0 / 2816.0 + s2 * (231.0 / 13312.0))))))
+        out[0] = k * x
+        out[1] = k * y
+        out[2] = k * z
+        return
     th = math.atan2(s, c)
     if c > -0.9:
         if th < 1e-6:
@@ -169,15 +211,16 @@ def so3_log(R, out):
     out[2] = th * uz / n
 
 
-@kernel
+@kernel(inline=True)
 def se3_log(R, p, out):
     """Twist ``xi = log(T)`` = [w; v] with ``v = J_SO3(w)^-1 p`` (inverse of Eq. 10's exp)."""
     so3_log(R, out)
     wx, wy, wz = out[0], out[1], out[2]
     t2 = wx * wx + wy * wy + wz * wz
     th = math.sqrt(t2)
-    if th < 1e-3:
-        g = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0  # (1 - (th/2) cot(th/2)) / th^2
+    if th < 0.2:  # (1 - (th/2) cot(th/2)) / th^2, series (next term th^12 / 7.5e10 < 1e-19)
+        g = 1.0 / 12.0 + t2 * (1.0 / 720.0 + t2 * (1.0 / 30240.0 + t2 * (1.0 / 1209600.0 + t2 * (
+            1.0 / 47900160.0 + t2 * (691.0 / 1307674368000.0)))))
     else:
         h = 0.5 * th
         g = (1.0 - h * math.cos(h) / math.sin(h)) / t2

@@ -21,6 +21,10 @@ two-step DEL ``D2 Ld(q_k-1, q_k) + D1 Ld(q_k, q_k+1) + F^+_k-1 + F^-_k = 0`` of 
 ``F^k = F^+_k-1 + F^-_k``) without storing q_k-1.  The returned velocity is
 ``v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)`` (second order; = velocity Verlet for a particle).
 The returned state carries ``q_prev = q_k`` for callers that want it; the step does not read it.
+Cost: ``D2 Ld`` comes from the last iteration's DRNEA pass (``mu2``, evaluated at q_l one update
+before the returned q_l+1) plus the first-order change of that update (error O(tol), see vi_state),
+not from an extra DRNEA pass; the factor of M(q_k+1) formed for v_k+1 is the next step's RIQN matrix
+and, in a rollout, IG3's acceleration is an RNEA bias plus one solve with it (no second ABA).
 
 Joint impulses (Lagrange-d'Alembert): over one step ``Q = dt tau - damping d_k`` (damping implicit in
 ``d_k = q_k+1 (-) q_k``), PD at (q_k, v_k), SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next
@@ -41,7 +45,7 @@ from pbsim.backends.kernel import kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init, joint_acceleration
-from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup, make_drnea_work
+from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup_poses, make_drnea_work
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.kinematics import velocity_pass
@@ -215,11 +219,17 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
     if ig == 3:  # tau still holds the control torques
         for j in range(nv):
             tau[j] -= m.damping[j] * v[j]
-        velocity_pass(m, w, b, q, v)
-        aba_init(m, w, b)
-        aba_backward(m, w, b, tau, zero)
-        aba_forward(m, w, b, vw.x[b])
-        have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
+        if have_factor:  # a_k = M^-1 (tau - C v - g): RNEA bias + O(n) solve with the stored factor
+            rnea_state(m, w, b, q, v, zero, vw.vt[b])
+            for j in range(nv):
+                tau[j] -= vw.vt[b, j]
+            minv_solve(m, w, b, tau, vw.x[b])
+        else:
+            velocity_pass(m, w, b, q, v)
+            aba_init(m, w, b)
+            aba_backward(m, w, b, tau, zero)
+            aba_forward(m, w, b, vw.x[b])
+            have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
         for j in range(nv):
             vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
         integrate_config(m, q, vw.vt[b], qi, w.Rj[b])
@@ -233,7 +243,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         for j in range(nv):
             arm[j] = dt * lin[j]
         minv_factor(m, w, b, q, zero, arm)
-    drnea_setup(m, dw, b, q, q, dt, False, 0.5)
+    drnea_setup_poses(m, dw, b, w.R[b], w.p[b], dt, 0.5)  # every path above left the poses at q_k in w
     f = vw.f[b]
     x = vw.x[b]
     it = 0
@@ -303,12 +313,16 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
             break
     for j in range(m.nq):
         qn[j] = qi[j]
-    # forced discrete Legendre transform: v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k)
-    drnea_eval(m, dw, b, qi, dt, f)
-    difference_config(m, q, qi, vw.d[b], dw.Rj[b])
+    # forced discrete Legendre transform: v_k+1 = M(q_k+1)^-1 (D2 Ld(q_k, q_k+1) + F^+_k), from the
+    # last residual evaluation at q_l (DRNEA's mu2, d = q_l (-) q_k) and, when the loop took the
+    # update q_l+1 = q_l (+) (-x) (|x| <= tol), its first-order change: d p / d q_k+1 ~ (M + A)/dt - lin
+    # and ((M + A)/dt + lin) x ~ f_l give p(q_l+1) = p(q_l) - f_l + 2 lin x (error O(M tol))
     drnea_momentum(m, dw, b, dt, vw.p[b])
     for j in range(nv):  # + F^+_k
         vw.p[b, j] += m.armature[j] / dt * vw.d[b, j] + hq[j] - lin[j] * vw.d[b, j]
+    if conv:  # (a loop stopped by max_iter ended on a residual evaluation at qi itself)
+        for j in range(nv):
+            vw.p[b, j] += -f[j] + 2.0 * lin[j] * x[j]
     minv_factor(m, w, b, qi, zero, zero)
     minv_solve(m, w, b, vw.p[b], vn)
     stats[0] = it
@@ -437,10 +451,14 @@ class Variational(Integrator):
         steps, every = int(steps), int(every)
         if steps < 1 or every < 1:
             raise InputError(f"steps and every must be >= 1, got steps={steps!r}, every={every!r}")
-        control = control if control is not None else Control()
         B = state.batch
         w, dw, vw = self._buffers(B)
-        kc = control.kernel_arrays(self.model, B)
+        if control is None:  # the no-control arrays once per batch size (building them is most of a call's overhead)
+            if getattr(self, "_kc0", (None,))[0] != B:
+                self._kc0 = (B, Control().kernel_arrays(self.model, B))
+            kc = self._kc0[1]
+        else:
+            kc = control.kernel_arrays(self.model, B)
         q = np.array(state.q, dtype=np.float64, order="C")
         v = np.array(state.v, dtype=np.float64, order="C")
         F = steps // every

@@ -7,7 +7,7 @@ import scipy.linalg as sl
 import pbsim_models
 from pbsim.dynamics import api
 from pbsim.dynamics.drnea import drnea, drnea_eval, drnea_jacobian, drnea_setup, make_drnea_work
-from pbsim.dynamics.se3 import dexpinv_apply, dexpinv_T_apply, se3_exp, se3_log
+from pbsim.dynamics.se3 import dexpinv_apply, dexpinv_T_apply, dexpinv_T_pair, se3_exp, se3_log
 
 
 def hat(xi):
@@ -22,7 +22,7 @@ def vee(X):
     return np.r_[X[2, 1], X[0, 2], X[1, 0], X[:3, 3]]
 
 
-@pytest.mark.parametrize("scale", [1e-7, 0.5, 3.0])
+@pytest.mark.parametrize("scale", [1e-7, 0.09, 0.15, 0.5, 3.0])  # series / closed-form sides of log
 def test_se3_exp_log_dexpinv_closed_forms(scale):
     rng = np.random.default_rng(int(scale * 1000))
     xi = rng.normal(size=6)
@@ -34,6 +34,7 @@ def test_se3_exp_log_dexpinv_closed_forms(scale):
     out = np.zeros(6)
     se3_log(T[:3, :3].copy(), T[:3, 3].copy(), out)
     assert np.allclose(out, xi, atol=1e-12)
+    assert np.abs(out - xi).max() < 1e-14 * max(1.0, np.abs(xi).max())  # series branches as exact as closed forms
     # Jr: exp(xi + h d) = exp(xi) exp(h Jr d); check Jr^-1 and Jl^-1 = Jr^-1(-xi) by differences
     h = 1e-6
     Jr = np.zeros((6, 6))
@@ -61,6 +62,11 @@ def test_se3_exp_log_dexpinv_closed_forms(scale):
     P = T[:3, 3]
     Ad[3:, :3] = np.array([[0, -P[2], P[1]], [P[2], 0, -P[0]], [-P[1], P[0], 0]]) @ T[:3, :3]
     assert np.allclose(Jli @ Ad @ Jr, np.eye(6), atol=1e-7)
+    # the scalar pair used by DRNEA: (Jl^-T f, Jr^-T f)
+    f = rng.normal(size=6)
+    outl, outr = np.zeros(6), np.zeros(6)
+    dexpinv_T_pair(xi, f, outl, outr)
+    assert np.allclose(outl, Jli.T @ f, rtol=1e-14, atol=1e-14) and np.allclose(outr, Jri.T @ f, rtol=1e-14, atol=1e-14)
 
 
 def discrete_lagrangian(model, qa, qb, dt):
