@@ -321,11 +321,9 @@ def drnea(model, q_prev, q, q_next, dt, tau=None):
     """DEL residual impulse ``f(q_next)`` of Alg. 2 for (q_k-1, q_k, q_k+1) with joint torques ``tau``
     (impulse Q = dt * tau).  Zero when q_next is the variational step from (q_prev, q)."""
     from pbsim.dynamics.api import as_batch
-    from pbsim.errors import InputError
+    from pbsim.errors import check_dt
 
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0:
-        raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+    dt = check_dt(dt)
     Q1, single = as_batch(q, model.nq, "q")
     B = Q1.shape[0]
     Q0, _ = as_batch(q_prev, model.nq, "q_prev", B)

@@ -52,7 +52,7 @@ from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.spatial import force_to_parent_add, motion_to_child
 from pbsim.dynamics.workspace import work_for
-from pbsim.errors import InputError, SimulationError
+from pbsim.errors import InputError, SimulationError, check_dt
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
 from pbsim.optim.linalg import lu_solve_inplace
 
@@ -445,9 +445,7 @@ class Variational(Integrator):
         did not converge are reported as in :meth:`step` (warn / raise / ignore)."""
         from pbsim.control.control import Control
 
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0:
-            raise InputError(f"time step dt must be a positive finite number, got {dt!r}")
+        dt = check_dt(dt)
         steps, every = int(steps), int(every)
         if steps < 1 or every < 1:
             raise InputError(f"steps and every must be >= 1, got steps={steps!r}, every={every!r}")
