@@ -29,15 +29,16 @@ from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.pbad_energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
                                         contact_step_limit, inertial_gravity_terms, make_pbad_model, point_hessian,
                                         point_terms, poses_from_work, world_twists)
-from pbsim.dynamics.workspace import work_for
+from pbsim.dynamics.minv import minv_factor, minv_solve
+from pbsim.dynamics.workspace import make_work, work_for
 from pbsim.errors import InputError
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
 from pbsim.integrators.explicit import dexpinv_velocity
-from pbsim.optim.lbfgs import lbfgs_direction, lbfgs_push
+from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve, lm_stalled_converged
 
-PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha")
+PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
 
 
 def make_pbad_work(model, pm, B, K, lbfgs_m=8):
@@ -51,7 +52,8 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
                     r=z((B, n)), rt=z((B, n)), J=z((B, n, n)), H=z((B, n, n)), L=z((B, n, n)), M2=z((B, n, n)), g=z((B, n)),
                     gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
                     vel=z((B, nv, 3)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
-                    S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)))
+                    S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)),
+                    P=z((B, n)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,8 +237,21 @@ def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
 
 
 @kernel
-def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
-    """LBFGS with Armijo backtracking on Eq. 5; H0 = dt^2 / max diag(M) scaling from the first pair."""
+def lbfgs_h0_apply(m, wf, b, h0, dt, d, tmp):
+    """d <- h0 dt^2 M(q_k)^-1 d: PBAD's LBFGS initial inverse Hessian (Eq. 5's Hessian is
+    M / dt^2 + O(1)), O(n) through the articulated factor in ``wf``."""
+    minv_solve(m, wf, b, d, tmp)
+    s = h0 * dt * dt
+    for j in range(m.nv):
+        d[j] = s * tmp[j]
+
+
+@kernel
+def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
+    """LBFGS with Armijo backtracking on Eq. 5, preconditioned by the inertial part of the Hessian:
+    H0 = h0 dt^2 M(q_k)^-1 applied in O(n) (articulated factor of M at q_k in ``wf``, a second
+    dynamics workspace: ``w`` is overwritten by every energy evaluation); h0 = s.y / y.H0 y from the
+    newest stored pair."""
     n = m.nv
     qi = pw.qn[b, 2]
     qt = pw.qt[b, 2]
@@ -245,10 +260,14 @@ def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
     dx = pw.dx[b]
     s_new = pw.r[b]
     y_new = pw.rt[b]
+    P = pw.P[b]
+    for j in range(n):
+        P[j] = 0.0
+    minv_factor(m, wf, b, q[b], P, P)  # zero velocity, no extra diagonal
     E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
     head = 0
     count = 0
-    h0 = dt * dt
+    h0 = 1.0
     gn = inf_norm(g, n)
     it = 0
     conv = False
@@ -258,11 +277,14 @@ def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
             conv = True
             break
         it += 1
-        lbfgs_direction(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, h0, dx, n)
+        lbfgs_first_loop(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
+        lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
+        lbfgs_second_loop(pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
         slope = dot(g, dx, n)
-        if not (slope < 0.0):
+        if not (slope < 0.0):  # not a descent direction: preconditioned steepest descent
             for j in range(n):
-                dx[j] = -h0 * g[j]
+                dx[j] = -g[j]
+            lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
             slope = dot(g, dx, n)
         step = 1.0
         ok = False
@@ -287,7 +309,10 @@ def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
             head = head2
             if count < mm:
                 count += 1
-            h0 = dot(s_new, y_new, n) / dot(y_new, y_new, n)
+            for j in range(n):
+                dx[j] = y_new[j]
+            lbfgs_h0_apply(m, wf, b, 1.0, dt, dx, P)
+            h0 = dot(s_new, y_new, n) / dot(y_new, dx, n)
         for k in range(m.nq):
             qi[k] = qt[k]
         for j in range(n):
@@ -306,12 +331,12 @@ def pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info):
 
 
 @kernel
-def pbad2_state(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+def pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
     pbad2_prepare(m, w, pw, b, q, v, dt)
     if method == 0:
         pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
     else:
-        pbad2_lbfgs(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+        pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
     for k in range(m.nq):
         qn[b, k] = pw.qn[b, 2, k]
     difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
@@ -321,10 +346,11 @@ def pbad2_state(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h
 
 
 @kernel(parallel=True)
-def pbad2_batch(m, pm, c, w, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+def pbad2_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    """One PBAD2 step per trajectory; ``wf``: a second dynamics workspace (LBFGS's M^-1 factor)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_state(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
+        pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
 
 
 @kernel(parallel=True)
@@ -672,12 +698,14 @@ class Pbad2(_PbadBase):
     def _run(self, state, control, dt):
         B = state.batch
         w, pw = self._work(B)
+        if self.__dict__.get("_wf_B") != B:  # LBFGS's factor workspace (w is shared with the energy)
+            self._wf, self._wf_B = make_work(self.model, B), B
         kc = control.kernel_arrays(self.model, B)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        pbad2_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
+        pbad2_batch(self.model.k, self.pm, kc, w, self._wf, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
                     0 if self.optimizer == "lm" else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
 

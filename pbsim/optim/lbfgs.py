@@ -6,8 +6,10 @@ from pbsim.backends.kernel import kernel
 
 
 @kernel
-def lbfgs_direction(g, S, Y, rho, alpha, count, head, h0, d, n):
-    """d = -H_k g by the two-loop recursion (H0 = h0 I)."""
+def lbfgs_first_loop(g, S, Y, rho, alpha, count, head, d, n):
+    """First loop of the two-loop recursion (newest pair first): ``d`` = the projected -g, with the
+    ``alpha`` coefficients stored for :func:`lbfgs_second_loop`.  The caller then applies its
+    initial inverse Hessian H0 to ``d`` (scaled identity, a diagonal, or an O(n) solve)."""
     mm = S.shape[0]
     for i in range(n):
         d[i] = -g[i]
@@ -20,8 +22,12 @@ def lbfgs_direction(g, S, Y, rho, alpha, count, head, h0, d, n):
         alpha[k] = a
         for i in range(n):
             d[i] -= a * Y[k, i]
-    for i in range(n):
-        d[i] *= h0
+
+
+@kernel
+def lbfgs_second_loop(S, Y, rho, alpha, count, head, d, n):
+    """Second loop (oldest pair first): ``d`` = -H_k g once H0 has been applied."""
+    mm = S.shape[0]
     for t in range(count - 1, -1, -1):
         k = (head - 1 - t) % mm
         s = 0.0

@@ -1,7 +1,7 @@
 """Per-trajectory optimiser kernels: dense solves against numpy, LM damping rule, LBFGS on a quadratic."""
 import numpy as np
 
-from pbsim.optim.lbfgs import lbfgs_direction, lbfgs_push
+from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve, lu_solve_inplace
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
 
@@ -46,11 +46,18 @@ def test_lbfgs_recovers_newton_step_on_quadratic(rng):
     for k in range(n):
         s = rng.normal(size=n)
         head = lbfgs_push(S, Y, rho, s, H @ s, head, n)
+    def direction(g, H0):  # two-loop recursion with the initial inverse Hessian H0 (a matrix here)
+        d = np.zeros(n)
+        lbfgs_first_loop(g, S, Y, rho, alpha, n, head, d, n)
+        d[:] = H0 @ d
+        lbfgs_second_loop(S, Y, rho, alpha, n, head, d, n)
+        return d
+
     g = rng.normal(size=n)
-    d = np.zeros(n)
-    lbfgs_direction(g, S, Y, rho, alpha, n, head, 1.0, d, n)
+    d = direction(g, np.eye(n))
     # BFGS with n conjugate-free random pairs is not exact in general; check descent and secant
     assert g @ d < 0
-    d2 = np.zeros(n)
-    lbfgs_direction(Y[head - 1], S, Y, rho, alpha, n, head, 1.0, d2, n)
+    d2 = direction(Y[head - 1], np.eye(n))
     assert np.allclose(-d2, S[head - 1], rtol=1e-10)  # secant condition H_k y = s for the newest pair
+    # with the exact inverse Hessian as H0, every update keeps it: the direction is the Newton step
+    assert np.allclose(direction(g, np.linalg.inv(H)), -np.linalg.solve(H, g), rtol=1e-9)
