@@ -229,7 +229,7 @@ def main():
 
 def fig3d(N=10, dts=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128)):
     """Fig. 3 (d): iterations and time per step vs dt (LM vs LBFGS), 1 s of the horizontal release
-    (at most 200 steps).  Writes docs/img/bench_pbad_fig3d.png."""
+    (at most 200 steps).  Writes docs/img/bench_pbad_fig3d_N.png."""
     mod = pbsim_models.chain(N, joint="ball2")
     rows = []
     print(f"\n| dt ({N}-link) | LM its/step | LM ms/step | LM conv | LBFGS its/step | LBFGS ms/step | LBFGS conv |")
@@ -267,7 +267,7 @@ def fig3d(N=10, dts=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128)):
     ax[1].set_ylabel("time per step [ms]")
     ax[1].legend()
     fig.suptitle(f"Fig. 3 (d): PBAD2, {N}-link ball2 chain")
-    out = ROOT / "docs" / "img" / "bench_pbad_fig3d.png"
+    out = ROOT / "docs" / "img" / f"bench_pbad_fig3d_{N}.png"
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     print("wrote", out)
