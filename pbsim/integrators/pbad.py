@@ -634,6 +634,26 @@ def colloc_eval_batch(m, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
         colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
 
 
+@kernel
+def colloc_rotation_state(m, w, pw, b, nodes, rot):
+    nn = nodes.shape[1]
+    for k in range(nn):
+        for a in range(m.nq):
+            pw.qn[b, k, a] = nodes[b, k, a]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    rot[b] = colloc_max_rotation(m, w, pw, b, nn)
+
+
+@kernel(parallel=True)
+def colloc_rotation_batch(m, w, pw, nodes, rot):
+    """Largest rotation between consecutive nodes (B, K+1, nq) (tests, tools)."""
+    for i in prange(nodes.shape[0]):
+        b = np.int64(i)
+        colloc_rotation_state(m, w, pw, b, nodes, rot)
+
+
 # ---------------------------------------------------------------------------------------------
 # integrator classes
 
@@ -814,13 +834,21 @@ class _PbadColloc(_PbadBase):
         cubic coefficient c fitted to the anchor (q_a at offset s_a) when given, else c = 0."""
         from pbsim.dynamics.api import aba, difference, integrate
 
+        out = np.full_like(q, np.nan)
+        ok = np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1)
+        if anchor is not None:
+            ok &= np.isfinite(anchor[0]).all(axis=1)
+        if not ok.any():
+            return out
+        q, v = q[ok], v[ok]
         a0 = aba(self.model, q, v, np.zeros_like(v))
         d = s * v + 0.5 * s * s * a0
         if anchor is not None:
             qa, sa = anchor
-            c = (difference(self.model, q, qa) - sa * v - 0.5 * sa * sa * a0) / sa ** 3
+            c = (difference(self.model, q, qa[ok]) - sa * v - 0.5 * sa * sa * a0) / sa ** 3
             d = d + s ** 3 * c
-        return np.ascontiguousarray(integrate(self.model, q, d))
+        out[ok] = integrate(self.model, q, d)
+        return np.ascontiguousarray(out)
 
     def _run(self, state, control, dt, init, qprev):
         B = state.batch
@@ -887,6 +915,14 @@ class _PbadColloc(_PbadBase):
                                 residual=info[:, 1], converged=conv & ~nan,
                                 extra={"objective": info[:, 3], "rotation": info[:, 4], "substeps": substeps,
                                        "rejected": rejected})
+
+    def node_rotation(self, nodes):
+        """Largest rotation [rad] between consecutive nodes (B, K+1, nq), as the aliasing check sees it."""
+        nodes = np.ascontiguousarray(nodes, float)
+        w, pw = self._work(nodes.shape[0])
+        rot = np.zeros(nodes.shape[0])
+        colloc_rotation_batch(self.model.k, w, pw, nodes, rot)
+        return rot
 
     def residual(self, nodes, dt, control=None):
         """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""
