@@ -847,7 +847,10 @@ class _PbadColloc(_PbadBase):
             qa, sa = anchor
             c = (difference(self.model, q, qa[ok]) - sa * v - 0.5 * sa * sa * a0) / sa ** 3
             d = d + s ** 3 * c
-        out[ok] = integrate(self.model, q, d)
+        fin = np.isfinite(d).all(axis=1)  # ABA can overflow on a runaway state
+        good = np.flatnonzero(ok)[fin]
+        if len(good):
+            out[good] = integrate(self.model, q[fin], d[fin])
         return np.ascontiguousarray(out)
 
     def _run(self, state, control, dt, init, qprev):
