@@ -793,9 +793,10 @@ class _PbadColloc(_PbadBase):
     """PBAD with Legendre collocation of order K (Eq. 6-7).
 
     Options besides the order-2 ones: ``init`` ("auto" | "pbad2" | "velocity", the initial guess
-    of the nodes), ``max_rotation`` (rad, default pi/2: a root of Eq. 6 in which a joint or a body
-    turns by more than this between two consecutive nodes is rejected as aliased), ``substep``
-    (levels of halving for a rejected or non-converged step, default 4).  Diagnostics.extra:
+    of the nodes), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
+    turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
+    resolved by the Cartesian polynomial above ~0.5), ``substep`` (levels of halving for a rejected
+    or non-converged step, default 6), ``max_iterations`` (LM, default 200).  Diagnostics.extra:
     ``rotation`` (largest rotation between nodes of the accepted solution), ``substeps`` (number
     of sub-steps the step was split into, 1 = none) and ``rejected`` (the full step was rejected).
     """
@@ -805,10 +806,11 @@ class _PbadColloc(_PbadBase):
         self.init = o.pop("init", "auto")
         if self.init not in ("auto", "pbad2", "velocity"):
             raise InputError(f"pbad{self.order} init must be 'auto', 'pbad2' or 'velocity', got {self.init!r}")
-        self.max_rotation = float(o.pop("max_rotation", 0.5 * np.pi))
+        self.max_rotation = float(o.pop("max_rotation", 0.5))
         if not self.max_rotation > 0:
             raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
-        levels = o.pop("substep", 4)
+        levels = o.pop("substep", 6)
+        o.setdefault("max_iterations", 200)
         super().__init__(model, scene, **o)
         self.substeps_on_failure = int(levels)
         self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" else None
