@@ -16,6 +16,7 @@ previous interior node (reconstructed from (q, v) and ABA when absent).
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -24,7 +25,7 @@ from numba import prange
 from pbsim.backends.kernel import kernel
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
-from pbsim.dynamics.joints import difference_config, integrate_config
+from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.pbad_energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
                                         contact_step_limit, inertial_gravity_terms, make_pbad_model, point_hessian,
@@ -560,8 +561,51 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
 
 
 @kernel
-def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast,
-                 e, info):
+def colloc_max_rotation(m, w, pw, b, nn):
+    """Largest rotation [rad] between two consecutive collocation nodes, over all joints (tangent
+    difference: sees a revolute angle that jumped by 2 pi) and all bodies (world frame).  A root of
+    Eq. 6 with a large value is aliased: the Cartesian polynomial through the nodes cannot follow
+    a body turning by ~pi or more between nodes (e.g. one revolution per step looks like rest)."""
+    nodes = pw.qn[b]
+    d = pw.d[b]
+    for u in range(2, nn):
+        fk_state(m, w, b, nodes[u])
+        poses_from_work(m, w, b, pw.T[b, u])
+    mx = 0.0
+    for u in range(nn - 1):
+        difference_config(m, nodes[u], nodes[u + 1], d, w.Rj[b])
+        T0 = pw.T[b, u]
+        T1 = pw.T[b, u + 1]
+        for i in range(m.nb):
+            jt = m.jtype[i]
+            j = m.iv[i]
+            a = 0.0
+            if jt == REVOLUTE:
+                a = abs(d[j])
+            elif jt == BALL:
+                a = math.sqrt(d[j] * d[j] + d[j + 1] * d[j + 1] + d[j + 2] * d[j + 2])
+            elif jt == FREE:
+                a = math.sqrt(d[j + 3] * d[j + 3] + d[j + 4] * d[j + 4] + d[j + 5] * d[j + 5])
+            if a > mx:
+                mx = a
+            tr = 0.0  # trace(R0^T R1) = 1 + 2 cos(angle)
+            for r in range(3):
+                for cc in range(3):
+                    tr += T0[i, r, cc] * T1[i, r, cc]
+            ca = 0.5 * (tr - 1.0)
+            if ca > 1.0:
+                ca = 1.0
+            if ca < -1.0:
+                ca = -1.0
+            a = math.acos(ca)
+            if a > mx:
+                mx = a
+    return mx
+
+
+@kernel
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+                 qlast, e, info):
     nn = tau.shape[0]
     for k in range(m.nq):
         pw.qn[b, 0, k] = qprev[b, k]
@@ -582,6 +626,10 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1
                 d[j] = tau[u] * dt * v[b, j]
             integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
     colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
+    rot = colloc_max_rotation(m, w, pw, b, nn)
+    info[b, 4] = rot
+    if not (rot <= maxrot):  # aliased root (or NaN): rejected like a non-converged step
+        info[b, 2] = 0.0
     last = nn - 1
     for k in range(m.nq):
         qn[b, k] = pw.qn[b, last, k]
@@ -597,12 +645,12 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1
 
 
 @kernel(parallel=True)
-def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn, qlast, e,
-                 info):
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+                 qlast, e, info):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, qn, vn,
-                     qlast, e, info)
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
+                     vn, qlast, e, info)
 
 
 @kernel
@@ -622,6 +670,26 @@ def colloc_eval_batch(m, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
     for i in prange(nodes.shape[0]):
         b = np.int64(i)
         colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
+
+
+@kernel
+def colloc_rotation_state(m, w, pw, b, nodes, rot):
+    nn = nodes.shape[1]
+    for k in range(nn):
+        for a in range(m.nq):
+            pw.qn[b, k, a] = nodes[b, k, a]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    rot[b] = colloc_max_rotation(m, w, pw, b, nn)
+
+
+@kernel(parallel=True)
+def colloc_rotation_batch(m, w, pw, nodes, rot):
+    """Largest rotation between consecutive nodes (B, K+1, nq) (tests, tools)."""
+    for i in prange(nodes.shape[0]):
+        b = np.int64(i)
+        colloc_rotation_state(m, w, pw, b, nodes, rot)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -762,14 +830,29 @@ def _sub_control(control, mask):
 
 
 class _PbadColloc(_PbadBase):
-    """PBAD with Legendre collocation of order K (Eq. 6-7)."""
+    """PBAD with Legendre collocation of order K (Eq. 6-7).
+
+    Options besides the order-2 ones: ``init`` ("auto" | "pbad2" | "velocity", the initial guess
+    of the nodes), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
+    turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
+    resolved by the Cartesian polynomial above ~0.5), ``substep`` (levels of halving for a rejected
+    or non-converged step, default 6), ``max_iterations`` (LM, default 200).  Diagnostics.extra:
+    ``rotation`` (largest rotation between nodes of the accepted solution), ``substeps`` (number
+    of sub-steps the step was split into, 1 = none) and ``rejected`` (the full step was rejected).
+    """
 
     def __init__(self, model, scene=None, **options):
         o = dict(options)
         self.init = o.pop("init", "auto")
         if self.init not in ("auto", "pbad2", "velocity"):
             raise InputError(f"pbad{self.order} init must be 'auto', 'pbad2' or 'velocity', got {self.init!r}")
+        self.max_rotation = float(o.pop("max_rotation", 0.5))
+        if not self.max_rotation > 0:
+            raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
+        levels = o.pop("substep", 6)
+        o.setdefault("max_iterations", 200)
         super().__init__(model, scene, **o)
+        self.substeps_on_failure = int(levels)
         self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
@@ -777,77 +860,114 @@ class _PbadColloc(_PbadBase):
             raise InputError("high-order PBAD does not support drag/contact points yet; use 'pbad'")
         self.tau = collocation_nodes(self.order)
         self.C1, self.C2 = lagrange_derivatives(self.tau)
+        self._prev_ref = None  # (q_prev array this integrator produced, dt)
 
-    def _prev_node(self, state, dt):
-        """q at t_k + tau_0 dt: State.q_prev when it is this scheme's node, else from (q, v, ABA)."""
-        if state.q_prev is not None and state.q_prev.shape == state.q.shape and \
-                getattr(self, "_prev_token", None) == (id(state.q_prev), float(dt)):
+    def _prev_node(self, state, dt, anchor=None):
+        """q at t_k + tau_0 dt: State.q_prev when it is this scheme's node for this dt (the array
+        object returned by the previous step), else rebuilt from (q, v), ABA and, when given, a
+        known configuration ``anchor = (q_a, s_a)`` at time offset s_a < 0 (see :meth:`_node_at`)."""
+        ref = self._prev_ref
+        if state.q_prev is not None and ref is not None and state.q_prev is ref[0] and ref[1] == float(dt):
             return state.q_prev
-        from pbsim.dynamics.api import aba, integrate
+        return self._node_at(state.q, state.v, self.tau[0] * dt, anchor)
 
-        a0 = aba(self.model, state.q, state.v, np.zeros_like(state.v))
-        s = self.tau[0] * dt
-        return np.ascontiguousarray(integrate(self.model, state.q, s * state.v + 0.5 * s * s * a0))
+    def _node_at(self, q, v, s, anchor=None):
+        """q(t_k + s) from q_k (+) (s v + s^2/2 a + s^3 c) with a = ABA(q, v, 0) (no control) and the
+        cubic coefficient c fitted to the anchor (q_a at offset s_a) when given, else c = 0."""
+        from pbsim.dynamics.api import aba, difference, integrate
 
-    def _run(self, state, control, dt, init=None, qprev=None):
-        init = init or self.init
+        out = np.full_like(q, np.nan)
+        ok = np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1)
+        if anchor is not None:
+            ok &= np.isfinite(anchor[0]).all(axis=1)
+        if not ok.any():
+            return out
+        q, v = q[ok], v[ok]
+        a0 = aba(self.model, q, v, np.zeros_like(v))
+        d = s * v + 0.5 * s * s * a0
+        if anchor is not None:
+            qa, sa = anchor
+            c = (difference(self.model, q, qa[ok]) - sa * v - 0.5 * sa * sa * a0) / sa ** 3
+            d = d + s ** 3 * c
+        fin = np.isfinite(d).all(axis=1)  # ABA can overflow on a runaway state
+        good = np.flatnonzero(ok)[fin]
+        if len(good):
+            out[good] = integrate(self.model, q[fin], d[fin])
+        return np.ascontiguousarray(out)
+
+    def _run(self, state, control, dt, init, qprev):
         B = state.batch
         w, pw = self._work(B)
         kc = control.kernel_arrays(self.model, B)
-        if qprev is None:
-            qprev = self._prev_node(state, dt)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         ql = np.empty_like(state.q)
         e = np.empty((B, 2))
-        info = np.zeros((B, 4))
+        info = np.zeros((B, 5))
         if init == "pbad2":
             qg = self._p2._run(state, control, dt)[0]
         else:
             qg = state.q
         colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, init == "pbad2", dt, self.tau,
-                     self.C1, self.C2, self.maxit, self.gtol, self.xtol, qn, vn, ql, e, info)
-        self._prev_token = (id(ql), float(dt))
+                     self.C1, self.C2, self.maxit, self.gtol, self.xtol, self.max_rotation, qn, vn, ql, e, info)
         return State(qn, vn, state.t + dt, q_prev=ql), e, info
 
-    def _step(self, state, control, dt, level=0):
-        qprev = self._prev_node(state, dt)
-        new, e, info = self._run(state, control, dt, "velocity" if self.init == "auto" else None, qprev)
+    def _step(self, state, control, dt, level=0, anchor=None):
+        qprev = self._prev_node(state, dt, anchor)
+        new, e, info = self._run(state, control, dt, "velocity" if self.init == "auto" else self.init, qprev)
         conv = info[:, 2] > 0.5
         if self.init == "auto" and not conv.all():  # retry from a PBAD2 step (right basin at large dt)
             n2, e2, i2 = self._run(state, control, dt, "pbad2", qprev)
             fix = ~conv & (i2[:, 2] > 0.5)
+            i2[:, 0] += info[:, 0]
             if fix.any():
-                q, v = new.q.copy(), new.v.copy()
-                q[fix], v[fix], e[fix] = n2.q[fix], n2.v[fix], e2[fix]
-                i2[:, 0] += info[:, 0]
+                new.q[fix], new.v[fix], new.q_prev[fix], e[fix] = n2.q[fix], n2.v[fix], n2.q_prev[fix], e2[fix]
                 info[fix] = i2[fix]
-                ql = new.q_prev.copy()
-                ql[fix] = n2.q_prev[fix]
-                new = State(q, v, new.t, q_prev=ql)
-                self._prev_token = (id(ql), float(dt))
                 conv = info[:, 2] > 0.5
-        nsub = self.substeps_on_failure if self.substeps_on_failure else 3
-        if level < nsub and not conv.all():
-            # a step with no root of Eq. 6 near the PBAD2 guess: redo it as two half steps (recursively)
+        rejected = ~conv
+        substeps = np.ones(state.batch, int)
+        if level < self.substeps_on_failure and not conv.all():
+            # no acceptable root of Eq. 6 (not converged, or aliased: rotation between nodes above
+            # max_rotation): redo the step as two half steps, recursively
             bad = ~conv
             sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
             ctl = _sub_control(control, bad)
             its = info[bad, 0].copy()
             ok = np.ones(bad.sum(), bool)
+            rot = np.zeros(bad.sum())
+            ns = np.zeros(bad.sum(), int)
+            anc = (qprev[bad], self.tau[0] * dt)  # the previous node of the full step, for the first half
             for _ in range(2):
-                sub, d = self._step(sub, ctl, dt / 2, level + 1)
+                mid = sub.q
+                sub, d = self._step(sub, ctl, dt / 2, level + 1, anc)
+                anc = (mid, -dt / 2)
                 its += d.iterations
                 ok &= d.converged
-            q, v = new.q.copy(), new.v.copy()
-            q[bad], v[bad] = sub.q, sub.v
+                rot = np.maximum(rot, d.extra["rotation"])
+                ns += d.extra["substeps"]
+            # this dt's previous node for the next step: cubic through (q, v, a) at the end, fitted
+            # to the mid-step state (exact for pbad3, whose node is at -dt/2)
+            ql = new.q_prev
+            ql[bad] = self._node_at(sub.q, sub.v, self.tau[0] * dt, (mid, -dt / 2))
+            new.q[bad], new.v[bad] = sub.q, sub.v
             e[bad, 0], e[bad, 1] = d.energy, 0.0
-            info[bad, 0], info[bad, 1], info[bad, 2] = its, d.residual, ok
+            info[bad, 0], info[bad, 1], info[bad, 2], info[bad, 4] = its, d.residual, ok, rot
+            substeps[bad] = ns
             conv = info[:, 2] > 0.5
-            new = State(q, v, state.t + dt)  # q_prev of a half step is not this dt's node: rebuilt next step
+        self._prev_ref = (new.q_prev, float(dt))
         nan = ~(np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1))
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
-                                residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
+                                residual=info[:, 1], converged=conv & ~nan,
+                                extra={"objective": info[:, 3], "rotation": info[:, 4], "substeps": substeps,
+                                       "rejected": rejected})
+
+    def node_rotation(self, nodes):
+        """Largest rotation [rad] between consecutive nodes (B, K+1, nq), as the aliasing check sees it."""
+        nodes = np.ascontiguousarray(nodes, float)
+        w, pw = self._work(nodes.shape[0])
+        rot = np.zeros(nodes.shape[0])
+        colloc_rotation_batch(self.model.k, w, pw, nodes, rot)
+        return rot
 
     def residual(self, nodes, dt, control=None):
         """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""

@@ -1,0 +1,128 @@
+"""High-order PBAD (paper 000 Sec. 4.1, Eq. 6-7): collocation weights, residual order at the
+nodes, velocity/energy order, the carried previous node, and the aliasing guard."""
+import numpy as np
+import pytest
+
+import pbsim
+import pbsim_models
+from pbsim.integrators import State, make
+from pbsim.integrators.pbad import collocation_nodes, lagrange_derivatives
+
+
+@pytest.mark.parametrize("K", [3, 4])
+def test_lagrange_weights_exact_on_polynomials(K, rng):
+    """H' and H'' of Eq. 6 against an independent Vandermonde construction and exactness on degree-K
+    polynomials; pbad3's rows are the textbook formulas (h = dt/2): central difference at alpha = 1/2,
+    backward (-1, 4, -5, 2)/h^2 at alpha = 1."""
+    tau = collocation_nodes(K)
+    assert len(tau) == K + 1 and tau[1] == 0.0 and tau[-1] == 1.0
+    roots = np.sort((np.polynomial.legendre.legroots([0] * (K - 2) + [1]) + 1) / 2)
+    assert np.allclose(tau[2:-1], roots)  # alpha_1..alpha_{K-2}: roots of L_{K-2}(2 alpha - 1)
+    assert np.isclose(tau[0], roots[-1] - 1.0)
+    C1, C2 = lagrange_derivatives(tau)
+    Hinv = np.linalg.inv(np.vander(tau, K + 1, increasing=True))  # columns: coefficients of L_j
+    for u, t in enumerate(tau):
+        d1 = np.array([sum(p * Hinv[p, j] * t ** (p - 1) for p in range(1, K + 1)) for j in range(K + 1)])
+        d2 = np.array([sum(p * (p - 1) * Hinv[p, j] * t ** (p - 2) for p in range(2, K + 1)) for j in range(K + 1)])
+        assert np.allclose(C1[u], d1, atol=1e-9) and np.allclose(C2[u], d2, atol=1e-8)
+    c = rng.normal(size=K + 1)
+    P = np.polynomial.Polynomial(c)
+    assert np.allclose(C2 @ P(tau), P.deriv(2)(tau), atol=1e-8)
+    assert np.allclose(C1 @ P(tau), P.deriv(1)(tau), atol=1e-9)
+    if K == 3:
+        assert np.allclose(C2[2], [0, 4, -8, 4]) and np.allclose(C2[3], [-4, 16, -20, 8])
+        assert np.allclose(C1[3], [-2 / 3, 3, -6, 11 / 3])
+
+
+def _exact_nodes(model, integ, q0, dt, t0=0.1):
+    """Nodes of one step at t_k = t0 taken from an accurate RK4 solution (fine step)."""
+    h = 1e-5
+    out = []
+    for t in t0 + integ.tau * dt:
+        n = int(round(t / h))
+        out.append(pbsim.rollout(model, "rk4", dt=t / n, steps=n, q0=q0).q[-1])
+    return np.array(out)[None]
+
+
+@pytest.mark.parametrize("name,lo", [("pbad3", 3.0), ("pbad4", 6.0)])
+def test_residual_vanishes_at_the_order_on_exact_nodes(name, lo):
+    """Eq. 6 on the nodes of the exact motion (2-link ball2 chain falling from a bent pose): the
+    residual (inertia from H'' and gravity at each node) shrinks like dt^(K-1) (x4 for pbad3, x8 for
+    pbad4 when dt halves).  Wrong weights or forces evaluated off the nodes give O(1) residuals."""
+    model = pbsim_models.chain(2, joint="ball2")
+    integ = make(name, model)
+    q0 = pbsim.integrate(model, model.neutral(), np.array([0.3, 0.2, -0.5, 0.4]))
+    res = []
+    for dt in (0.02, 0.01):
+        r, _ = integ.residual(_exact_nodes(model, integ, q0, dt), dt)
+        res.append(np.abs(r).max())
+    assert res[0] / res[1] > lo, res
+
+
+def test_pbad3_energy_error_second_order_and_velocity_from_polynomial():
+    """3-link ball2 chain, 0.3 s: pbad3's energy error falls ~4x when dt halves (order 2, as RK2; a
+    first-order velocity would give 2x) and v_{k+1} is the end-node derivative of the collocation
+    polynomial (C1 row of the last node applied to the stored nodes)."""
+    model = pbsim_models.chain(3, joint="ball2")
+    q0 = model.neutral()
+    e0 = pbsim.energy(model, q0, np.zeros(model.nv)).sum()
+    errs = []
+    for dt in (0.004, 0.002):
+        tr = pbsim.rollout(model, "pbad3", dt=dt, steps=int(round(0.3 / dt)), q0=q0)
+        errs.append(np.abs(tr.energy - e0).max())
+    assert errs[1] < 5e-3 and 3.0 < errs[0] / errs[1] < 6.0, errs
+    integ = make("pbad3", model)
+    s = State.make(model, q0)
+    dt = 0.01
+    s1, _ = integ.step(s, None, dt)
+    qprev0 = integ._prev_node(s, dt)  # the node at -dt/2 the first step used (rebuilt: not carried)
+    assert integ._prev_node(s1, dt) is s1.q_prev  # carried between steps, not rebuilt
+    assert integ._prev_node(State(s1.q, s1.v, s1.t, s1.q_prev.copy()), dt) is not None
+    s2, d = integ.step(s1, None, dt)
+    nodes = [s1.q_prev[0], s1.q[0], s2.q_prev[0], s2.q[0]]
+    v = sum(integ.C1[3, j] * pbsim.difference(model, nodes[3], nodes[j]) for j in range(3)) / dt
+    assert np.allclose(s2.v[0], v, atol=1e-10)
+    assert np.isclose(d.energy[0], pbsim.energy(model, s2.q[0], s2.v[0]).sum())
+    assert qprev0.shape == (1, model.nq)
+
+
+def test_aliasing_guard_rotation_and_substeps():
+    """A node set in which a revolute link turns by 2 pi between nodes looks like rest to the
+    Cartesian polynomial: node_rotation sees it; a step whose root exceeds max_rotation is rejected,
+    sub-stepped and reported (rejected, substeps, converged False when no level passes)."""
+    model = pbsim_models.chain(1, joint="revolute")
+    integ = make("pbad3", model)
+    nodes = np.array([[[0.0], [0.1], [0.2 + 2 * np.pi], [0.3 + 2 * np.pi]]])
+    rot = integ.node_rotation(nodes)[0]
+    assert rot > 6.0
+    smooth = np.array([[[0.0], [0.1], [0.2], [0.3]]])
+    assert np.isclose(integ.node_rotation(smooth)[0], 0.1)
+    # every root rejected: 2 levels of halving -> 4 sub-steps, reported as not converged
+    integ = make("pbad3", model, max_rotation=1e-6, substep=2)
+    s, d = integ.step(State.make(model, np.array([0.0]), np.array([1.0])), None, 0.01)
+    assert d.extra["rejected"][0] and d.extra["substeps"][0] == 4 and not d.converged[0]
+    assert np.isfinite(s.q).all()
+    # a mild step passes unchanged
+    integ = make("pbad3", model)
+    s, d = integ.step(State.make(model, np.array([0.0]), np.array([1.0])), None, 0.01)
+    assert not d.extra["rejected"][0] and d.extra["substeps"][0] == 1 and d.converged[0]
+    assert 0.004 < d.extra["rotation"][0] < 0.02  # ~ (v + a dt) dt / 2 with a ~ 147 rad/s^2
+    with pytest.raises(pbsim.InputError):
+        make("pbad3", model, max_rotation=0.0)
+
+
+def test_substep_carries_mid_state_as_previous_node():
+    """A step redone as two half steps returns (q, v) of the second half step and, as the next
+    step's previous node (pbad3: t - dt/2), the mid-step state itself (not a Taylor guess)."""
+    model = pbsim_models.chain(3, joint="ball2")
+    s0 = State.make(model, pbsim.integrate(model, model.neutral(), 0.2 * np.arange(model.nv)))
+    dt = 0.01
+    forced = make("pbad3", model, max_rotation=1e-9, substep=1)
+    s, d = forced.step(s0, None, dt)
+    assert d.extra["substeps"][0] == 2 and d.extra["rejected"][0]
+    plain = make("pbad3", model)
+    s1, _ = plain.step(s0, None, dt / 2)
+    s2, _ = plain.step(s1, None, dt / 2)
+    assert np.allclose(s.q, s2.q, atol=1e-12) and np.allclose(s.v, s2.v, atol=1e-9)
+    assert np.allclose(s.q_prev, s1.q, atol=1e-12)
+    assert forced._prev_node(s, dt) is s.q_prev
