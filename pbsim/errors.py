@@ -43,6 +43,10 @@ def check_batch(batch) -> int | None:
     """``batch`` as an int (None stays None), or InputError unless it is a positive integer."""
     if batch is None:
         return None
-    if isinstance(batch, bool) or int(batch) != batch or int(batch) < 1:
+    try:
+        ok = not isinstance(batch, bool) and int(batch) == batch and int(batch) >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
         raise InputError(f"batch must be a positive integer, got {batch!r}")
     return int(batch)

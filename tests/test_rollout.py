@@ -15,7 +15,7 @@ def test_rollout_refuses_bad_dt(dt):
         pbsim.rollout(pbsim_models.chain(2), "euler", dt=dt, steps=2)
 
 
-@pytest.mark.parametrize("batch", [0, -3, 2.5])
+@pytest.mark.parametrize("batch", [0, -3, 2.5, "two", float("nan")])
 def test_rollout_refuses_bad_batch(batch):
     with pytest.raises(InputError, match="batch must be a positive integer"):
         pbsim.rollout(pbsim_models.chain(2), "euler", dt=1e-3, steps=2, batch=batch)

@@ -726,6 +726,9 @@ class _PbadBase(Integrator):
         if self._B != B:
             self._B = B
             self._pw = make_pbad_work(self.model, self.pm, B, self.order)
+            # LBFGS keeps the factor of M(q_k) in a second dynamics workspace (the shared one is
+            # overwritten by every energy evaluation); LM never reads it
+            self._wf = make_work(self.model, B) if self.optimizer == "lbfgs" else None
         return work_for(self.model, B), self._pw
 
 
@@ -766,14 +769,12 @@ class Pbad2(_PbadBase):
     def _run(self, state, control, dt):
         B = state.batch
         w, pw = self._work(B)
-        if self.__dict__.get("_wf_B") != B:  # LBFGS's factor workspace (w is shared with the energy)
-            self._wf, self._wf_B = make_work(self.model, B), B
         kc = control.kernel_arrays(self.model, B)
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        pbad2_batch(self.model.k, self.pm, kc, w, self._wf, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
+        pbad2_batch(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
                     0 if self.optimizer == "lm" else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
 

@@ -44,11 +44,10 @@ from numba import prange
 from pbsim.backends.kernel import kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
-from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
+from pbsim.dynamics.aba import aba_state
 from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup_poses, make_drnea_work
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
-from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.workspace import work_for
@@ -172,10 +171,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
                 tau[j] -= vw.vt[b, j]
             minv_solve(m, w, b, tau, vw.x[b])
         else:
-            velocity_pass(m, w, b, q, v)
-            aba_init(m, w, b)
-            aba_backward(m, w, b, tau, zero)
-            aba_forward(m, w, b, vw.x[b])
+            aba_state(m, w, b, q, v, tau, zero, vw.x[b])
             have_factor = True  # ABA's U, D^-1 at q_k with zero extra diagonal = minv_factor(q_k, 0)
         for j in range(nv):
             vw.vt[b, j] = dt * (v[j] + dt * vw.x[b, j])
