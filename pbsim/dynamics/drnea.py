@@ -74,6 +74,26 @@ def _compose_delta(R0, p0, R1, p1, Ra, pa, has_parent, dR, dp):
         dR[r, 2] = a0 * m02 + a1 * m12 + a2 * m22
 
 
+@kernel(inline=True)
+def world_rotation_and_gravity(m, i, R0, Rw, sv, Fc, dt, grav_scale):
+    """Body i's world rotation from its parent's (bodies in topological order) and its gravity
+    impulse ``Fc[i] = -grav_scale dt G a_g`` (Eq. 21a; a_g = [0; R^T g] in body coordinates)."""
+    par = m.parent[i]
+    for r in range(3):
+        for c in range(3):
+            if par >= 0:
+                Rw[i, r, c] = Rw[par, r, 0] * R0[i, 0, c] + Rw[par, r, 1] * R0[i, 1, c] + Rw[par, r, 2] * R0[i, 2, c]
+            else:
+                Rw[i, r, c] = R0[i, r, c]
+    ag = sv[0]
+    for r in range(3):
+        ag[r] = 0.0
+        ag[3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
+    mat6_vec(m.inertia[i], ag, sv[1])
+    for r in range(6):
+        Fc[i, r] = -grav_scale * dt * sv[1, r]
+
+
 @kernel
 def drnea_setup(m, dw, b, q_prev, q, dt, has_prev, grav_scale):
     """Per-step constants: poses at k (R0, p0, world Rw) and ``Fc_i = -Ad* mu^k-1 - F^ext``."""
@@ -84,21 +104,8 @@ def drnea_setup(m, dw, b, q_prev, q, dt, has_prev, grav_scale):
     sv = dw.sv[b]
     for i in range(m.nb):
         body_in_parent(m, i, q, R0[i], p0[i], dw.Rj[b])
+        world_rotation_and_gravity(m, i, R0, Rw, sv, Fc, dt, grav_scale)
         par = m.parent[i]
-        for r in range(3):
-            for c in range(3):
-                if par >= 0:
-                    Rw[i, r, c] = Rw[par, r, 0] * R0[i, 0, c] + Rw[par, r, 1] * R0[i, 1, c] + Rw[par, r, 2] * R0[i, 2, c]
-                else:
-                    Rw[i, r, c] = R0[i, r, c]
-        # gravity impulse dt G a_g (a_g = [0; R^T g] in body coordinates)
-        ag = sv[0]
-        for r in range(3):
-            ag[r] = 0.0
-            ag[3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
-        mat6_vec(m.inertia[i], ag, sv[1])
-        for r in range(6):
-            Fc[i, r] = -grav_scale * dt * sv[1, r]
         if has_prev:
             body_in_parent(m, i, q_prev, dw.R1[b, i], dw.p1[b, i], dw.Rj[b])
             # dT^{k-1}_i = (T^{k-1}_{p,i})^-1 dT^{k-1}_p T^k_{p,i}
@@ -128,20 +135,7 @@ def drnea_setup_poses(m, dw, b, R, p, dt, grav_scale):
             p0[i, r] = p[i, r]
             for c in range(3):
                 R0[i, r, c] = R[i, r, c]
-        par = m.parent[i]
-        for r in range(3):
-            for c in range(3):
-                if par >= 0:
-                    Rw[i, r, c] = Rw[par, r, 0] * R0[i, 0, c] + Rw[par, r, 1] * R0[i, 1, c] + Rw[par, r, 2] * R0[i, 2, c]
-                else:
-                    Rw[i, r, c] = R0[i, r, c]
-        ag = sv[0]
-        for r in range(3):
-            ag[r] = 0.0
-            ag[3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
-        mat6_vec(m.inertia[i], ag, sv[1])
-        for r in range(6):
-            Fc[i, r] = -grav_scale * dt * sv[1, r]  # gravity impulse dt G a_g (Eq. 21a)
+        world_rotation_and_gravity(m, i, R0, Rw, sv, Fc, dt, grav_scale)
 
 
 @kernel
