@@ -493,23 +493,16 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
     for k in range(2):
         for a in range(m.nq):
             trial[k, a] = nodes[k, a]
+    E_ref = E
     while it < maxit:
         if rn < gtol:
             conv = True
             break
+        if it > 0 and it % 10 == 0:  # stalled at a local minimum of Eq. 7 that is not a root of Eq. 6
+            if E > 0.5 * E_ref:
+                break
+            E_ref = E
         it += 1
-        # normal equations J^T J, J^T r
-        for a in range(n):
-            s = 0.0
-            for k in range(n):
-                s += J[k, a] * r[k]
-            g[a] = s
-            for cc in range(a, n):
-                s = 0.0
-                for k in range(n):
-                    s += J[k, a] * J[k, cc]
-                H[a, cc] = s
-                H[cc, a] = s
         accepted = False
         small = False
         # square system: try the Newton step J dx = -r first (LU; no squared conditioning)
@@ -525,6 +518,21 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
             Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
             if Et <= E:
                 accepted = True
+            elif inf_norm(dx, n) < xtol:  # Newton step below xtol: at the root, r is rounding noise
+                conv = True
+                break
+        if not accepted:  # normal equations J^T J, J^T r (O(n^3): only when the Newton step fails)
+            for a in range(n):
+                s = 0.0
+                for k in range(n):
+                    s += J[k, a] * r[k]
+                g[a] = s
+                for cc in range(a, n):
+                    s = 0.0
+                    for k in range(n):
+                        s += J[k, a] * J[k, cc]
+                    H[a, cc] = s
+                    H[cc, a] = s
         for tries in range(0 if accepted else 30):
             if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
                 for u in range(2, nn):
@@ -837,9 +845,13 @@ class _PbadColloc(_PbadBase):
     of the nodes), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
     turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
     resolved by the Cartesian polynomial above ~0.5), ``substep`` (levels of halving for a rejected
-    or non-converged step, default 6), ``max_iterations`` (LM, default 200).  Diagnostics.extra:
+    or non-converged step, default 6), ``fallback`` ("substep", default: split a rejected step as
+    above; "pbad2": take the order-2 step of Eq. 5 instead, never split: as stable and cheap as
+    ``pbad`` at large dt, dissipative on the fallen-back steps), ``max_iterations`` (LM, default
+    200), ``xtol`` (Newton step of Eq. 6 counted as converged, default 1e-10).  Diagnostics.extra:
     ``rotation`` (largest rotation between nodes of the accepted solution), ``substeps`` (number
-    of sub-steps the step was split into, 1 = none) and ``rejected`` (the full step was rejected).
+    of sub-steps the step was split into, 1 = none), ``rejected`` (the full step was rejected) and
+    ``fallback`` (the step is the order-2 fallback).
     """
 
     def __init__(self, model, scene=None, **options):
@@ -851,10 +863,16 @@ class _PbadColloc(_PbadBase):
         if not self.max_rotation > 0:
             raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
         levels = o.pop("substep", 6)
+        self.fallback = o.pop("fallback", "substep")
+        if self.fallback not in ("substep", "pbad2"):
+            raise InputError(f"pbad{self.order} fallback must be 'substep' or 'pbad2', got {self.fallback!r}")
         o.setdefault("max_iterations", 200)
+        # converged when the Newton step of Eq. 6 is below xtol (rad): the residual's rounding floor
+        # grows with N and 1/dt^2 (~1e-7 N m at 100 links, dt = 0.0025), above any fixed gtol
+        o.setdefault("xtol", 1e-10)
         super().__init__(model, scene, **o)
         self.substeps_on_failure = int(levels)
-        self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" else None
+        self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" or self.fallback == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
         if self.pm.npts:
@@ -905,20 +923,18 @@ class _PbadColloc(_PbadBase):
         ql = np.empty_like(state.q)
         e = np.empty((B, 2))
         info = np.zeros((B, 5))
-        if init == "pbad2":
-            qg = self._p2._run(state, control, dt)[0]
-        else:
-            qg = state.q
+        p2 = self._p2._run(state, control, dt) if init == "pbad2" else None
+        qg = p2[0] if p2 is not None else state.q
         colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, init == "pbad2", dt, self.tau,
                      self.C1, self.C2, self.maxit, self.gtol, self.xtol, self.max_rotation, qn, vn, ql, e, info)
-        return State(qn, vn, state.t + dt, q_prev=ql), e, info
+        return State(qn, vn, state.t + dt, q_prev=ql), e, info, p2
 
     def _step(self, state, control, dt, level=0, anchor=None):
         qprev = self._prev_node(state, dt, anchor)
-        new, e, info = self._run(state, control, dt, "velocity" if self.init == "auto" else self.init, qprev)
+        new, e, info, p2 = self._run(state, control, dt, "velocity" if self.init == "auto" else self.init, qprev)
         conv = info[:, 2] > 0.5
         if self.init == "auto" and not conv.all():  # retry from a PBAD2 step (right basin at large dt)
-            n2, e2, i2 = self._run(state, control, dt, "pbad2", qprev)
+            n2, e2, i2, p2 = self._run(state, control, dt, "pbad2", qprev)
             fix = ~conv & (i2[:, 2] > 0.5)
             i2[:, 0] += info[:, 0]
             if fix.any():
@@ -927,7 +943,21 @@ class _PbadColloc(_PbadBase):
                 conv = info[:, 2] > 0.5
         rejected = ~conv
         substeps = np.ones(state.batch, int)
-        if level < self.substeps_on_failure and not conv.all():
+        fell_back = np.zeros(state.batch, bool)
+        if self.fallback == "pbad2" and not conv.all():
+            # no acceptable root of Eq. 6: take the order-2 step (Eq. 5, energy-dissipating) instead
+            # and rebuild this dt's previous node from it (cubic through q_{k+1}, v_{k+1}, a and q_k)
+            bad = ~conv
+            if p2 is None:
+                p2 = self._p2._run(state, control, dt)
+            q2, v2, e2, i2 = p2
+            new.q[bad], new.v[bad], e[bad] = q2[bad], v2[bad], e2[bad]
+            new.q_prev[bad] = self._node_at(q2[bad], v2[bad], self.tau[0] * dt, (state.q[bad], -dt))
+            info[bad, 0] += i2[bad, 0]
+            info[bad, 1], info[bad, 2], info[bad, 4] = i2[bad, 1], i2[bad, 2], np.nan
+            fell_back = bad
+            conv = info[:, 2] > 0.5
+        if level < self.substeps_on_failure and not conv.all() and self.fallback == "substep":
             # no acceptable root of Eq. 6 (not converged, or aliased: rotation between nodes above
             # max_rotation): redo the step as two half steps, recursively
             bad = ~conv
@@ -960,7 +990,7 @@ class _PbadColloc(_PbadBase):
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
                                 residual=info[:, 1], converged=conv & ~nan,
                                 extra={"objective": info[:, 3], "rotation": info[:, 4], "substeps": substeps,
-                                       "rejected": rejected})
+                                       "rejected": rejected, "fallback": fell_back})
 
     def node_rotation(self, nodes):
         """Largest rotation [rad] between consecutive nodes (B, K+1, nq), as the aliasing check sees it."""

@@ -126,3 +126,47 @@ def test_substep_carries_mid_state_as_previous_node():
     assert np.allclose(s.q, s2.q, atol=1e-12) and np.allclose(s.v, s2.v, atol=1e-9)
     assert np.allclose(s.q_prev, s1.q, atol=1e-12)
     assert forced._prev_node(s, dt) is s.q_prev
+
+
+@pytest.mark.parametrize("name", ["pbad3", "pbad4"])
+def test_fallback_takes_the_pbad2_step_and_rebuilds_the_node(name):
+    """fallback="pbad2": a step with no acceptable root of Eq. 6 is the order-2 step of Eq. 5
+    (same q, v as ``pbad``), reported as ``fallback``, never split; the next step's previous node
+    is rebuilt from it (finite, between q_k and q_{k+1} in time)."""
+    model = pbsim_models.chain(3, joint="ball2")
+    s0 = State.make(model, pbsim.integrate(model, model.neutral(), 0.2 * np.arange(model.nv)))
+    dt = 0.05
+    forced = make(name, model, max_rotation=1e-9, fallback="pbad2")
+    s, d = forced.step(s0, None, dt)
+    s2, d2 = make("pbad", model).step(s0, None, dt)
+    assert d.extra["fallback"][0] and d.extra["rejected"][0] and d.extra["substeps"][0] == 1
+    assert d.converged[0]
+    assert np.allclose(s.q, s2.q, atol=1e-10) and np.allclose(s.v, s2.v, atol=1e-8)
+    assert np.isclose(d.energy[0], d2.energy[0])
+    assert forced._prev_node(s, dt) is s.q_prev and np.isfinite(s.q_prev).all()
+    back = pbsim.difference(model, s.q[0], s.q_prev[0])  # node at tau_0 dt < 0 behind q_{k+1}
+    full = pbsim.difference(model, s.q[0], s0.q[0])
+    assert 0.0 < np.linalg.norm(back) < np.linalg.norm(full)
+    # an ordinary step is not a fallback
+    s, d = make(name, model, fallback="pbad2").step(s0, None, 0.002)
+    assert not d.extra["fallback"][0] and d.converged[0]
+    with pytest.raises(pbsim.InputError, match="fallback"):
+        make(name, model, fallback="rk4")
+
+
+def test_large_dt_fallback_never_gains_energy():
+    """The order-2 fallback keeps pbad3 on the 10-link chain released horizontally at dt = 0.1
+    below E0 (+ 1e-3 of the scale) for 3 s, every step converged, few steps fallen back."""
+    model = pbsim_models.chain(10, joint="ball2")
+    integ = make("pbad3", model, fallback="pbad2")
+    s = State.make(model, model.neutral())
+    e0 = pbsim.energy(model, s.q[0], s.v[0]).sum()
+    scale = 0.5 * model.mass.sum() / 10 * 9.81 * 0.1 * 100
+    E, fb = [], 0
+    for _ in range(30):
+        s, d = integ.step(s, None, 0.1)
+        assert d.converged[0] and d.extra["substeps"][0] == 1
+        E.append(d.energy[0])
+        fb += int(d.extra["fallback"][0])
+    assert np.isfinite(E).all() and max(E) - e0 < 1e-3 * scale
+    assert fb < 15
