@@ -1,11 +1,14 @@
 """Energy trace of one long PBAD run, printed every 0.5 s of simulated time (so a run that is
 stopped still leaves its numbers): a ball2 chain of N links released horizontally.
 
-    python scripts/pbad_energy_trace.py LINKS DT INTEGRATOR SECONDS
+    python scripts/pbad_energy_trace.py LINKS DT INTEGRATOR SECONDS [-v] [--save DIR] [--resume FILE]
     e.g. python scripts/pbad_energy_trace.py 100 0.0025 pbad3 10   (Fig. 2b, pbad3 row)
 
 Columns: E, max E - E0 (also as % of the scale m g L n^2 / 2), share of converged steps, the
-running count of (sub-)steps and wall time."""
+running count of (sub-)steps and wall time.  ``-v`` also prints every step that was split, fell
+back, did not converge or took > 2 s; ``--save DIR`` writes the state every 0.5 s (state_<k>.npz)
+with the energy of every step so far (E, e0, dt: what ``fig_pbad_fig2.py --load`` reads), and
+``--resume FILE`` restarts from one."""
 import sys
 import time
 from pathlib import Path
@@ -19,25 +22,46 @@ import pbsim_models  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 
 
-def main(n, dt, name, T, link_length=0.1):
+def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None):
     model = pbsim_models.chain(n, joint="ball2")
     integ = make(name, model)
     s = State.make(model, model.neutral())
     e0 = pbsim.energy(model, s.q[0], s.v[0]).sum()
+    k0, hist = 0, []
+    if resume:
+        z = np.load(resume)
+        s = State(z["q"], z["v"], float(z["t"]), q_prev=z["q_prev"] if z["q_prev"].size else None)
+        k0 = int(z["k"])
+        hist = list(z["E"])
+        if s.q_prev is not None and hasattr(integ, "_prev_ref"):
+            integ._prev_ref = (s.q_prev, float(dt))  # the stored node belongs to this scheme and dt
     scale = float(np.sum(model.mass)) / n * 9.81 * link_length * n * n / 2
     t0 = time.perf_counter()
-    emax, conv, subs = -np.inf, [], 0
+    emax, conv, subs = (max(hist) if hist else -np.inf), [], 0
     steps = int(round(T / dt))
     every = max(1, int(round(0.5 / dt)))
-    for k in range(1, steps + 1):
+    for k in range(k0 + 1, steps + 1):
+        tw = time.perf_counter()
         s, d = integ.step(s, None, dt)
+        tw = time.perf_counter() - tw
         E = d.energy[0]
+        ex = d.extra or {}
+        if verbose and (not d.converged[0] or tw > 2 or ex.get("substeps", [1])[0] > 1
+                        or ex.get("fallback", [False])[0]):
+            print(f"  step {k} t={k * dt:.4f} E={E:+.4g} its={d.iterations[0]} conv={d.converged[0]} "
+                  f"substeps={ex.get('substeps', [1])[0]} fallback={ex.get('fallback', [False])[0]} "
+                  f"rotation={ex.get('rotation', [np.nan])[0]:.3f} wall={tw:.1f}s", flush=True)
         emax = max(emax, E)
+        hist.append(E)
         conv.append(bool(d.converged[0]))
         subs += int(np.asarray((d.extra or {}).get("substeps", [1]))[0])
         if not np.isfinite(E):
             print(f"NaN at step {k}", flush=True)
             break
+        if save and k % every == 0:
+            qp = s.q_prev if s.q_prev is not None else np.zeros(0)
+            np.savez(Path(save) / f"state_{k}.npz", q=s.q, v=s.v, t=s.t, q_prev=qp, k=k, E=np.array(hist), e0=e0,
+                     dt=dt)
         if k % every == 0 or k == steps:
             print(f"t={k * dt:.2f} E={E:+.4g} maxE-E0={emax - e0:+.4g} ({(emax - e0) / scale * 100:+.2f}% of "
                   f"{scale:.3g}) conv={np.mean(conv):.3f} substeps={subs} wall={time.perf_counter() - t0:.0f}s",
@@ -45,6 +69,15 @@ def main(n, dt, name, T, link_length=0.1):
 
 
 if __name__ == "__main__":
-    a = sys.argv[1:]
-    main(int(a[0]) if a else 100, float(a[1]) if len(a) > 1 else 0.0025, a[2] if len(a) > 2 else "pbad3",
-         float(a[3]) if len(a) > 3 else 10.0)
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("links", type=int, nargs="?", default=100)
+    ap.add_argument("dt", type=float, nargs="?", default=0.0025)
+    ap.add_argument("integrator", nargs="?", default="pbad3")
+    ap.add_argument("seconds", type=float, nargs="?", default=10.0)
+    ap.add_argument("-v", action="store_true")
+    ap.add_argument("--save")
+    ap.add_argument("--resume")
+    a = ap.parse_args()
+    main(a.links, a.dt, a.integrator, a.seconds, verbose=a.v, save=a.save, resume=a.resume)
