@@ -1,8 +1,7 @@
 """Linear stability of PBAD (paper 000) on x'' = -w^2 x, and what it implies for the chain benchmark.
 
 Part 1: spectral radius rho(w dt) of the one-step map of PBAD2 (Eq. 4) and of the collocation
-schemes pbad3 / pbad4 (Eq. 6, with the weights pbsim uses: ``collocation_nodes`` and
-``lagrange_derivatives``); a mode's energy is multiplied by rho^2 per step.
+schemes pbad3 / pbad4 (Eq. 6, with the weights pbsim uses: ``linear_spectral_radius``); a mode's energy is multiplied by rho^2 per step.
 Part 2: normal modes of the N-link ball2 chain hanging at rest (K phi = w^2 M phi, M from CRBA, K the
 gravity stiffness by central differences of RNEA) and, for dt = 0.05 and 0.1, the share of each
 mode's energy the scheme keeps after 10 s (rho^(2 T/dt)).
@@ -18,24 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "models")]
 import pbsim  # noqa: E402
 import pbsim_models  # noqa: E402
-from pbsim.integrators.pbad import collocation_nodes, lagrange_derivatives  # noqa: E402
-
-
-def spectral_radius(K, wdt):
-    """rho of the map (x_prev_node, x_k) -> (x_{k+1+tau_0}, x_{k+1}) of Eq. 6 for x'' = -w^2 x (dt = 1);
-    K = 2 is PBAD2's Eq. 4, (x_{k+1} - 2 x_k + x_{k-1}) / dt^2 = -w^2 x_{k+1}."""
-    if K == 2:
-        T = np.linalg.solve([[1.0 + wdt ** 2, 0.0], [0.0, 1.0]], [[-1.0, 2.0], [0.0, 1.0]])
-        T = np.array([[0.0, 1.0], T[0]])
-        return max(abs(np.linalg.eigvals(T)))
-    tau = collocation_nodes(K)
-    _, C2 = lagrange_derivatives(tau)
-    nn = len(tau)
-    A = C2[2:, 2:] + wdt ** 2 * np.eye(nn - 2)  # sum_j C2[u, j] x_j + w^2 dt^2 x_u = 0, u >= 2
-    B = -C2[2:, :2]
-    T = np.linalg.solve(A, B)  # unknown nodes from (x_0, x_1)
-    step = T[-2:]  # next state: (node nn-2 = previous node of the next step, node nn-1 = x_{k+1})
-    return max(abs(np.linalg.eigvals(step)))
+from pbsim.integrators.pbad import linear_spectral_radius as spectral_radius  # noqa: E402
 
 
 def chain_modes(n):

@@ -395,6 +395,20 @@ def lagrange_derivatives(tau: np.ndarray):
     return C1, C2
 
 
+def linear_spectral_radius(K: int, wdt: float) -> float:
+    """Spectral radius of one PBAD step on x'' = -w^2 x at w dt = ``wdt`` (a mode's energy is
+    multiplied by its square per step): K = 2 is Eq. 4, (x_{k+1} - 2 x_k + x_{k-1}) / dt^2 =
+    -w^2 x_{k+1}; K >= 3 is Eq. 6 at the unknown nodes, the map (previous node, x_k) -> (next
+    step's previous node, x_{k+1})."""
+    if K == 2:
+        step = np.array([[0.0, 1.0], [-1.0, 2.0]]) / np.array([[1.0], [1.0 + wdt ** 2]])
+        return float(max(abs(np.linalg.eigvals(step))))
+    _, C2 = lagrange_derivatives(collocation_nodes(K))
+    A = C2[2:, 2:] + wdt ** 2 * np.eye(K - 1)  # sum_j C2[u, j] x_j + (w dt)^2 x_u = 0 at u >= 2
+    T = np.linalg.solve(A, -C2[2:, :2])
+    return float(max(abs(np.linalg.eigvals(T[-2:]))))
+
+
 @kernel
 def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
     """Stacked residuals of Eq. 6 at the unknown nodes (rows nodes[2:]) and their Jacobian.

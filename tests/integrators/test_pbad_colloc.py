@@ -170,3 +170,32 @@ def test_large_dt_fallback_never_gains_energy():
         fb += int(d.extra["fallback"][0])
     assert np.isfinite(E).all() and max(E) - e0 < 1e-3 * scale
     assert fb < 15
+
+
+@pytest.mark.parametrize("name,K", [("pbad", 2), ("pbad3", 3), ("pbad4", 4)])
+def test_small_swing_decays_as_the_linear_spectral_radius(name, K):
+    """A pendulum swinging by 1e-3 rad at w dt = 1 is x'' = -w^2 x: the integrator's solution decays
+    or grows per step by rho from ``linear_spectral_radius`` (Eq. 4 / Eq. 6 with the weights the
+    integrator uses): PBAD2 0.707, pbad3 0.970 (damps), pbad4 1.0019 (grows)."""
+    from pbsim.integrators.pbad import linear_spectral_radius
+
+    model = pbsim_models.chain(1, joint="revolute")
+    qh = np.array([np.pi / 2])  # hanging
+    I = pbsim.crba(model, qh)[0, 0]
+    z = np.zeros(1)
+    k = (pbsim.rnea(model, qh + 1e-6, z, z) - pbsim.rnea(model, qh - 1e-6, z, z))[0] / 2e-6
+    w = np.sqrt(k / I)
+    dt = 1.0 / w
+    integ = make(name, model)
+    s = State.make(model, qh + 1e-3)
+    x = []
+    for _ in range(90):
+        s, d = integ.step(s, None, dt)
+        assert d.converged[0]
+        x.append(s.q[0, 0] - qh[0])
+    # the step is a linear map of a 2-vector (previous node, x_k), so by Cayley-Hamilton the x_k obey
+    # x_{k+1} = a x_k + b x_{k-1}; fit (a, b) and compare the roots' modulus with rho
+    x = np.array(x[:16] if K == 2 else x)  # PBAD2 reaches the solver tolerance after ~20 steps
+    (a, b), *_ = np.linalg.lstsq(np.stack([x[1:-1], x[:-2]], axis=1), x[2:], rcond=None)
+    rho_fit = max(abs(np.roots([1.0, -a, -b])))
+    assert np.isclose(rho_fit, linear_spectral_radius(K, 1.0), rtol=1e-4, atol=0), rho_fit
