@@ -110,8 +110,11 @@ def cmd_rollout(args):
         opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
                                   ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
                                   ("substep", args.substep)) if v is not None}
-        if args.pbad_init is not None and args.integrator != "pbad":
-            opts["init"] = args.pbad_init
+        for key, val in (("init", args.pbad_init), ("fallback", args.pbad_fallback)):
+            if val is not None:
+                if args.integrator == "pbad":
+                    raise PbsimError(f"--pbad-{key} applies to pbad3/pbad4 only")
+                opts[key] = val
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
     elif args.layout or args.schedule:
@@ -236,6 +239,9 @@ def build_parser():
     pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
     pb.add_argument("--pbad-init", choices=["auto", "pbad2", "velocity"],
                     help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)")
+    pb.add_argument("--pbad-fallback", choices=["substep", "pbad2"],
+                    help="pbad3/pbad4 step with no acceptable root: split it (default) or take the "
+                         "order-2 step (stable and fast at large dt)")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])

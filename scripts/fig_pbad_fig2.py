@@ -48,6 +48,8 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
             print(f"| {n} | {name} | {fin} | {tr.energy[-1]:+.4g} | {np.nanmax(tr.energy) - tr.energy[0]:+.3e} | {wall:.2f} |",
                   flush=True)
             ax.plot(tr.t, E, label=name)
+        scale = 0.5 * model.mass.sum() / n * 9.81 * 0.1 * n * n  # m g L n^2 / 2: diverged runs leave the plot
+        ax.set_ylim(-0.6 * scale, 0.3 * scale)
         ax.set_title(f"Fig. 2: {n}-link chain, dt = {dt}")
         ax.set_xlabel("t [s]")
         ax.set_ylabel("total energy [J]")

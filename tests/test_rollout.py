@@ -33,3 +33,12 @@ def test_cli_rollout_bad_arguments_are_one_line_errors(args, msg, capsys):
     assert main(["rollout", "chain2", "--integrator", "euler", "--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert msg in err and "Traceback" not in err
+
+
+def test_cli_pbad_fallback_option(capsys):
+    assert main(["rollout", "chain2", "--integrator", "pbad3", "--dt", "0.05", "--steps", "3",
+                 "--pbad-fallback", "pbad2", "--quiet"]) == 0
+    assert main(["rollout", "chain2", "--integrator", "pbad", "--steps", "2", "--pbad-fallback", "pbad2",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--pbad-fallback applies to pbad3/pbad4 only" in err and "Traceback" not in err
