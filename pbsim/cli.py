@@ -237,7 +237,7 @@ def build_parser():
     pb.add_argument("--xtol", type=float, help="step tolerance")
     pb.add_argument("--hessian", choices=["exact", "gn"], help="exact (Alg. 2-3) or Gauss-Newton")
     pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
-    pb.add_argument("--pbad-init", choices=["auto", "pbad2", "velocity"],
+    pb.add_argument("--pbad-init", choices=["auto", "extrapolate", "pbad2", "velocity"],
                     help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)")
     pb.add_argument("--pbad-fallback", choices=["substep", "pbad2"],
                     help="pbad3/pbad4 step with no acceptable root: split it (default) or take the "

@@ -2,6 +2,7 @@
 stopped still leaves its numbers): a ball2 chain of N links released horizontally.
 
     python scripts/pbad_energy_trace.py LINKS DT INTEGRATOR SECONDS [-v] [--save DIR] [--resume FILE]
+                                        [-o KEY=VALUE ...]
     e.g. python scripts/pbad_energy_trace.py 100 0.0025 pbad3 10   (Fig. 2b, pbad3 row)
 
 Columns: E, max E - E0 (also as % of the scale m g L n^2 / 2), share of converged steps, the
@@ -22,9 +23,9 @@ import pbsim_models  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 
 
-def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None):
+def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None, options=()):
     model = pbsim_models.chain(n, joint="ball2")
-    integ = make(name, model)
+    integ = make(name, model, **dict(o.split("=", 1) for o in options))
     s = State.make(model, model.neutral())
     e0 = pbsim.energy(model, s.q[0], s.v[0]).sum()
     k0, hist = 0, []
@@ -79,5 +80,7 @@ if __name__ == "__main__":
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--save")
     ap.add_argument("--resume")
+    ap.add_argument("-o", action="append", default=[], metavar="KEY=VALUE",
+                    help="integrator option (string value), e.g. -o fallback=pbad2")
     a = ap.parse_args()
-    main(a.links, a.dt, a.integrator, a.seconds, verbose=a.v, save=a.save, resume=a.resume)
+    main(a.links, a.dt, a.integrator, a.seconds, verbose=a.v, save=a.save, resume=a.resume, options=a.o)

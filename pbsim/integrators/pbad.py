@@ -39,6 +39,10 @@ from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve, lm_stalled_converged
 
+# initial guess of the unknown collocation nodes (colloc_state)
+GUESS_VELOCITY, GUESS_PBAD2, GUESS_EXTRAPOLATE = 0, 1, 2
+_GUESS = {"velocity": GUESS_VELOCITY, "pbad2": GUESS_PBAD2, "extrapolate": GUESS_EXTRAPOLATE}
+
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
 
 
@@ -626,7 +630,7 @@ def colloc_max_rotation(m, w, pw, b, nn):
 
 
 @kernel
-def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
                  qlast, e, info):
     nn = tau.shape[0]
     for k in range(m.nq):
@@ -636,16 +640,28 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1
         fk_state(m, w, b, pw.qn[b, k])
         poses_from_work(m, w, b, pw.T[b, k])
     d = pw.d[b]
-    if use_guess:  # initial guess on the geodesic q_k -> qguess (a PBAD2 step: in the right basin at large dt)
+    if guess == GUESS_PBAD2:  # on the geodesic q_k -> qguess (a PBAD2 step: in the right basin at large dt)
         difference_config(m, q[b], qguess[b], pw.v3[b], w.Rj[b])
         for u in range(2, nn):
             for j in range(m.nv):
                 d[j] = tau[u] * pw.v3[b, j]
             integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
     else:
-        for u in range(2, nn):  # initial guess: q_k (+) tau_u dt v_k
+        # q_k (+) (s v_k + s^2 c), s = tau_u dt: velocity only (c = 0), or the quadratic through the
+        # previous node q(tau_0 dt) with slope v_k at q_k (c = (q_prev (-) q_k - s_0 v_k) / s_0^2)
+        s0 = tau[0] * dt
+        cq = pw.v3[b]
+        if guess == GUESS_EXTRAPOLATE:
+            difference_config(m, q[b], qprev[b], cq, w.Rj[b])
             for j in range(m.nv):
-                d[j] = tau[u] * dt * v[b, j]
+                cq[j] = (cq[j] - s0 * v[b, j]) / (s0 * s0)
+        else:
+            for j in range(m.nv):
+                cq[j] = 0.0
+        for u in range(2, nn):
+            s = tau[u] * dt
+            for j in range(m.nv):
+                d[j] = s * v[b, j] + s * s * cq[j]
             integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
     colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
     rot = colloc_max_rotation(m, w, pw, b, nn)
@@ -667,11 +683,11 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1
 
 
 @kernel(parallel=True)
-def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
                  qlast, e, info):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, use_guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
                      vn, qlast, e, info)
 
 
@@ -855,8 +871,10 @@ def _sub_control(control, mask):
 class _PbadColloc(_PbadBase):
     """PBAD with Legendre collocation of order K (Eq. 6-7).
 
-    Options besides the order-2 ones: ``init`` ("auto" | "pbad2" | "velocity", the initial guess
-    of the nodes), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
+    Options besides the order-2 ones: ``init`` (initial guess of the nodes: "velocity", q_k (+)
+    s v_k; "extrapolate", the quadratic through the previous node with slope v_k (fewer LM
+    iterations at small dt, worse roots at large dt); "pbad2", on the way to the PBAD2 step;
+    "auto", default: velocity, retried from pbad2), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
     turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
     resolved by the Cartesian polynomial above ~0.5), ``substep`` (levels of halving for a rejected
     or non-converged step, default 6), ``fallback`` ("substep", default: split a rejected step as
@@ -871,8 +889,9 @@ class _PbadColloc(_PbadBase):
     def __init__(self, model, scene=None, **options):
         o = dict(options)
         self.init = o.pop("init", "auto")
-        if self.init not in ("auto", "pbad2", "velocity"):
-            raise InputError(f"pbad{self.order} init must be 'auto', 'pbad2' or 'velocity', got {self.init!r}")
+        if self.init not in ("auto", *_GUESS):
+            raise InputError(f"pbad{self.order} init must be 'auto', 'extrapolate', 'pbad2' or 'velocity', "
+                             f"got {self.init!r}")
         self.max_rotation = float(o.pop("max_rotation", 0.5))
         if not self.max_rotation > 0:
             raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
@@ -886,7 +905,7 @@ class _PbadColloc(_PbadBase):
         o.setdefault("xtol", 1e-10)
         super().__init__(model, scene, **o)
         self.substeps_on_failure = int(levels)
-        self._p2 = Pbad2(model, scene, **o) if self.init != "velocity" or self.fallback == "pbad2" else None
+        self._p2 = Pbad2(model, scene, **o) if self.init in ("auto", "pbad2") or self.fallback == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
         if self.pm.npts:
@@ -939,7 +958,7 @@ class _PbadColloc(_PbadBase):
         info = np.zeros((B, 5))
         p2 = self._p2._run(state, control, dt) if init == "pbad2" else None
         qg = p2[0] if p2 is not None else state.q
-        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, init == "pbad2", dt, self.tau,
+        colloc_batch(self.model.k, self.pm, kc, w, pw, state.q, state.v, qprev, qg, _GUESS[init], dt, self.tau,
                      self.C1, self.C2, self.maxit, self.gtol, self.xtol, self.max_rotation, qn, vn, ql, e, info)
         return State(qn, vn, state.t + dt, q_prev=ql), e, info, p2
 
