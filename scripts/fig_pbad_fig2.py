@@ -1,6 +1,7 @@
 """Paper 000 Fig. 2a/2b: total energy of a 10- and a 100-link ball2 chain released horizontally,
-dt = 0.0025, for explicit Euler, semi-implicit Euler, RK2, RK3, PBAD2, PBAD3; Fig. 2c: wall time of
-a 10 s swing of the 10-link chain vs dt, PBAD2 vs semi-implicit Euler.
+dt = 0.0025, for explicit Euler, semi-implicit Euler, RK2, RK3, PBAD2, PBAD3 and PBAD3 with the
+order-2 fallback ("pbad3-fb"), plus a reference (RK4 at dt / 16, dashed); Fig. 2c: wall time of a 10 s
+swing of the 10-link chain vs dt, PBAD2 vs semi-implicit Euler.
 Usage: python scripts/fig_pbad_fig2.py [T_seconds] [links...] [--load LINKS:NAME=FILE ...]
 (defaults: 10 s, 10 100).  ``--load 100:pbad3=state_4000.npz`` takes that curve from a checkpoint of
 ``scripts/pbad_energy_trace.py --save`` (the 100-link pbad3 run takes long) instead of running it."""
@@ -28,7 +29,7 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
     for ax, n in zip(axes, links):
         model = pbsim_models.chain(n, joint="ball2")
         q0 = model.neutral()
-        for name in ("explicit_euler", "euler", "rk2", "rk3", "pbad", "pbad3"):
+        for name in ("explicit_euler", "euler", "rk2", "rk3", "pbad", "pbad3", "pbad3-fb", "reference"):
             if (n, name) in load:
                 z = np.load(load[(n, name)])
                 E, d = np.asarray(z["E"]), float(z["dt"])
@@ -40,14 +41,21 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
                       f"(loaded, t = {t[-1]:.2f} s) |", flush=True)
                 ax.plot(t, E, label=f"{name} (to {t[-1]:.1f} s)")
                 continue
+            integ, h, opts = name, dt, {}
+            if name == "reference":  # the exact energy is constant: RK4 at dt / 16 keeps it to 0.05 %
+                integ, h = "rk4", dt / 16  # of the scale (dt / 4 and / 8 blow up in the 100-link whips)
+            elif name.endswith("-fb"):
+                integ, opts = name[:-3], {"fallback": "pbad2"}
             t0 = time.perf_counter()
-            tr = pbsim.rollout(model, name, dt=dt, steps=int(round(T / dt)), q0=q0, on_nan="stop", record_every=4)
+            tr = pbsim.rollout(model, integ, dt=h, steps=int(round(T / h)), q0=q0, on_nan="stop",
+                               record_every=4 * round(dt / h), **opts)
             wall = time.perf_counter() - t0
             E = np.where(np.abs(tr.energy) < 1e6, tr.energy, np.nan)
             fin = not tr.diverged.any()
             print(f"| {n} | {name} | {fin} | {tr.energy[-1]:+.4g} | {np.nanmax(tr.energy) - tr.energy[0]:+.3e} | {wall:.2f} |",
                   flush=True)
-            ax.plot(tr.t, E, label=name)
+            ax.plot(tr.t, E, "k--" if name == "reference" else "-", lw=1 if name == "reference" else 1.5,
+                    label=f"RK4, dt = {h:g}" if name == "reference" else name)
         scale = 0.5 * model.mass.sum() / n * 9.81 * 0.1 * n * n  # m g L n^2 / 2: diverged runs leave the plot
         ax.set_ylim(-0.6 * scale, 0.3 * scale)
         ax.set_title(f"Fig. 2: {n}-link chain, dt = {dt}")
