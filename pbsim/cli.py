@@ -240,8 +240,8 @@ def build_parser():
     pb.add_argument("--pbad-init", choices=["auto", "extrapolate", "pbad2", "velocity"],
                     help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)")
     pb.add_argument("--pbad-fallback", choices=["substep", "pbad2"],
-                    help="pbad3/pbad4 step with no acceptable root: split it (default) or take the "
-                         "order-2 step (stable and fast at large dt)")
+                    help="pbad3/pbad4 step with no acceptable root: take the order-2 step (default: "
+                         "stable and fast at large dt) or split it (--substep levels)")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])

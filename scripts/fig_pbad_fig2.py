@@ -1,9 +1,9 @@
 """Paper 000 Fig. 2a/2b: total energy of a 10- and a 100-link ball2 chain released horizontally,
-dt = 0.0025, for explicit Euler, semi-implicit Euler, RK2, RK3, PBAD2, PBAD3 and PBAD3 with the
-order-2 fallback ("pbad3-fb"), plus a reference (RK4 at dt / 16, dashed); Fig. 2c: wall time of a 10 s
+dt = 0.0025, for explicit Euler, semi-implicit Euler, RK2, RK3, PBAD2, PBAD3 (default: order-2
+fallback) and PBAD3 sub-stepping instead ("pbad3-sub"), plus a reference (RK4 at dt / 16, dashed); Fig. 2c: wall time of a 10 s
 swing of the 10-link chain vs dt, PBAD2 vs semi-implicit Euler.
 Usage: python scripts/fig_pbad_fig2.py [T_seconds] [links...] [--load LINKS:NAME=FILE ...]
-(defaults: 10 s, 10 100).  ``--load 100:pbad3=state_4000.npz`` takes that curve from a checkpoint of
+(defaults: 10 s, 10 100).  ``--load 100:pbad3-sub=state_4000.npz`` takes that curve from a checkpoint of
 ``scripts/pbad_energy_trace.py --save`` (the 100-link pbad3 run takes long) instead of running it."""
 import sys
 import time
@@ -29,7 +29,7 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
     for ax, n in zip(axes, links):
         model = pbsim_models.chain(n, joint="ball2")
         q0 = model.neutral()
-        for name in ("explicit_euler", "euler", "rk2", "rk3", "pbad", "pbad3", "pbad3-fb", "reference"):
+        for name in ("explicit_euler", "euler", "rk2", "rk3", "pbad", "pbad3", "pbad3-sub", "reference"):
             if (n, name) in load:
                 z = np.load(load[(n, name)])
                 E, d = np.asarray(z["E"]), float(z["dt"])
@@ -44,8 +44,8 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
             integ, h, opts = name, dt, {}
             if name == "reference":  # the exact energy is constant: RK4 at dt / 16 keeps it to 0.05 %
                 integ, h = "rk4", dt / 16  # of the scale (dt / 4 and / 8 blow up in the 100-link whips)
-            elif name.endswith("-fb"):
-                integ, opts = name[:-3], {"fallback": "pbad2"}
+            elif name.endswith("-sub"):
+                integ, opts = name[:-4], {"fallback": "substep"}
             t0 = time.perf_counter()
             tr = pbsim.rollout(model, integ, dt=h, steps=int(round(T / h)), q0=q0, on_nan="stop",
                                record_every=4 * round(dt / h), **opts)

@@ -876,10 +876,11 @@ class _PbadColloc(_PbadBase):
     iterations at small dt, worse roots at large dt); "pbad2", on the way to the PBAD2 step;
     "auto", default: velocity, retried from pbad2), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
     turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
-    resolved by the Cartesian polynomial above ~0.5), ``substep`` (levels of halving for a rejected
-    or non-converged step, default 6), ``fallback`` ("substep", default: split a rejected step as
-    above; "pbad2": take the order-2 step of Eq. 5 instead, never split: as stable and cheap as
-    ``pbad`` at large dt, dissipative on the fallen-back steps), ``max_iterations`` (LM, default
+    resolved by the Cartesian polynomial above ~0.5), ``fallback`` for a step with no acceptable
+    root ("pbad2", default: take the order-2 step of Eq. 5 instead, never split: as stable and
+    cheap as ``pbad`` at large dt, dissipative on the fallen-back steps; "substep": split it in
+    halves, recursively, up to ``substep`` levels, default 6; giving ``substep`` alone selects
+    it; the rebuilt nodes of split steps can add energy), ``max_iterations`` (LM, default
     200), ``xtol`` (Newton step of Eq. 6 counted as converged, default 1e-10).  Diagnostics.extra:
     ``rotation`` (largest rotation between nodes of the accepted solution), ``substeps`` (number
     of sub-steps the step was split into, 1 = none), ``rejected`` (the full step was rejected) and
@@ -895,8 +896,10 @@ class _PbadColloc(_PbadBase):
         self.max_rotation = float(o.pop("max_rotation", 0.5))
         if not self.max_rotation > 0:
             raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
+        # default: the order-2 step (bounded cost, never splits); asking for `substep` levels
+        # without a fallback means sub-stepping
+        self.fallback = o.pop("fallback", "substep" if "substep" in o else "pbad2")
         levels = o.pop("substep", 6)
-        self.fallback = o.pop("fallback", "substep")
         if self.fallback not in ("substep", "pbad2"):
             raise InputError(f"pbad{self.order} fallback must be 'substep' or 'pbad2', got {self.fallback!r}")
         o.setdefault("max_iterations", 200)

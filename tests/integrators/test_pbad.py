@@ -165,7 +165,7 @@ def test_pbad3_large_dt_pbad2_guess_finite_and_converged():
     PBAD2 initial guess and the half-step fallback, >= 90% of the steps converge and all stay finite
     (without the fallback, the velocity guess stalled at ||r|| ~ 1e-2 on steps 1-6)."""
     model = pbsim_models.chain(10, joint="ball2")
-    integ = make("pbad3", model, init="pbad2")
+    integ = make("pbad3", model, init="pbad2", fallback="substep")
     s = State.make(model, model.neutral())
     conv = []
     for _ in range(10):
