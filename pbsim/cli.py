@@ -110,10 +110,11 @@ def cmd_rollout(args):
         opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
                                   ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
                                   ("substep", args.substep)) if v is not None}
-        for key, val in (("init", args.pbad_init), ("fallback", args.pbad_fallback)):
+        for key, val in (("init", args.pbad_init), ("fallback", args.pbad_fallback),
+                         ("energy_guard", args.pbad_energy_guard)):
             if val is not None:
                 if args.integrator == "pbad":
-                    raise PbsimError(f"--pbad-{key} applies to pbad3/pbad4 only")
+                    raise PbsimError(f"--pbad-{key.replace('_', '-')} applies to pbad3/pbad4 only")
                 opts[key] = val
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
@@ -242,6 +243,9 @@ def build_parser():
     pb.add_argument("--pbad-fallback", choices=["substep", "pbad2"],
                     help="pbad3/pbad4 step with no acceptable root: take the order-2 step (default: "
                          "stable and fast at large dt) or split it (--substep levels)")
+    pb.add_argument("--pbad-energy-guard", type=float, metavar="G",
+                    help="pbad3/pbad4 without actuation: reject a step that gains more than "
+                         "G x (kinetic energy before + after), e.g. 0 for never gaining energy")
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])

@@ -42,3 +42,15 @@ def test_cli_pbad_fallback_option(capsys):
                  "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "--pbad-fallback applies to pbad3/pbad4 only" in err and "Traceback" not in err
+
+
+def test_cli_pbad_energy_guard_option(capsys):
+    assert main(["rollout", "chain2", "--integrator", "pbad4", "--dt", "0.05", "--steps", "3",
+                 "--pbad-energy-guard", "0", "--quiet"]) == 0
+    assert main(["rollout", "chain2", "--integrator", "pbad", "--steps", "2", "--pbad-energy-guard", "0",
+                 "--quiet"]) == 2
+    assert main(["rollout", "chain2", "--integrator", "pbad3", "--steps", "2", "--pbad-energy-guard", "-1",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--pbad-energy-guard applies to pbad3/pbad4 only" in err and "energy_guard must be >= 0" in err
+    assert "Traceback" not in err

@@ -854,6 +854,11 @@ class Pbad2(_PbadBase):
         return E, g, H
 
 
+def _passive(control):
+    """No actuation: torque mode with no or all-zero torques (gravity, damping and armature only)."""
+    return control.mode == "torque" and (control.tau is None or not np.any(control.tau))
+
+
 def _sub_control(control, mask):
     """The control rows of the trajectories in ``mask`` (batch-1 controls broadcast)."""
     from dataclasses import replace
@@ -880,7 +885,10 @@ class _PbadColloc(_PbadBase):
     root ("pbad2", default: take the order-2 step of Eq. 5 instead, never split: as stable and
     cheap as ``pbad`` at large dt, dissipative on the fallen-back steps; "substep": split it in
     halves, recursively, up to ``substep`` levels, default 6; giving ``substep`` alone selects
-    it; the rebuilt nodes of split steps can add energy), ``max_iterations`` (LM, default
+    it; the rebuilt nodes of split steps can add energy), ``energy_guard`` (None, default, or
+    g >= 0: with no actuation, a root that raises the total energy by more than g (KE_k +
+    KE_k+1) is rejected too; g = 0 makes a passive run never gain energy, at the price of many
+    order-2 steps), ``max_iterations`` (LM, default
     200), ``xtol`` (Newton step of Eq. 6 counted as converged, default 1e-10).  Diagnostics.extra:
     ``rotation`` (largest rotation between nodes of the accepted solution), ``substeps`` (number
     of sub-steps the step was split into, 1 = none), ``rejected`` (the full step was rejected) and
@@ -899,6 +907,10 @@ class _PbadColloc(_PbadBase):
         # default: the order-2 step (bounded cost, never splits); asking for `substep` levels
         # without a fallback means sub-stepping
         self.fallback = o.pop("fallback", "substep" if "substep" in o else "pbad2")
+        guard = o.pop("energy_guard", None)
+        self.energy_guard = None if guard is None else float(guard)
+        if self.energy_guard is not None and not self.energy_guard >= 0:
+            raise InputError(f"pbad{self.order} energy_guard must be >= 0 or None, got {guard!r}")
         levels = o.pop("substep", 6)
         if self.fallback not in ("substep", "pbad2"):
             raise InputError(f"pbad{self.order} fallback must be 'substep' or 'pbad2', got {self.fallback!r}")
@@ -977,6 +989,16 @@ class _PbadColloc(_PbadBase):
                 new.q[fix], new.v[fix], new.q_prev[fix], e[fix] = n2.q[fix], n2.v[fix], n2.q_prev[fix], e2[fix]
                 info[fix] = i2[fix]
                 conv = info[:, 2] > 0.5
+        if self.energy_guard is not None and _passive(control):
+            # a passive system cannot gain energy: a root that does (pbad4 is not A-stable; pbad3
+            # ahead of a whip) is rejected like a non-converged one
+            from pbsim.dynamics.api import energy
+
+            ek = energy(self.model, state.q, state.v)
+            lim = self.energy_guard * (ek[:, 0] + e[:, 0]) + 1e-12 * (1.0 + np.abs(ek.sum(axis=1)))
+            gained = conv & (e.sum(axis=1) - ek.sum(axis=1) > lim)
+            info[gained, 2] = 0.0
+            conv = conv & ~gained
         rejected = ~conv
         substeps = np.ones(state.batch, int)
         fell_back = np.zeros(state.batch, bool)

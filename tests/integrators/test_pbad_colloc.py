@@ -245,3 +245,34 @@ def test_small_dt_fallback_keeps_energy_through_the_whips():
         out[fb] = (emax / scale, n_fb)
     assert 1 <= out["pbad2"][1] <= 20 and out["pbad2"][0] < 0.03, out
     assert out["substep"][1] == 0 and out["substep"][0] > 2 * out["pbad2"][0], out
+
+
+def test_energy_guard_makes_a_passive_run_one_sided():
+    """energy_guard=g rejects a root of Eq. 6 that raises the energy of a passive system by more than
+    g (KE_k + KE_k+1) (it then takes the fallback): pbad4 (not A-stable) on the 10-link chain at
+    dt = 0.05 gains 0.3 % of m g L n^2/2 without it and nothing with g = 0; with actuation the
+    guard is off (the torques do work)."""
+    model = pbsim_models.chain(10, joint="ball2")
+    scale = 0.5 * model.mass.sum() / 10 * 9.81 * 0.1 * 100
+    rise = {}
+    for g in (None, 0.0):
+        integ = make("pbad4", model, energy_guard=g)
+        s = State.make(model, model.neutral())
+        E = [pbsim.energy(model, s.q[0], s.v[0]).sum()]
+        fb = 0
+        for _ in range(200):
+            s, d = integ.step(s, None, 0.05)
+            assert d.converged[0]
+            E.append(d.energy[0])
+            fb += int(d.extra["fallback"][0])
+        rise[g] = (max(E) - E[0]) / scale
+        if g == 0.0:
+            assert np.diff(E).max() < 1e-9 * scale and fb > 20
+    assert rise[None] > 1e-3 and rise[0.0] <= 0.0, rise
+    from pbsim.control import Control
+    from pbsim.integrators.pbad import _passive
+
+    assert _passive(Control()) and _passive(Control(tau=np.zeros(model.nv)))
+    assert not _passive(Control(tau=np.ones(model.nv))) and not _passive(Control(mode="pd", kp=1.0))
+    with pytest.raises(pbsim.InputError, match="energy_guard"):
+        make("pbad3", model, energy_guard=-1)
