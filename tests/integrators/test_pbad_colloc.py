@@ -152,8 +152,9 @@ def test_fallback_takes_the_pbad2_step_and_rebuilds_the_node(name):
     assert not d.extra["fallback"][0] and d.converged[0]
     with pytest.raises(pbsim.InputError, match="fallback"):
         make(name, model, fallback="rk4")
-    # the default; sub-stepping when asked for by fallback or by a number of levels
+    # the defaults; sub-stepping when asked for by fallback or by a number of levels
     assert make(name, model).fallback == "pbad2"
+    assert make(name, model).energy_guard is None
     assert make(name, model, substep=2).fallback == "substep" == make(name, model, fallback="substep").fallback
 
 
