@@ -1,10 +1,11 @@
 """Paper 000 Fig. 2a/2b: total energy of a 10- and a 100-link ball2 chain released horizontally,
 dt = 0.0025, for explicit Euler, semi-implicit Euler, RK2, RK3, PBAD2, PBAD3 (default: order-2
-fallback) and PBAD3 sub-stepping instead ("pbad3-sub"), plus a reference (RK4 at dt / 16, dashed); Fig. 2c: wall time of a 10 s
-swing of the 10-link chain vs dt, PBAD2 vs semi-implicit Euler.
+fallback), PBAD3 sub-stepping instead ("pbad3-sub") and a reference (RK4 at dt / 16, dashed);
+Fig. 2c: wall time of a 10 s swing of the 10-link chain vs dt, PBAD2 vs semi-implicit Euler.
 Usage: python scripts/fig_pbad_fig2.py [T_seconds] [links...] [--load LINKS:NAME=FILE ...]
-(defaults: 10 s, 10 100).  ``--load 100:pbad3-sub=state_4000.npz`` takes that curve from a checkpoint of
-``scripts/pbad_energy_trace.py --save`` (the 100-link pbad3 run takes long) instead of running it."""
+(defaults: 10 s, 10 100).  ``--load 100:pbad3-sub=state_4000.npz`` takes that curve from a
+checkpoint of ``scripts/pbad_energy_trace.py --save`` (the 100-link sub-stepping run takes long)
+instead of running it."""
 import sys
 import time
 from pathlib import Path
@@ -56,7 +57,7 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
                   flush=True)
             ax.plot(tr.t, E, "k--" if name == "reference" else "-", lw=1 if name == "reference" else 1.5,
                     label=f"RK4, dt = {h:g}" if name == "reference" else name)
-        scale = 0.5 * model.mass.sum() / n * 9.81 * 0.1 * n * n  # m g L n^2 / 2: diverged runs leave the plot
+        scale = pbsim_models.chain_energy_scale(n)  # diverged runs leave the plot
         ax.set_ylim(-0.6 * scale, 0.3 * scale)
         ax.set_title(f"Fig. 2: {n}-link chain, dt = {dt}")
         ax.set_xlabel("t [s]")

@@ -21,7 +21,7 @@ def run(n, dt, name="pbad3", T=10.0, verbose=True, **opts):
     integ = make(name, m, **opts)
     s = State.make(m, m.neutral())
     e0 = pbsim.energy(m, s.q[0], s.v[0]).sum()
-    scale = 0.5 * m.mass.sum() / n * 9.81 * 0.1 * n * n  # m g L n^2 / 2 (m per link, L = 0.1)
+    scale = pbsim_models.chain_energy_scale(n)
     t0 = time.perf_counter()
     E, conv, its, rej, subs, rot, fb = [], [], [], [], [], [], []
     for _ in range(int(round(T / dt))):

@@ -33,7 +33,7 @@ def main(names=("pbad", "euler"), links=(10, 40, 100), dts=(0.05, 0.1), T=10.0):
         model = pbsim_models.chain(n, joint="ball2")
         q0 = model.neutral()
         e0 = pbsim.energy(model, q0, np.zeros(model.nv)).sum()
-        scale = 0.5 * model.mass.sum() / n * 9.81 * 0.1 * n * n
+        scale = pbsim_models.chain_energy_scale(n)
         for dt in dts:
             steps = int(round(T / dt))
             for name in names:

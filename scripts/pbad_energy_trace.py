@@ -36,7 +36,7 @@ def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None,
         hist = list(z["E"])
         if s.q_prev is not None and hasattr(integ, "_prev_ref"):
             integ._prev_ref = (s.q_prev, float(dt))  # the stored node belongs to this scheme and dt
-    scale = float(np.sum(model.mass)) / n * 9.81 * link_length * n * n / 2
+    scale = pbsim_models.chain_energy_scale(n, link_length)
     t0 = time.perf_counter()
     emax, conv, subs = (max(hist) if hist else -np.inf), [], 0
     steps = int(round(T / dt))

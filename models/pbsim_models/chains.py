@@ -34,3 +34,9 @@ def chain(n: int, joint: str = "revolute", link_length: float = 0.1, link_mass: 
             b.add_joint(JointSpec(f"joint{i}", "ball", parent, name, p=p, damping=damping))
         parent = name
     return b.build()
+
+
+def chain_energy_scale(n: int, link_length: float = 0.1, link_mass: float = 0.1, g: float = 9.81) -> float:
+    """m g L n^2 / 2: the potential energy a :func:`chain` of ``n`` links released horizontally
+    (E0 = 0) has lost when it hangs straight down; the scale of its energy plots and bars."""
+    return link_mass * g * link_length * n * n / 2

@@ -168,9 +168,11 @@ def inertial_gravity_terms(m, pm, T, A, scale, with_gravity, G):
 
 
 @kernel
-def point_world(T, i, pl, x):
-    for r in range(3):
-        x[r] = T[i, r, 0] * pl[0] + T[i, r, 1] * pl[1] + T[i, r, 2] * pl[2] + T[i, r, 3]
+def point_xyz(T, i, pl):
+    """World position (x, y, z) of the body-``i`` point ``pl`` under the 4x4 poses ``T``."""
+    return (T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3],
+            T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3],
+            T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3])
 
 
 @kernel
@@ -183,12 +185,9 @@ def point_terms(m, pm, T, Tk, dt, G, F, K):
     for k in range(pm.npts):
         i = pm.pt_body[k]
         pl = pm.pt_local[k]
-        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
-        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
-        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
-        d0 = x0 - (Tk[i, 0, 0] * pl[0] + Tk[i, 0, 1] * pl[1] + Tk[i, 0, 2] * pl[2] + Tk[i, 0, 3])
-        d1 = x1 - (Tk[i, 1, 0] * pl[0] + Tk[i, 1, 1] * pl[1] + Tk[i, 1, 2] * pl[2] + Tk[i, 1, 3])
-        d2 = x2 - (Tk[i, 2, 0] * pl[0] + Tk[i, 2, 1] * pl[1] + Tk[i, 2, 2] * pl[2] + Tk[i, 2, 3])
+        x0, x1, x2 = point_xyz(T, i, pl)
+        y0, y1, y2 = point_xyz(Tk, i, pl)
+        d0, d1, d2 = x0 - y0, x1 - y1, x2 - y2
         for r in range(3):
             F[k, r] = 0.0
             for c in range(3):
@@ -391,9 +390,7 @@ def point_hessian(m, pm, T, xi, K, H, r0, vel):
     for k in range(pm.npts):
         i = pm.pt_body[k]
         pl = pm.pt_local[k]
-        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
-        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
-        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
+        x0, x1, x2 = point_xyz(T, i, pl)
         nz = 0.0
         for r in range(3):
             for c in range(3):
@@ -444,9 +441,7 @@ def contact_step_limit(m, pm, T, xi, dx, frac):
     for k in range(pm.npts):
         i = pm.pt_body[k]
         pl = pm.pt_local[k]
-        x0 = T[i, 0, 0] * pl[0] + T[i, 0, 1] * pl[1] + T[i, 0, 2] * pl[2] + T[i, 0, 3]
-        x1 = T[i, 1, 0] * pl[0] + T[i, 1, 1] * pl[1] + T[i, 1, 2] * pl[2] + T[i, 1, 3]
-        x2 = T[i, 2, 0] * pl[0] + T[i, 2, 1] * pl[1] + T[i, 2, 2] * pl[2] + T[i, 2, 3]
+        x0, x1, x2 = point_xyz(T, i, pl)
         dep0 = pm.plane_d + pm.pt_radius[k] - (n0 * x0 + n1 * x1 + n2 * x2)
         if dep0 > 0.0:
             continue

@@ -879,9 +879,10 @@ class _PbadColloc(_PbadBase):
     Options besides the order-2 ones: ``init`` (initial guess of the nodes: "velocity", q_k (+)
     s v_k; "extrapolate", the quadratic through the previous node with slope v_k (fewer LM
     iterations at small dt, worse roots at large dt); "pbad2", on the way to the PBAD2 step;
-    "auto", default: velocity, retried from pbad2), ``max_rotation`` (rad, default 0.5: a root of Eq. 6 in which a joint or a body
-    turns by more than this between two consecutive nodes is rejected: aliased for >= pi, badly
-    resolved by the Cartesian polynomial above ~0.5), ``fallback`` for a step with no acceptable
+    "auto", default: velocity, retried from pbad2), ``max_rotation`` (rad, default 0.5: a root of
+    Eq. 6 in which a joint or a body turns by more than this between two consecutive nodes is
+    rejected: aliased for >= pi, badly resolved by the Cartesian polynomial above ~0.5),
+    ``fallback`` for a step with no acceptable
     root ("pbad2", default: take the order-2 step of Eq. 5 instead, never split: as stable and
     cheap as ``pbad`` at large dt, dissipative on the fallen-back steps; "substep": split it in
     halves, recursively, up to ``substep`` levels, default 6; giving ``substep`` alone selects

@@ -165,7 +165,7 @@ def test_large_dt_fallback_never_gains_energy():
     integ = make("pbad3", model, fallback="pbad2")
     s = State.make(model, model.neutral())
     e0 = pbsim.energy(model, s.q[0], s.v[0]).sum()
-    scale = 0.5 * model.mass.sum() / 10 * 9.81 * 0.1 * 100
+    scale = pbsim_models.chain_energy_scale(10)
     E, fb = [], 0
     for _ in range(30):
         s, d = integ.step(s, None, 0.1)
@@ -231,7 +231,7 @@ def test_small_dt_fallback_keeps_energy_through_the_whips():
     rises at most 3 % of m g L n^2/2 above E0 (2.3 %, just before the first whip), where the default
     sub-stepping's rebuilt nodes gain 8.4 %."""
     model = pbsim_models.chain(10, joint="ball2")
-    scale = 0.5 * model.mass.sum() / 10 * 9.81 * 0.1 * 100
+    scale = pbsim_models.chain_energy_scale(10)
     out = {}
     for fb in ("pbad2", "substep"):
         integ = make("pbad3", model, fallback=fb)
@@ -254,7 +254,7 @@ def test_energy_guard_makes_a_passive_run_one_sided():
     dt = 0.05 gains 0.3 % of m g L n^2/2 without it and nothing with g = 0; with actuation the
     guard is off (the torques do work)."""
     model = pbsim_models.chain(10, joint="ball2")
-    scale = 0.5 * model.mass.sum() / 10 * 9.81 * 0.1 * 100
+    scale = pbsim_models.chain_energy_scale(10)
     rise = {}
     for g in (None, 0.0):
         integ = make("pbad4", model, energy_guard=g)
