@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import sys
+
 import numpy as np
 
+from pbsim.backends.kernel import CompileWatch
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import SimulationError, check_dt
@@ -23,7 +26,7 @@ class Trajectory:
     integrator: str = ""
     dt: float = 0.0
     diverged: np.ndarray | None = None  # (B,) bool, for on_nan="stop"
-    info: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # "compile_s": seconds spent compiling kernels (first run)
 
     def save(self, path):
         np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, integrator=self.integrator, dt=self.dt)
@@ -63,7 +66,10 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
                                                                         **integrator_options)
     state = State.make(model, q0, v0, batch)
     B = state.batch
-    e0 = _energy(model, state.q, state.v).sum(axis=1)
+    name = integrator if isinstance(integrator, str) else integ.name
+    watch = CompileWatch(name, notice=_notice(progress))
+    with watch:  # first-run compilation: a notice, and its time kept apart (Trajectory.info)
+        e0 = _energy(model, state.q, state.v).sum(axis=1)
     nrec = steps // record_every + 1
     T = np.zeros(nrec)
     Q = np.zeros((nrec, B, model.nq))
@@ -71,24 +77,21 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
     E = np.zeros((nrec, B))
     Q[0], V[0], E[0] = state.q, state.v, e0
     diverged = np.zeros(B, bool)
-    iterator = range(1, steps + 1)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, desc=f"{integ.name if integ.name != '?' else integrator} dt={dt:g}",
-                        unit="step", mininterval=0.5)
+    bar = None
     ctrl_fn = control if callable(control) else None
     ctrl = control if isinstance(control, Control) else None
-    for k in iterator:
+    for k in range(1, steps + 1):
         if ctrl_fn is not None:
             ctrl = ctrl_fn(state.t, state)
-        new, diag = integ.step(state, ctrl, dt)
+        with watch:
+            new, diag = integ.step(state, ctrl, dt)
         if diag.nan.any():
             if on_nan == "raise":
+                if bar is not None:
+                    bar.close()
                 b = int(np.argmax(diag.nan))
-                raise SimulationError(f"integrator {integrator if isinstance(integrator, str) else integ.name!r} "
-                                      f"diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, dt = {dt:g}, "
-                                      f"trajectory {b}; try a smaller dt or an implicit integrator")
+                raise SimulationError(f"integrator {name!r} diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, "
+                                      f"dt = {dt:g}, trajectory {b}; try a smaller dt or an implicit integrator")
             bad = diag.nan
             diverged |= bad
             new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
@@ -97,7 +100,28 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
         if k % record_every == 0:
             r = k // record_every
             T[r], Q[r], V[r], E[r] = state.t, state.q, state.v, diag.energy
+        if progress:
+            if bar is None:  # made after the first step, so its rate leaves out the compilation
+                from tqdm import tqdm
+
+                bar = tqdm(total=steps, desc=f"{name} dt={dt:g}", unit="step", mininterval=0.5)
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     if single:
         Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
-    name = integrator if isinstance(integrator, str) else integ.name
-    return Trajectory(T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None)
+    return Trajectory(T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None,
+                      info={"compile_s": watch.seconds})
+
+
+def _notice(progress: bool):
+    """Where the compile notice goes: stderr, above a progress bar if one may be drawn."""
+    if not progress:
+        return None  # CompileWatch's default: one line on stderr
+
+    def say(msg):
+        from tqdm import tqdm
+
+        tqdm.write(msg, file=sys.stderr)
+
+    return say

@@ -16,8 +16,8 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
-from pbsim.backends.pbad_gpu import make_pbad_extra, pbad_finish
-from pbsim.integrators.pbad import pbad2_lm, pbad2_prepare
+from pbsim.backends.pbad_gpu import make_pbad_extra
+from pbsim.integrators.pbad import pbad2_finish, pbad2_lm, pbad2_prepare
 from pbsim.integrators.explicit import euler_state, rk_state
 
 NoExtra = namedtuple("NoExtra", "unused")
@@ -72,7 +72,7 @@ def pbad_steps_batch(m, c, w, pm, pw, info, maxit, gtol, xtol, exact_h, q, v, qn
         for k in range(nsteps):
             pbad2_prepare(m, w, pw, b, q, v, dt)
             pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
-            pbad_finish(m, w, pw, b, q, dt, qn, vn)
+            pbad2_finish(m, w, pw, b, q, dt, qn, vn)
             copy_rows(m, b, qn, vn, q, v)
 
 

@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import time
 import types
 from pathlib import Path
 
 import numba
+from numba.core import event as _event
+from numba.core import types as types_
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import Compiler
+from numba.core.registry import CPUDispatcher
 
 
 def _source_hash() -> str:
@@ -60,11 +67,8 @@ class BatchKernel:
 
     def __init__(self, f):
         self.py_func = f
-        self.parallel = numba.njit(cache=True, parallel=True, error_model="numpy")(f)
-        serial_f = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
-        serial_f.__qualname__ = f.__qualname__ + "_serial"  # its own cache file
-        serial_f.__module__ = f.__module__
-        self.serial = numba.njit(cache=True, error_model="numpy")(serial_f)
+        self.parallel = numba.njit(cache=True, parallel=True, error_model="numpy", no_cfunc_wrapper=True)(f)
+        self.serial = numba.njit(cache=True, error_model="numpy", no_cfunc_wrapper=True)(_renamed(f, "_serial"))
         self.__doc__ = f.__doc__
         self.__name__ = f.__name__
 
@@ -76,6 +80,95 @@ class BatchKernel:
                     return self.parallel(*args)
                 break
         return self.serial(*args)
+
+
+def _renamed(f, suffix: str):
+    """A copy of function ``f`` whose qualname ends in ``suffix`` (so it gets its own cache file)."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    g.__qualname__ = f.__qualname__ + suffix
+    g.__module__ = f.__module__
+    g.__doc__ = f.__doc__
+    return g
+
+
+class LinkOnlyLibrary(JITCodeLibrary):
+    """The code library of an :class:`InnerKernel`: LLVM IR to be linked into its callers, never
+    optimized as a whole module nor turned into machine code on its own.
+
+    numba optimizes and emits machine code for a function's whole call tree (its callees' modules
+    linked in) at *every* level of the tree, so a leaf 8 calls deep was optimized and emitted 8
+    times.  Kernels are only ever called from other kernels, so only the top-level batch driver
+    (a plain cached njit function) needs machine code: its module, with every kernel below it
+    linked in, is optimized and emitted once.  Function-level passes still run on each kernel
+    when it is lowered (``add_llvm_module``)."""
+
+    def finalize(self):
+        self._raise_if_finalized()
+        seen = set()
+        for library in self._linking_libraries:
+            if library not in seen:
+                seen.add(library)
+                self._reload_init.update(library._reload_init)
+                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._finalized = True
+
+
+class _InnerCompiler(Compiler):
+    """numba's pipeline with a :class:`LinkOnlyLibrary` for the function's code."""
+
+    def compile_extra(self, func):
+        if self.state.library is None:
+            self.state.library = LinkOnlyLibrary(self.state.targetctx.codegen(), func.__qualname__)
+        self.state.flags.no_compile = True  # lowered IR only: no entry point of its own
+        return super().compile_extra(func)
+
+
+class _InnerEntry:
+    """Stands for an :class:`InnerKernel` overload's entry point (it has none)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"<inner kernel {self.name}>"
+
+
+class InnerKernel(CPUDispatcher):
+    """A kernel compiled for other kernels only: no CPython or C-callback wrapper.
+
+    Every ``@kernel`` is called natively by other kernels; building a CPython wrapper for each
+    one (it unboxes every field of the model/workspace namedtuples) was a quarter of the
+    first-run compile time.  Its code is never made into machine code of its own (see
+    :class:`LinkOnlyLibrary`), so it is not cached either: only the batch drivers above it are.
+    Called from Python (tests, tools), the kernel runs through a twin dispatcher with the
+    wrapper, compiled (or loaded from the cache) on first such call.
+
+    Literal arguments are typed by their plain type: ``f(x, True)`` and ``f(x, False)`` share
+    one compilation instead of one each (numba prunes no branch on a literal bool, so the extra
+    specializations bought nothing; LLVM still folds the constant after inlining)."""
+
+    def add_overload(self, cres):
+        # No entry point (nothing is called through this dispatcher from Python): a unique key
+        # stands for it, under which callers find the lowered function to call and link.
+        if cres.entry_point is None:
+            key = _InnerEntry(self.py_func.__qualname__)
+            cres = cres._replace(entry_point=key)
+            self.targetctx.insert_user_function(key, cres.fndesc, [cres.library])
+        self.overloads[tuple(cres.signature.args)] = cres
+
+    def get_call_template(self, args, kws):
+        args = tuple(types_.unliteral(a) for a in args)
+        kws = {k: types_.unliteral(a) for k, a in kws.items()}
+        return super().get_call_template(args, kws)
+
+    def __call__(self, *args, **kws):
+        twin = self.__dict__.get("_py_twin")
+        if twin is None:
+            twin = numba.njit(cache=True, error_model="numpy", _nrt=False)(_renamed(self.py_func, "__py"))
+            self.__dict__["_py_twin"] = twin
+        return twin(*args, **kws)
 
 
 def kernel(fn=None, *, parallel: bool = False, inline: bool = False):
@@ -90,12 +183,89 @@ def kernel(fn=None, *, parallel: bool = False, inline: bool = False):
             return BatchKernel(f)
         # _nrt=False: kernels allocate nothing, so array views need no reference counting; with
         # it, every view (w.R[b, i]) cost an atomic incref/decref pair (3x slower kernels).
-        disp = numba.njit(cache=True, error_model="numpy", inline="always" if inline else "never",
-                          _nrt=False)(f)
+        disp = InnerKernel(py_func=f, locals={}, pipeline_class=_InnerCompiler, targetoptions=dict(
+            error_model="numpy", inline="always" if inline else "never", _nrt=False,
+            no_cpython_wrapper=True, no_cfunc_wrapper=True))
         _PY_FUNCS[id(disp)] = f
         return disp
 
     return wrap(fn) if fn is not None else wrap
+
+
+# ---------------------------------------------------------------------------------------------
+# first-run compilation: notice and timing
+
+# First-run compile seconds of the common kernels on the 2-core reference machine (cold cache,
+# single trajectory; docs/benchmarks.md "First-run compilation"): the estimate in the notice.
+COMPILE_ESTIMATE_S = {"euler": 35, "explicit_euler": 30, "rk2": 30, "rk3": 30, "rk4": 30, "pbad": 40,
+                      "pbad3": 60, "pbad4": 60, "variational": 40}
+
+
+class CompileWatch:
+    """Time numba compilation inside a block; say so once when it starts.
+
+    Numba raises its ``numba:compile`` event only on a cache miss, so the notice appears exactly
+    when kernels are being compiled (the first run on a machine, or after pbsim was changed),
+    never on a cached run.  ``seconds`` holds the wall time spent compiling (outermost
+    compilations only); callers report it apart from the simulation's own time.
+
+        with CompileWatch("pbad") as cw:
+            integ.step(state, ctrl, dt)
+        cw.seconds
+    """
+
+    def __init__(self, label: str, notice=None, estimate_s: float | None = None):
+        self.label = label
+        self.notice = notice if notice is not None else _stderr_notice
+        self.estimate_s = COMPILE_ESTIMATE_S.get(label.split()[0]) if estimate_s is None else estimate_s
+        self.seconds = 0.0
+        self.compilations = 0
+        self.noticed = False
+        self._depth = 0
+        self._t0 = 0.0
+
+    def message(self) -> str:
+        est = f", ~{self.estimate_s:.0f} s" if self.estimate_s else ""
+        return f"pbsim: compiling kernels for {self.label} (first run only{est})..."
+
+    def on_start(self, ev):
+        if self._depth == 0:
+            self._t0 = time.perf_counter()
+            if not self.noticed:
+                self.noticed = True
+                if self.notice:
+                    self.notice(self.message())
+        self._depth += 1
+        self.compilations += 1
+
+    def on_end(self, ev):
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._t0
+
+    def __enter__(self):
+        self._listener = _Listener(self)
+        _event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc):
+        _event.unregister("numba:compile", self._listener)
+        return False
+
+
+class _Listener(_event.Listener):
+    def __init__(self, watch):
+        self.watch = watch
+
+    def on_start(self, event):
+        self.watch.on_start(event)
+
+    def on_end(self, event):
+        self.watch.on_end(event)
+
+
+def _stderr_notice(msg: str):
+    print(msg, file=sys.stderr, flush=True)
 
 
 def is_kernel(obj) -> bool:

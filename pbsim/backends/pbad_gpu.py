@@ -20,8 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.dynamics.joints import difference_config
-from pbsim.integrators.pbad import make_pbad_work, pbad2_eval, pbad2_lm, pbad2_prepare, pbad2_trial
+from pbsim.integrators.pbad import make_pbad_work, pbad2_eval, pbad2_finish, pbad2_lm, pbad2_prepare, pbad2_trial
 from pbsim.optim.linalg import inf_norm
 from pbsim.optim.lm import lm_stalled_converged
 
@@ -51,21 +50,11 @@ def make_pbad_extra(model, B, scene=None, **options) -> PbadX:
 
 
 @kernel
-def pbad_finish(m, w, pw, b, q, dt, qn, vn):
-    """(q_{k+1}, v_{k+1} = (q_{k+1} (-) q_k) / dt) from the LM iterate (Eq. 5's velocity update)."""
-    for k in range(m.nq):
-        qn[b, k] = pw.qn[b, 2, k]
-    difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
-    for j in range(m.nv):
-        vn[b, j] /= dt
-
-
-@kernel
 def pbad_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One whole PBAD step, the LM loop inside (in-kernel schedule)."""
     pbad2_prepare(m, w, x.pw, b, q, v, dt)
     pbad2_lm(m, x.pm, c, w, x.pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.exact_h, x.info[b])
-    pbad_finish(m, w, x.pw, b, q, dt, qn, vn)
+    pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
 @kernel
@@ -141,7 +130,7 @@ def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     info[1] = st[2]
     info[2] = 1.0 if (st[4] != 0.0 or st[2] < x.gtol) else 0.0
     info[3] = st[1]
-    pbad_finish(m, w, x.pw, b, q, dt, qn, vn)
+    pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
 def register():

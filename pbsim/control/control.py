@@ -102,7 +102,7 @@ class Control:
                 raise InputError(f"control {name} must have shape ({n},) or ({batch}, {n}); got {np.shape(x)}")
             if not np.all(np.isfinite(a)):
                 raise InputError(f"control {name} holds NaN or inf")
-            return np.ascontiguousarray(a)
+            return np.array(a, np.float64, order="C")  # a copy: a read-only array would recompile
 
         kp = arr(self.kp, model.nv, "kp", 0.0)
         kd = arr(self.kd, model.nv, "kd", 0.0)

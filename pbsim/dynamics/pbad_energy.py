@@ -55,11 +55,12 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     pb = z(0, np.int32) if n == 0 else np.ascontiguousarray(points_body, np.int32)
     pl = z((0, 3)) if n == 0 else np.ascontiguousarray(points_local, np.float64).reshape(n, 3)
     pa = z((n, 3)) if points_axis is None else np.ascontiguousarray(points_axis, np.float64).reshape(n, 3)
-    dn = z(n) if drag_n is None else np.ascontiguousarray(np.broadcast_to(drag_n, (n,)), np.float64)
-    dtg = z(n) if drag_t is None else np.ascontiguousarray(np.broadcast_to(drag_t, (n,)), np.float64)
+    # np.array copies: a read-only broadcast view is another numba type (a second compilation)
+    dn = z(n) if drag_n is None else np.array(np.broadcast_to(drag_n, (n,)), np.float64)
+    dtg = z(n) if drag_t is None else np.array(np.broadcast_to(drag_t, (n,)), np.float64)
     pn = np.asarray(plane_normal, np.float64)
     pn = pn / np.linalg.norm(pn)
-    pr = z(n) if points_radius is None else np.ascontiguousarray(np.broadcast_to(points_radius, (n,)), np.float64)
+    pr = z(n) if points_radius is None else np.array(np.broadcast_to(points_radius, (n,)), np.float64)
     return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, bool(contact), pn, float(plane_offset),
                      float(D1), float(D2), pr)
 

@@ -336,26 +336,48 @@ def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
 
 
 @kernel
-def pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
-    pbad2_prepare(m, w, pw, b, q, v, dt)
-    if method == 0:
-        pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
-    else:
-        pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+def pbad2_finish(m, w, pw, b, q, dt, qn, vn):
+    """(q_{k+1}, v_{k+1} = (q_{k+1} (-) q_k) / dt) from the iterate (Eq. 5's velocity update)."""
     for k in range(m.nq):
         qn[b, k] = pw.qn[b, 2, k]
     difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
     for j in range(m.nv):
         vn[b, j] /= dt
+
+
+# One step kernel per optimizer (not a runtime switch): numba compiles every branch of a kernel,
+# so a switch would compile LBFGS and its M^-1 factor into every LM run (+40 % first-run compile).
+
+@kernel
+def pbad2_lm_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+    pbad2_finish(m, w, pw, b, q, dt, qn, vn)
+    energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel
+def pbad2_lbfgs_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+    pbad2_finish(m, w, pw, b, q, dt, qn, vn)
     energy_state(m, w, b, qn[b], vn[b], e[b])
 
 
 @kernel(parallel=True)
-def pbad2_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
-    """One PBAD2 step per trajectory; ``wf``: a second dynamics workspace (LBFGS's M^-1 factor)."""
+def pbad2_lm_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
+    """One PBAD2 step per trajectory by Levenberg-Marquardt."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
+        pbad2_lm_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info)
+
+
+@kernel(parallel=True)
+def pbad2_lbfgs_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
+    """One PBAD2 step per trajectory by LBFGS; ``wf``: a second dynamics workspace (M^-1 factor)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        pbad2_lbfgs_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info)
 
 
 @kernel(parallel=True)
@@ -812,8 +834,9 @@ class Pbad2(_PbadBase):
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        pbad2_batch(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit, self.gtol, self.xtol,
-                    0 if self.optimizer == "lm" else 1, self.hessian == "exact", qn, vn, e, info)
+        run = pbad2_lm_batch if self.optimizer == "lm" else pbad2_lbfgs_batch
+        run(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
+            self.gtol, self.xtol, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
 
     def _step(self, state, control, dt):
