@@ -184,7 +184,8 @@ class Viewer:
             wall_dt = min(now - self._last, 0.1)
         self._last = now
         s = self.session
-        s.update(wall_dt)
+        if not (s.playing and s.first_use_notice()):  # a frame with the compile notice first
+            s.update(wall_dt)
         T = self.body_poses(s.q)
         com = self._com(T)
         if self.opt.follow:

@@ -50,6 +50,10 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
         imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(1.0, 0.35, 0.3, 1.0))
         imgui.text_wrapped(s.message)
         imgui.pop_style_color()
+    if s.notice:
+        imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(1.0, 0.85, 0.3, 1.0))
+        imgui.text_wrapped(s.notice)
+        imgui.pop_style_color()
 
     # --- run controls
     _hit = imgui.button(("Pause" if s.playing else "Play") + "###pause", imgui.ImVec2(80, 0))

@@ -12,6 +12,7 @@ from collections import deque
 import numpy as np
 
 import pbsim
+from pbsim.backends.kernel import CompileWatch
 
 DT_MIN, DT_MAX = 1e-4, 0.2
 FREE, BALL = 3, 2  # pbsim.dynamics.joints codes (Model.jtype)
@@ -56,6 +57,9 @@ class Session:
         self.real_time_factor_target = 1.0
         self.max_step_time = max_step_time
         self.message = ""
+        self.notice = ""  # compile notice (first use of an integrator), shown in the panel
+        self._warm = False  # the current integrator has taken a step (its kernels are loaded)
+        self.compile_s = 0.0
         self.failed = False
         self.ms_per_step = 0.0
         self.rtf = 0.0
@@ -88,6 +92,8 @@ class Session:
             self.message = f"cannot use integrator {name!r}: {type(e).__name__}: {e}"
             return False
         self._integrator, self._integrator_key, self.integrator_name = integ, name, name
+        self._warm = False
+        self.message = ""
         self.state.q_prev = None  # two-step methods restart from the current state
         self.failed = False
         return True
@@ -206,11 +212,17 @@ class Session:
             return False
         t0 = time.perf_counter()
         try:
-            new, diag = self._integrator.step(self.state, self.control(), self.dt)
+            with CompileWatch(self.integrator_name) as cw:  # stderr line on a cache miss
+                new, diag = self._integrator.step(self.state, self.control(), self.dt)
         except Exception as e:  # noqa: BLE001
             self._fail(f"{type(e).__name__}: {e}")
             return False
-        wall = time.perf_counter() - t0
+        wall = time.perf_counter() - t0 - cw.seconds
+        if not self._warm:
+            self._warm = True
+            self.compile_s = cw.seconds
+            self.notice = (f"compiled kernels for {self.integrator_name} in {cw.seconds:.0f} s (cached from now on)"
+                           if cw.seconds > 0.5 else "")
         # the first step after a (re)start may include JIT compilation: do not let it seed the average
         self.ms_per_step = 1e3 * wall if self.steps <= 1 else 0.9 * self.ms_per_step + 100.0 * wall
         if np.any(diag.nan) or not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v))):
@@ -233,6 +245,16 @@ class Session:
         self.hist_energy.append(e)
         self.hist_iters.append(float(np.max(diag.iterations)) if diag.iterations is not None else 0.0)
         self.hist_err.append(self.tracking_error(new.q[0]))
+        return True
+
+    def first_use_notice(self) -> bool:
+        """True (once per integrator) when the next step is the integrator's first: the notice is
+        set, and the caller draws a frame with it before stepping (which may compile for a while)."""
+        if self._warm or self.notice.startswith("loading"):
+            return False
+        est = CompileWatch(self.integrator_name).estimate_s
+        self.notice = (f"loading kernels for {self.integrator_name}... (the first use on this machine "
+                       f"compiles them{f', ~{est:.0f} s' if est else ''})")
         return True
 
     def update(self, wall_dt: float) -> int:

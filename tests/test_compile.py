@@ -1,0 +1,94 @@
+"""First-run compilation: the notice, its time kept apart, and what must not compile twice."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+import pbsim
+import pbsim_models
+from pbsim.backends.kernel import CompileWatch, InnerKernel, kernel
+
+
+def _fresh_kernels():
+    """Two kernels made here (not cached), so that their first call really compiles."""
+
+    @kernel
+    def scaled(x, flag):
+        return 2.0 * x if flag else x
+
+    @numba.njit(cache=False)
+    def caller(x, flag):
+        return scaled(x, True) + scaled(x, False) + scaled(x, flag)
+
+    return scaled, caller
+
+
+def test_notice_only_when_compiling_and_seconds_counted():
+    scaled, caller = _fresh_kernels()
+    said = []
+    with CompileWatch("demo", notice=said.append, estimate_s=7) as cw:
+        assert caller(1.5, True) == 3.0 + 1.5 + 3.0
+    assert said == ["pbsim: compiling kernels for demo (first run only, ~7 s)..."]
+    assert cw.seconds > 0 and cw.compilations >= 2
+    said.clear()
+    with CompileWatch("demo", notice=said.append) as cw2:
+        caller(2.0, False)
+    assert said == [] and cw2.seconds == 0.0 and cw2.compilations == 0
+
+
+def test_literal_arguments_share_one_compilation():
+    """f(x, True), f(x, False) and f(x, flag) are one specialization, not three."""
+    scaled, caller = _fresh_kernels()
+    caller(1.0, True)
+    assert isinstance(scaled, InnerKernel)
+    assert len(scaled.overloads) == 1, list(scaled.overloads)
+
+
+def test_inner_kernel_is_callable_from_python():
+    scaled, _ = _fresh_kernels()
+    assert scaled(3.0, True) == 6.0 and scaled(3.0, False) == 3.0
+
+
+def test_rollout_reports_compile_time_apart():
+    m = pbsim_models.chain(2)
+    tr = pbsim.rollout(m, "euler", dt=1e-3, steps=3)
+    assert "compile_s" in tr.info and tr.info["compile_s"] >= 0.0
+
+
+def test_read_only_inputs_do_not_recompile():
+    """A read-only array (np.broadcast_to, a frozen user array) is another numba type: kernel
+    inputs are copied to writable arrays, so such a control or scene compiles nothing new."""
+    m = pbsim_models.chain(3)
+    scene = pbsim.make_scene(m, ground="plane")
+    kp = np.full(m.nv, 5.0)
+    pbsim.rollout(m, "pbad", dt=0.02, steps=2, scene=scene, control=pbsim.Control(mode="spd", kp=kp, kd=1.0))
+    frozen = kp.copy()
+    frozen.flags.writeable = False
+    with CompileWatch("pbad", notice=False) as cw:
+        pbsim.rollout(m, "pbad", dt=0.02, steps=2, scene=pbsim.make_scene(m, ground="plane"),
+                      control=pbsim.Control(mode="spd", kp=frozen, kd=np.broadcast_to(1.0, (m.nv,))))
+    assert cw.compilations == 0
+
+
+def test_cli_summary_has_compile_s_and_wall_without_it():
+    r = subprocess.run([sys.executable, "-m", "pbsim", "rollout", "chain3", "--integrator", "euler", "--dt", "0.001",
+                        "--steps", "5", "--json", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["compile_s"] >= 0.0 and out["wall_s"] >= 0.0
+    assert out["realtime_factor"] == pytest.approx(out["simulated_s"] / out["wall_s"], rel=1e-6)
+
+
+def test_warmup_command():
+    r = subprocess.run([sys.executable, "-m", "pbsim", "warmup", "--integrators", "euler", "--configs", "single",
+                        "--jobs", "1"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "euler" in r.stdout and "single" in r.stdout and "warmed up 1 integrator" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "pbsim", "warmup", "--integrators", "nope"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and "unknown integrator" in r.stderr and "Traceback" not in r.stderr
