@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+import numba
 from numba import prange
 
 from pbsim.backends.kernel import kernel
@@ -75,7 +76,7 @@ def point_triangle_dist2(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     return qx * qx + qy * qy + qz * qz
 
 
-@kernel(parallel=True)
+@numba.njit(cache=True, parallel=True, error_model="numpy")  # a one-off setup loop, not a batch driver
 def grid_exact_band(V, F, org, h, band, phi):
     """Exact unsigned distance at the nodes within ``band`` cells of each triangle's box (min over
     triangles).  Parallel over blocks of x-slabs, so no two threads write the same node."""
