@@ -114,6 +114,26 @@ def test_drnea_torque_impulse_and_armature():
     q0, q1, q2 = np.array([0.1, 0.2]), np.array([0.11, 0.19]), np.array([0.12, 0.185])
     tau = np.array([0.3, -0.2])
     assert np.allclose(drnea(model, q0, q1, q2, 0.01, tau), drnea(model, q0, q1, q2, 0.01) - 0.01 * tau)
+    # armature: the rotor term dt/2 arm ((q_b - q_a)/dt)^2 of Ld adds arm (q2 - 2 q1 + q0) / dt to f
+    dt, arm = 0.01, np.array([0.05, 0.07])
+    marm = pbsim_models.chain(2)
+    marm.armature = arm.copy()  # before its first use (Model.k caches the arrays)
+    q2b = np.array([0.125, 0.185])  # second difference (0.005, 0.005): both joints see their armature
+
+    def ld_rotor(qa, qb):
+        return 0.5 * dt * np.sum(arm * ((qb - qa) / dt) ** 2)
+
+    eps = 1e-6
+    rotor = np.array([-(ld_rotor(q0, q1 + e) + ld_rotor(q1 + e, q2b) - ld_rotor(q0, q1 - e) - ld_rotor(q1 - e, q2b))
+                      / (2 * eps) for e in eps * np.eye(2)])  # DEL of the rotor Lagrangian, central differences
+    f = drnea(marm, q0, q1, q2b, dt, tau)
+    plain = drnea(model, q0, q1, q2b, dt, tau)
+    assert np.abs(f - plain).min() > 0.02  # the armature changes every component: (0.025, 0.035)
+    assert np.allclose(f - plain, arm * (q2b - 2 * q1 + q0) / dt, rtol=0, atol=1e-12)
+    assert np.abs(f - (dense_del(marm, q0, q1, q2b, dt) + rotor - dt * tau)).max() < 1e-8  # the dense oracle
+    # on the original triple only the second joint accelerates: its armature alone shows
+    d = drnea(marm, q0, q1, q2, dt, tau) - drnea(model, q0, q1, q2, dt, tau)
+    assert np.allclose(d, [0.0, arm[1] * 0.005 / dt], rtol=0, atol=1e-12)
 
 
 def test_drnea_exact_jacobian_matches_differences():

@@ -34,8 +34,17 @@ def test_pbad_without_contact_falls_through():
     m = box_model()
     q0 = m.neutral()
     q0[2] = 0.15
-    tr = pbsim.rollout(m, "pbad", dt=0.02, steps=50, q0=q0)
+    dt, n, g = 0.02, 50, 9.81
+    tr = pbsim.rollout(m, "pbad", dt=dt, steps=n, q0=q0)
     assert tr.q[-1, 2] < -1.0
+    # PBAD order 2 in free fall is the first-order (semi-implicit-Euler-like) recursion
+    # v_k+1 = v_k - g dt, z_k+1 = z_k + dt v_k+1: z_n = z_0 - g dt^2 n (n + 1) / 2 = -4.8531 exactly
+    # (measured -4.8530999999983; the continuous -4.755 is O(g dt t / 2) = 0.098 away; half gravity
+    # would give -2.35).
+    z_discrete = q0[2] - g * dt * dt * n * (n + 1) / 2
+    assert abs(tr.q[-1, 2] - z_discrete) < 1e-9, (tr.q[-1, 2], z_discrete)
+    assert abs(tr.q[-1, 2] - (q0[2] - 0.5 * g * (n * dt) ** 2)) <= g * dt * (n * dt)  # O(dt) off the exact fall
+    assert np.allclose(tr.v[-1], [0, 0, -g * n * dt, 0, 0, 0], atol=1e-9)  # v = -g t, no spin, no drift
 
 
 def test_pbad_refuses_terrain_scene(tmp_path):
