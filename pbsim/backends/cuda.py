@@ -273,6 +273,40 @@ def kernels() -> Kernels:
     return _K
 
 
+def toolkit_missing() -> str | None:
+    """Why the real CUDA target cannot compile on this machine (no GPU needed), or None.
+
+    Loads what compilation needs: libnvvm, libnvrtc and libdevice.  ``nvvm.is_available()``
+    alone says yes before anything is loaded, and a missing NVRTC then surfaced as a raw
+    ``DynamicLibNotFoundError`` after a long compile."""
+    missing = []
+    try:
+        from numba.cuda.cudadrv import libs, nvvm
+    except Exception as e:  # noqa: BLE001 - any import failure means no usable numba-cuda
+        return f"numba-cuda ({type(e).__name__}: {e}); {INSTALL_HINT}"
+
+    def probe(name, fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - cuda.pathfinder's *NotFoundError, NvvmSupportError ...
+            missing.append(f"{name} ({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})")
+
+    def nvrtc():
+        from cuda.bindings import nvrtc as b
+
+        b.nvrtcVersion()
+
+    def libdevice():
+        p = libs.get_libdevice()
+        if not (p and os.path.isfile(p)):
+            raise FileNotFoundError(f"not a file: {p!r}")
+
+    probe("libnvvm", nvvm.NVVM)
+    probe("libnvrtc", nvrtc)
+    probe("libdevice", libdevice)
+    return "; ".join(missing) if missing else None
+
+
 def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0), batch: int = 4,
                 phase: str = "steps", scene=None, **options) -> str:
     """PTX of the real (not simulated) CUDA step kernel of ``integrator`` for ``model``.
@@ -290,12 +324,12 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     try:
         from numba import cuda as cuda_mod
         import numba.cuda.dispatcher as cdisp
-
-        nvvm_ok = cuda_mod.cudadrv.nvvm.is_available()
     except Exception as e:  # noqa: BLE001
         raise DeviceError(f"numba-cuda is not importable ({e}); {INSTALL_HINT}") from None
-    if not nvvm_ok:
-        raise DeviceError('NVVM (libnvvm) not found: pip install "numba-cuda[cu12]" or a CUDA toolkit')
+    missing = toolkit_missing()
+    if missing:
+        raise DeviceError(f"the CUDA toolkit libraries are missing: {missing}; "
+                          'pip install "numba-cuda[cu12]" or install a CUDA toolkit')
     from pbsim.contact.scene import Scene
     from pbsim.control.control import Control
     from pbsim.dynamics.workspace import make_work

@@ -109,31 +109,9 @@ def _real_gpu() -> bool:
 
 
 TOOLKIT = """
-missing = []
-try:
-    from numba.cuda.cudadrv import libs, nvvm
-except Exception as e:  # noqa: BLE001
-    missing.append(f"numba-cuda ({type(e).__name__}: {e})")
-else:
-    def probe(name, fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - cuda.pathfinder's *NotFoundError, NvvmSupportError ...
-            missing.append(f"{name} ({type(e).__name__}: {str(e).splitlines()[0][:160]})")
-
-    def nvrtc():
-        from cuda.bindings import nvrtc as b
-        b.nvrtcVersion()
-
-    def libdevice():
-        import os
-        p = libs.get_libdevice()
-        assert p and os.path.isfile(p), f"not a file: {p!r}"
-
-    probe("libnvvm", nvvm.NVVM)
-    probe("libnvrtc", nvrtc)
-    probe("libdevice", libdevice)
-print("MISSING " + "; ".join(missing) if missing else "TOOLKIT_OK")
+from pbsim.backends.cuda import toolkit_missing
+missing = toolkit_missing()
+print("MISSING " + missing if missing else "TOOLKIT_OK")
 """
 
 
@@ -308,3 +286,25 @@ def test_real_cuda_target_compiles_to_ptx():
         pytest.skip([ln for ln in r.stdout.splitlines() if ln.startswith("NO_NVVM")][-1])
     ok = [ln for ln in r.stdout.splitlines() if ln.startswith("PTX_OK")]
     assert len(ok) == (3 if every else 1) and all(" True " in ln for ln in ok), r.stdout[-2000:] + r.stderr[-3000:]
+
+
+def test_compile_ptx_without_toolkit_is_a_device_error():
+    """Where libnvvm/libnvrtc/libdevice are missing, compile_ptx says which, at once, as a
+    DeviceError (not a DynamicLibNotFoundError from deep inside numba-cuda after compiling)."""
+    code = """
+import pbsim_models
+from pbsim.backends import cuda as pc
+missing = pc.toolkit_missing()
+if missing is None:
+    print("HAS_TOOLKIT")
+else:
+    try:
+        pc.compile_ptx(pbsim_models.chain(2), "euler")
+    except pc.DeviceError as e:
+        print("DEVICE_ERROR", e)
+"""
+    r = _run(["-c", code], sim=False, timeout=300)
+    if "HAS_TOOLKIT" in r.stdout:
+        pytest.skip("the CUDA toolkit libraries are present (test_real_cuda_target_compiles_to_ptx covers it)")
+    assert "DEVICE_ERROR the CUDA toolkit libraries are missing: lib" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
