@@ -178,6 +178,11 @@ def cmd_integrators(args):
 
     for n in pbsim.integrators.available():
         print(f"{n:<16} {pbsim.integrators.describe(n)}")
+        spec = pbsim.integrators.describe_options(n)
+        for o in spec.values():
+            print(f"    {o.name}={o.default!r}  ({o.describe_kind()}) {o.doc}")
+        if not spec:
+            print("    (no options)")
 
 
 def cmd_warmup(args):

@@ -95,12 +95,13 @@ class CpuBatch:
         from pbsim.dynamics.workspace import make_work
         from pbsim.errors import InputError
         from pbsim.integrators.explicit import TABLEAUS
+        from pbsim.integrators.base import validate_options
         from pbsim.integrators.forces import make_step_work
 
         if integrator not in ("euler", "pbad") and integrator not in TABLEAUS:
             raise InputError(f"CpuBatch supports euler, pbad and {', '.join(TABLEAUS)}; got {integrator!r}")
-        if options and integrator != "pbad":
-            raise InputError(f"integrator {integrator!r} in CpuBatch takes no options; got {sorted(options)}")
+        if integrator != "pbad":  # pbad's are checked by make() inside make_pbad_extra
+            validate_options(integrator, options)
         self.model, self.integrator, self.B = model, integrator, int(batch)
         self.drv = {"euler": euler_steps_batch, "pbad": pbad_steps_batch}.get(integrator, rk_steps_batch)
         self.s = (scene if scene is not None else Scene()).kernel_arrays(model)

@@ -531,10 +531,9 @@ def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=No
 def _no_options(name):
     def make_extra(model, B, scene=None, **options):
         from pbsim.backends.cpu import extra_for
+        from pbsim.integrators.base import validate_options
 
-        if options:
-            raise InputError(f"integrator {name!r} on device='cuda' takes no options; got "
-                             f"{', '.join(sorted(options))}")
+        validate_options(name, options)  # the CPU integrator's spec: none for the explicit ones
         return extra_for(name, model, B)
 
     return make_extra

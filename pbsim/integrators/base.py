@@ -6,6 +6,8 @@ all iterate :func:`available` / :func:`make`, so a new integrator shows up every
 """
 from __future__ import annotations
 
+import difflib
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,11 +59,56 @@ class Diagnostics:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option an integrator takes: its ``name``, ``default``, a one-line ``doc``, the
+    ``kind`` of value ("int", "float", "str", "bool", "dict" or "any") and, for "str"/"int"
+    options with a closed set of values, the allowed ``choices``.  ``None`` is accepted when
+    the default is None (None then means "automatic", as the doc says) or ``nullable`` is set.
+    Range checks (``tol > 0`` ...) stay in the integrator's constructor."""
+
+    name: str
+    default: object
+    doc: str
+    kind: str = "any"
+    choices: tuple | None = None
+    nullable: bool = False
+
+    def check(self, integrator: str, value):
+        """InputError naming the option unless ``value`` has the declared kind / is a choice."""
+        if value is None and (self.default is None or self.nullable):
+            return
+        ok = {
+            "int": lambda x: isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)),
+            "float": lambda x: isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)),
+            "str": lambda x: isinstance(x, str),
+            "bool": lambda x: isinstance(x, (bool, np.bool_)),
+            "dict": lambda x: isinstance(x, dict),
+            "any": lambda x: True,
+        }[self.kind](value)
+        if not ok:
+            raise InputError(f"integrator {integrator!r}: option {self.name!r} must be {self.describe_kind()}, "
+                             f"got {value!r} ({type(value).__name__})")
+        if self.choices is not None and value not in self.choices:
+            raise InputError(f"integrator {integrator!r}: option {self.name!r} must be one of "
+                             f"{', '.join(map(repr, self.choices))}; got {value!r}")
+
+    def describe_kind(self) -> str:
+        none = " or None" if self.default is None or self.nullable else ""
+        if self.choices is not None:
+            return "one of " + ", ".join(map(repr, self.choices)) + none
+        k = {"int": "an integer", "float": "a real number", "str": "a string", "bool": "a bool",
+             "dict": "a dict", "any": "any value"}[self.kind]
+        return k + none
+
+
 class Integrator:
-    """Base class.  Subclasses set ``name`` and implement :meth:`_step`."""
+    """Base class.  Subclasses set ``name``, declare the options they take in ``OPTIONS`` (a
+    tuple of :class:`Option`; empty: none) and implement :meth:`_step`."""
 
     name = "?"
     implicit = False
+    OPTIONS: tuple = ()
 
     def __init__(self, model, scene: Scene | None = None, **options):
         self.model = model
@@ -99,12 +146,46 @@ def describe(name: str) -> str:
     return _REGISTRY[name][2]
 
 
-def make(name: str, model, scene: Scene | None = None, **options) -> Integrator:
-    """Instantiate integrator ``name`` for ``model``."""
+def _entry(name: str):
     _load_all()
     if name not in _REGISTRY:
         raise InputError(f"unknown integrator {name!r}; available: {', '.join(_REGISTRY)}")
-    cls, defaults, _ = _REGISTRY[name]
+    return _REGISTRY[name]
+
+
+def describe_options(name: str) -> dict[str, Option]:
+    """The options integrator ``name`` takes, ``{name: Option}`` in declaration order, with the
+    defaults ``register`` presets for this name (e.g. ``method`` of variational_newton)."""
+    from dataclasses import replace
+
+    cls, presets, _ = _entry(name)
+    spec = {o.name: o for o in cls.OPTIONS}
+    for k, v in presets.items():
+        if k in spec:
+            spec[k] = replace(spec[k], default=v)
+    return spec
+
+
+def validate_options(name: str, options: dict) -> dict:
+    """InputError unless every key of ``options`` is an option of integrator ``name`` (the
+    message lists the valid ones and suggests the closest) with a value of the declared kind;
+    returns ``options`` unchanged."""
+    spec = describe_options(name)
+    for k, v in options.items():
+        if k not in spec:
+            close = difflib.get_close_matches(k, list(spec), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            valid = ", ".join(spec) if spec else "none (it takes no options)"
+            raise InputError(f"integrator {name!r} has no option {k!r}{hint}; valid options: {valid}")
+        spec[k].check(name, v)
+    return options
+
+
+def make(name: str, model, scene: Scene | None = None, **options) -> Integrator:
+    """Instantiate integrator ``name`` for ``model``; ``options`` are checked against the
+    integrator's declared :class:`Option` spec (:func:`describe_options`) first."""
+    cls, defaults, _ = _entry(name)
+    validate_options(name, options)
     opts = {**defaults, **options}
     return cls(model, scene, **opts)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from dataclasses import replace
 
 import numpy as np
 from numba import prange
@@ -33,7 +34,7 @@ from pbsim.dynamics.pbad_energy import (adjoint_gradient, composite_moments, gn_
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.workspace import make_work, work_for
 from pbsim.errors import InputError
-from pbsim.integrators.base import Diagnostics, Integrator, State, register
+from pbsim.integrators.base import Diagnostics, Integrator, Option, State, register
 from pbsim.integrators.explicit import dexpinv_velocity
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
@@ -758,6 +759,17 @@ def colloc_rotation_batch(m, w, pw, nodes, rot):
 class _PbadBase(Integrator):
     implicit = True
     order = 2
+    OPTIONS = (
+        Option("optimizer", "lm", "minimiser of the step objective (Levenberg-Marquardt or LBFGS)", "str",
+               ("lm", "lbfgs")),
+        Option("max_iterations", None, "solver iteration limit (None: 50 for lm, 500 for lbfgs)", "int"),
+        Option("gtol", 1e-8, "converged when the gradient's max-norm is below this", "float"),
+        Option("xtol", 1e-12, "converged when the step's max-norm is below this (rad/m)", "float"),
+        Option("hessian", "exact", "LM Hessian: exact second derivatives or Gauss-Newton", "str", ("exact", "gn")),
+        Option("substep", 0, "on a failed step, split it in halves up to this many levels (0: never)", "int"),
+        Option("points", None, "drag/contact sample points for make_pbad_model (None: from the scene)", "dict"),
+        Option("order", None, "ignored (the order is fixed by the integrator's name); kept for old callers"),
+    )
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)
@@ -765,7 +777,8 @@ class _PbadBase(Integrator):
         self.optimizer = o.pop("optimizer", "lm")
         if self.optimizer not in ("lm", "lbfgs"):
             raise InputError(f"pbad optimizer must be 'lm' or 'lbfgs', got {self.optimizer!r}")
-        self.maxit = int(o.pop("max_iterations", 50 if self.optimizer == "lm" else 500))
+        maxit = o.pop("max_iterations", None)
+        self.maxit = int((50 if self.optimizer == "lm" else 500) if maxit is None else maxit)
         self.gtol = float(o.pop("gtol", 1e-8))
         self.xtol = float(o.pop("xtol", 1e-12))
         self.hessian = o.pop("hessian", "exact")
@@ -919,6 +932,22 @@ class _PbadColloc(_PbadBase):
     ``fallback`` (the step is the order-2 fallback).
     """
 
+    OPTIONS = tuple(
+        replace(o, **{"optimizer": dict(choices=("lm",), doc="minimiser of the step objective (LM only here)"),
+                      "max_iterations": dict(default=200, doc="LM iteration limit"),
+                      "xtol": dict(default=1e-10, doc="converged when the Newton step of Eq. 6 is below this (rad)"),
+                      "substep": dict(default=None, doc="levels of halving for fallback='substep' (None: 6)")
+                      }.get(o.name, {}))
+        for o in _PbadBase.OPTIONS) + (
+        Option("init", "auto", "initial guess of the nodes", "str", ("auto", "extrapolate", "pbad2", "velocity")),
+        Option("max_rotation", 0.5, "reject roots turning a joint/body by more than this between nodes (rad)",
+               "float"),
+        Option("fallback", None, "step with no acceptable root: 'pbad2' or 'substep' (None: substep if "
+               "substep is given, else pbad2)", "str", ("pbad2", "substep"), nullable=True),
+        Option("energy_guard", None, "unactuated: reject roots raising the energy by more than g (KE_k + KE_k+1) "
+               "(None: off)", "float"),
+    )
+
     def __init__(self, model, scene=None, **options):
         o = dict(options)
         self.init = o.pop("init", "auto")
@@ -930,15 +959,19 @@ class _PbadColloc(_PbadBase):
             raise InputError(f"pbad{self.order} max_rotation must be > 0 (rad), got {self.max_rotation!r}")
         # default: the order-2 step (bounded cost, never splits); asking for `substep` levels
         # without a fallback means sub-stepping
-        self.fallback = o.pop("fallback", "substep" if "substep" in o else "pbad2")
+        levels = o.pop("substep", None)
+        self.fallback = o.pop("fallback", None)
+        if self.fallback is None:
+            self.fallback = "substep" if levels is not None else "pbad2"
+        levels = 6 if levels is None else levels
         guard = o.pop("energy_guard", None)
         self.energy_guard = None if guard is None else float(guard)
         if self.energy_guard is not None and not self.energy_guard >= 0:
             raise InputError(f"pbad{self.order} energy_guard must be >= 0 or None, got {guard!r}")
-        levels = o.pop("substep", 6)
         if self.fallback not in ("substep", "pbad2"):
             raise InputError(f"pbad{self.order} fallback must be 'substep' or 'pbad2', got {self.fallback!r}")
-        o.setdefault("max_iterations", 200)
+        if o.get("max_iterations") is None:
+            o["max_iterations"] = 200
         # converged when the Newton step of Eq. 6 is below xtol (rad): the residual's rounding floor
         # grows with N and 1/dt^2 (~1e-7 N m at 100 links, dt = 0.0025), above any fixed gtol
         o.setdefault("xtol", 1e-10)

@@ -52,7 +52,7 @@ from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.workspace import work_for
 from pbsim.errors import InputError, SimulationError, check_dt
-from pbsim.integrators.base import Diagnostics, Integrator, State, register
+from pbsim.integrators.base import Diagnostics, Integrator, Option, State, register
 from pbsim.optim.linalg import lu_solve_inplace
 
 RIQN, NEWTON, BROYDEN = 0, 1, 2
@@ -325,6 +325,13 @@ class Variational(Integrator):
     """
 
     implicit = True
+    OPTIONS = (
+        Option("method", "riqn", "root finder of the DEL equations", "str", tuple(METHODS)),
+        Option("ig", 3, "initial guess of paper 004 Sec. 3.3", "int", (1, 2, 3)),
+        Option("tol", 1e-12, "converged when the update's max-norm is below this (rad/m)", "float"),
+        Option("max_iter", 50, "solver iteration limit", "int"),
+        Option("on_fail", "warn", "what a step that did not converge does", "str", ("warn", "raise", "ignore")),
+    )
 
     def __init__(self, model, scene=None, method="riqn", ig=3, tol=1e-12, max_iter=50, on_fail="warn", **options):
         super().__init__(model, scene, **options)
