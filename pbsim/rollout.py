@@ -1,8 +1,6 @@
 """Headless rollouts: integrate a batch of trajectories and record them."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import sys
 
 import numpy as np
@@ -12,24 +10,7 @@ from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import SimulationError, check_dt
 from pbsim.integrators.base import Integrator, State, make
-
-
-@dataclass
-class Trajectory:
-    """Recorded frames.  Single trajectory: q (T, nq), v (T, nv), energy (T,);
-    a batch adds an axis after time: q (T, B, nq)."""
-
-    t: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    energy: np.ndarray
-    integrator: str = ""
-    dt: float = 0.0
-    diverged: np.ndarray | None = None  # (B,) bool, for on_nan="stop"
-    info: dict = field(default_factory=dict)  # "compile_s": seconds spent compiling kernels (first run)
-
-    def save(self, path):
-        np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, integrator=self.integrator, dt=self.dt)
+from pbsim.trajectory import Trajectory  # defined below rollout_gpu too; pbsim.rollout.Trajectory stays
 
 
 def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,

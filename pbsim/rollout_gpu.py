@@ -13,7 +13,7 @@ from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import InputError, SimulationError, check_dt
 from pbsim.integrators.base import State
-from pbsim.rollout import Trajectory
+from pbsim.trajectory import Trajectory  # not pbsim.rollout: that module dispatches device="cuda" here
 
 
 def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
@@ -82,13 +82,3 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     return Trajectory(T, Q, V, E, integrator, dt, diverged if on_nan == "stop" else None,
                       info={"device": "cuda", "layout": layout})
 
-
-def rollout(model, *args, device: str = "cpu", **kwargs) -> Trajectory:
-    """``pbsim.rollout`` with a ``device`` switch ("cpu" or "cuda"): what the lead wires in."""
-    if device == "cpu":
-        from pbsim.rollout import rollout as cpu_rollout
-
-        return cpu_rollout(model, *args, **kwargs)
-    if device == "cuda":
-        return rollout_cuda(model, *args, **kwargs)
-    raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")

@@ -556,7 +556,7 @@ def _builtin_steppers():
     if "pbad" not in _STEPPERS:
         from pbsim.backends import pbad_gpu
 
-        pbad_gpu.register()
+        register_stepper("pbad", **pbad_gpu.STEPPER)
 
 
 def supported_integrators() -> list[str]:

@@ -133,9 +133,7 @@ def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
-def register():
-    """Give ``pbad`` its device path (both schedules)."""
-    from pbsim.backends.cuda import register_stepper
-
-    register_stepper("pbad", pbad_step, make_extra=make_pbad_extra, batched=BATCHED,
-                     per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")
+# ``pbad``'s device path (both schedules), as :func:`pbsim.backends.cuda.register_stepper`'s
+# arguments; cuda registers it (this module does not import cuda, which imports it)
+STEPPER = dict(step=pbad_step, make_extra=make_pbad_extra, batched=BATCHED,
+               per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")

@@ -42,7 +42,7 @@ def spd_forward(model, q, v, control: Control, dt: float, solver: str | None = N
     ("maba", "sf", "df").  Plain PD / torque controls return their explicit torque."""
     from dataclasses import replace
 
-    from pbsim.integrators.forces import make_step_work
+    from pbsim.control.stepwork import make_step_work
 
     dt = float(dt)
     if not np.isfinite(dt) or dt <= 0:

@@ -191,12 +191,12 @@ def make(name: str, model, scene: Scene | None = None, **options) -> Integrator:
 
 
 def _load_all():
-    """Import every integrator module so that it registers itself."""
+    """Import every integrator module so that it registers itself (plugin discovery by file
+    name: this module never imports the ``pbsim.integrators`` package that imports it)."""
     import importlib
+    import os
     import pkgutil
 
-    import pbsim.integrators as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
+    for mod in pkgutil.iter_modules([os.path.dirname(__file__)]):
         if mod.name not in ("base",) and not mod.name.startswith("_"):
-            importlib.import_module(f"pbsim.integrators.{mod.name}")
+            importlib.import_module(f"{__package__}.{mod.name}")

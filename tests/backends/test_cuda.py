@@ -210,7 +210,7 @@ NO_GPU = """
 import sys
 {block}
 import pbsim, pbsim_models
-from pbsim.rollout_gpu import rollout
+from pbsim import rollout
 try:
     rollout(pbsim_models.chain(3), "euler", dt=0.01, steps=2, device="cuda")
 except pbsim.PbsimError as e:
@@ -234,7 +234,7 @@ def test_no_numba_cuda_gives_install_hint():
 def test_unsupported_integrator_and_callable_control_are_input_errors():
     code = """
 import pbsim, pbsim_models
-from pbsim.rollout_gpu import rollout
+from pbsim import rollout
 m = pbsim_models.chain(2)
 for kw in (dict(integrator="nope"), dict(integrator="euler", control=lambda t, s: pbsim.Control()),
            dict(integrator="euler", layout="xyz")):
