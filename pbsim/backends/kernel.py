@@ -229,13 +229,88 @@ def kernel(fn=None, *, parallel: bool = False, inline: bool = False):
             return BatchKernel(f)
         # _nrt=False: kernels allocate nothing, so array views need no reference counting; with
         # it, every view (w.R[b, i]) cost an atomic incref/decref pair (3x slower kernels).
-        disp = InnerKernel(py_func=f, locals={}, pipeline_class=_InnerCompiler, targetoptions=dict(
-            error_model="numpy", inline="always" if inline else "never", _nrt=False,
-            no_cpython_wrapper=True, no_cfunc_wrapper=True))
-        _PY_FUNCS[id(disp)] = f
-        return disp
+        return _inner(f, inline)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _inner(f, inline: bool = False) -> InnerKernel:
+    disp = InnerKernel(py_func=f, locals={}, pipeline_class=_InnerCompiler, targetoptions=dict(
+        error_model="numpy", inline="always" if inline else "never", _nrt=False,
+        no_cpython_wrapper=True, no_cfunc_wrapper=True))
+    _PY_FUNCS[id(disp)] = f
+    return disp
+
+
+@kernel
+def unused(*args):
+    """Stands in for a callee that a kernel variant never reaches (see :class:`Variants`)."""
+    return
+
+
+def _with_globals(f, g, qualname=None):
+    h = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    h.__qualname__ = qualname or f.__qualname__
+    h.__module__ = f.__module__
+    h.__doc__ = f.__doc__
+    return h
+
+
+def _substituted_globals(f, subs, memo):
+    """``f``'s globals with every name in ``subs`` replaced, and every kernel it calls replaced
+    by its own substituted clone; None when nothing changes."""
+    g = None
+    for n in f.__code__.co_names:
+        v = f.__globals__.get(n)
+        new = subs[n] if n in subs else _substituted(v, subs, memo) if is_kernel(v) else v
+        if new is not v:
+            if g is None:
+                g = dict(f.__globals__)
+            g[n] = new
+    return g
+
+
+def _substituted(disp, subs, memo):
+    key = id(disp)
+    if key not in memo:
+        memo[key] = disp  # guards against a (never expected) recursive kernel
+        f = _PY_FUNCS[key]
+        g = _substituted_globals(f, subs, memo)
+        if g is not None:
+            memo[key] = _inner(_with_globals(f, g), disp.targetoptions.get("inline") == "always")
+    return memo[key]
+
+
+class Variants:
+    """Builds of a batch driver that compile only the optional features a run uses.
+
+    A kernel compiles every branch, whatever the runtime flags, so a step that *may* use dense
+    SPD solvers, effort clamping or contact compiles them all.  ``Variants(driver, features)``
+    with ``features = {"contact": ("contact_generalized_forces",), ...}`` (feature -> names of
+    the kernels only that feature reaches) gives, for the set of features a run uses, a copy of
+    ``driver`` whose kernel tree calls :func:`unused` instead of the other features' kernels
+    (each copy has its own cache entry).  The caller must pick the features from the same flags
+    the kernels branch on: a variant that lacks a feature the run then uses skips it silently.
+    """
+
+    def __init__(self, driver: BatchKernel, features: dict):
+        self.driver = driver
+        self.features = {k: tuple(v) for k, v in features.items()}
+        self._built: dict = {}
+
+    def __call__(self, **used) -> BatchKernel:
+        bad = set(used) - set(self.features)
+        if bad:
+            raise KeyError(f"unknown features {sorted(bad)}; known: {sorted(self.features)}")
+        off = tuple(sorted(k for k in self.features if not used.get(k, True)))
+        if not off:
+            return self.driver
+        if off not in self._built:
+            subs = {name: unused for k in off for name in self.features[k]}
+            f = self.driver.py_func
+            g = _substituted_globals(f, subs, {})
+            self._built[off] = BatchKernel(_with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}"))
+        return self._built[off]
 
 
 # ---------------------------------------------------------------------------------------------

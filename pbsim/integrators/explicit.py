@@ -12,12 +12,12 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.backends.kernel import Variants, kernel
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, integrate_config
 from pbsim.dynamics.workspace import work_for
 from pbsim.integrators.base import Diagnostics, Integrator, State, register
-from pbsim.integrators.forces import forward_dynamics, make_step_work
+from pbsim.integrators.forces import FEATURES, features_used, forward_dynamics, make_step_work
 
 # Butcher tableaus (A strictly lower triangular, weights b)
 TABLEAUS = {
@@ -125,6 +125,10 @@ def rk_batch(m, s, c, w, sw, q, v, dt, A, wts, qn, vn, e):
         energy_state(m, w, b, qn[b], vn[b], e[b])
 
 
+EULER_BATCH = Variants(euler_batch, FEATURES)
+RK_BATCH = Variants(rk_batch, FEATURES)
+
+
 class _Explicit(Integrator):
     def _buffers(self, B, dense=False):
         if getattr(self, "_B", None) != B or (dense and self._sw.Md.shape[1] < self.model.nv):
@@ -149,7 +153,7 @@ class SemiImplicitEuler(_Explicit):
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
-        euler_batch(self.model.k, ks, kc, w, sw, state.q, state.v, dt, qn, vn, e)
+        EULER_BATCH(**features_used(kc, ks))(self.model.k, ks, kc, w, sw, state.q, state.v, dt, qn, vn, e)
         return self._finish(state, qn, vn, e, dt)
 
 
@@ -164,7 +168,7 @@ class _RungeKutta(_Explicit):
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
-        rk_batch(self.model.k, ks, kc, w, sw, state.q, state.v, dt, A, wts, qn, vn, e)
+        RK_BATCH(**features_used(kc, ks))(self.model.k, ks, kc, w, sw, state.q, state.v, dt, A, wts, qn, vn, e)
         return self._finish(state, qn, vn, e, dt)
 
 

@@ -1,10 +1,29 @@
 """Generalized forces and accelerations shared by the explicit integrators."""
 from pbsim.backends.kernel import kernel
 from pbsim.contact.penalty import contact_generalized_forces
+from pbsim.control.control import DF, SF, SPD
 from pbsim.control.solve import joint_forces, solve_and_clamp
 # the explicit integrators' scratch (sw) lives below them, where the control solvers allocate it too
 from pbsim.control.stepwork import StepWork, make_step_work  # noqa: F401 (re-exported)
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
+
+
+# Optional parts of ``forward_dynamics``: the kernels only each feature reaches.  Steps compile
+# the variant a run uses (pbsim.backends.kernel.Variants), so a plain run does not compile the
+# dense solvers and contact (-35 % first-run compile).  Two features, not one per option: each
+# combination used is a compilation of its own.
+FEATURES = {
+    # SPD by the DF/SF factorizations (paper 001; MABA needs neither) and effort clamping
+    "spd_extra": ("spd_dense", "spd_sparse", "clamp_active_set", "preclip_explicit"),
+    "contact": ("contact_generalized_forces",),  # penalty contact with the scene
+}
+
+
+def features_used(kc, ks) -> dict:
+    """Which of :data:`FEATURES` a step with control arrays ``kc`` and scene arrays ``ks`` runs,
+    from the same flags ``forward_dynamics`` branches on."""
+    return {"spd_extra": bool((kc.mode == SPD and kc.solver in (DF, SF)) or kc.clamp != 0),
+            "contact": bool(ks.npts > 0)}
 
 
 @kernel

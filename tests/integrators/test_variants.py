@@ -1,0 +1,64 @@
+"""Kernel variants: a step compiles only the optional parts (dense SPD solvers and clamping,
+contact) that a run uses, and gives the same numbers as the full kernel."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pbsim
+import pbsim_models
+from pbsim.backends.kernel import Variants, unused
+from pbsim.integrators import explicit as ex
+from pbsim.integrators.forces import FEATURES, features_used
+
+
+def _kc(m, **kw):
+    return pbsim.Control(**kw).kernel_arrays(m, 1)
+
+
+def test_features_follow_the_flags_the_kernels_branch_on():
+    m = pbsim_models.chain(3)
+    none = pbsim.Scene().kernel_arrays(m)
+    ground = pbsim.make_scene(m, ground="plane").kernel_arrays(m)
+    assert features_used(_kc(m), none) == {"spd_extra": False, "contact": False}
+    assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0), none)["spd_extra"] is False  # MABA
+    for solver in ("df", "sf"):
+        assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0, spd_solver=solver), none)["spd_extra"] is True
+    assert features_used(_kc(m, clamp=True), none)["spd_extra"] is True
+    assert features_used(_kc(m), ground)["contact"] is True
+
+
+def test_variant_swaps_only_the_named_kernels():
+    v = Variants(ex.euler_batch, FEATURES)
+    assert v(spd_extra=True, contact=True) is ex.euler_batch
+    lean = v(spd_extra=False, contact=False)
+    assert lean is v(spd_extra=False, contact=False) and lean is not ex.euler_batch
+    g = lean.rows.py_func.__globals__
+    assert g["euler_state"] is not ex.euler_state  # the tree above a swapped kernel is copied ...
+    fd = g["euler_state"].py_func.__globals__["forward_dynamics"]
+    assert fd.py_func.__globals__["contact_generalized_forces"] is unused
+    from pbsim.control import solve
+
+    sc = fd.py_func.__globals__["solve_and_clamp"].py_func.__globals__
+    assert sc["clamp_active_set"] is unused
+    assert sc["accel_solve"].py_func.__globals__["spd_dense"] is unused
+    # ... and kernels outside it are shared, not copied
+    assert g["energy_state"] is ex.energy_state and solve.accel_solve is not sc["accel_solve"]
+    with pytest.raises(KeyError):
+        v(bogus=True)
+
+
+def test_lean_variant_equals_the_full_kernel():
+    """Same inputs through the lean build (what a torque-controlled run without contact uses) and
+    the full build: identical to the last bit."""
+    m = pbsim_models.chain(3)
+    integ = pbsim.integrators.make("euler", m)
+    st = pbsim.State.make(m, m.random_configuration(np.random.default_rng(1)), np.ones(m.nv))
+    kc = _kc(m, tau=np.linspace(-1, 1, m.nv))
+    w, sw, ks = integ._buffers(1)
+    out = []
+    for drv in (ex.EULER_BATCH(spd_extra=False, contact=False), ex.euler_batch):
+        qn, vn, e = np.empty_like(st.q), np.empty_like(st.v), np.empty((1, 2))
+        drv(m.k, ks, kc, w, sw, st.q, st.v, 1e-3, qn, vn, e)
+        out.append(np.concatenate([qn.ravel(), vn.ravel(), e.ravel()]))
+    assert np.array_equal(out[0], out[1]) and np.all(np.isfinite(out[0]))
