@@ -175,7 +175,10 @@ def test_every_third_party_import_is_listed():
                     top = name.split(".")[0]
                     if top not in sys.stdlib_module_names and top not in FIRST_PARTY:
                         found.setdefault(top, set()).add(str(p.relative_to(ROOT)))
-    unknown = {k: sorted(v) for k, v in found.items() if k not in MODULES}
+    # cuda.bindings (cuda-bindings, installed with numba-cuda: the 'gpu' extra) is probed inside a
+    # try block by pbsim.backends.cuda.toolkit_missing, which reports it missing, never raises
+    gpu_guarded = {"cuda"}
+    unknown = {k: sorted(v) for k, v in found.items() if k not in MODULES and k not in gpu_guarded}
     assert not unknown, f"third-party imports not covered by tests/test_dependencies.py MODULES: {unknown}"
 
 

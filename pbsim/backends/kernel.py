@@ -248,6 +248,12 @@ def unused(*args):
     return
 
 
+@kernel
+def unused_float(*args):
+    """:func:`unused` for a callee whose float result the caller uses."""
+    return 0.0
+
+
 def _with_globals(f, g, qualname=None):
     h = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
     h.__qualname__ = qualname or f.__qualname__
@@ -287,7 +293,8 @@ class Variants:
     A kernel compiles every branch, whatever the runtime flags, so a step that *may* use dense
     SPD solvers, effort clamping or contact compiles them all.  ``Variants(driver, features)``
     with ``features = {"contact": ("contact_generalized_forces",), ...}`` (feature -> names of
-    the kernels only that feature reaches) gives, for the set of features a run uses, a copy of
+    the kernels only that feature reaches; or a dict name -> stand-in, e.g. :func:`unused_float`
+    for a kernel whose result is used) gives, for the set of features a run uses, a copy of
     ``driver`` whose kernel tree calls :func:`unused` instead of the other features' kernels
     (each copy has its own cache entry).  The caller must pick the features from the same flags
     the kernels branch on: a variant that lacks a feature the run then uses skips it silently.
@@ -295,7 +302,7 @@ class Variants:
 
     def __init__(self, driver: BatchKernel, features: dict):
         self.driver = driver
-        self.features = {k: tuple(v) for k, v in features.items()}
+        self.features = {k: dict(v) if isinstance(v, dict) else dict.fromkeys(v, unused) for k, v in features.items()}
         self._built: dict = {}
 
     def __call__(self, **used) -> BatchKernel:
@@ -306,10 +313,11 @@ class Variants:
         if not off:
             return self.driver
         if off not in self._built:
-            subs = {name: unused for k in off for name in self.features[k]}
+            subs = {name: stub for k in off for name, stub in self.features[k].items()}
             f = self.driver.py_func
             g = _substituted_globals(f, subs, {})
-            self._built[off] = BatchKernel(_with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}"))
+            self._built[off] = self.driver if g is None else BatchKernel(  # None: the tree never reaches them
+                _with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}"))
         return self._built[off]
 
 

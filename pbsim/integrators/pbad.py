@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.backends.kernel import Variants, kernel, unused, unused_float
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
@@ -753,6 +753,14 @@ def colloc_rotation_batch(m, w, pw, nodes, rot):
         colloc_rotation_state(m, w, pw, b, nodes, rot)
 
 
+# Sample points (drag, penalty contact: Eq. 9, Sec. 6.2) are compiled only into runs that have
+# some (pbsim.backends.kernel.Variants): a chain without contact skips their energy, Hessian
+# and step limit.
+POINT_FEATURES = {"points": {"point_terms": unused_float, "point_hessian": unused, "contact_step_limit": unused_float}}
+PBAD2_LM = Variants(pbad2_lm_batch, POINT_FEATURES)
+PBAD2_LBFGS = Variants(pbad2_lbfgs_batch, POINT_FEATURES)
+
+
 # ---------------------------------------------------------------------------------------------
 # integrator classes
 
@@ -847,7 +855,7 @@ class Pbad2(_PbadBase):
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        run = pbad2_lm_batch if self.optimizer == "lm" else pbad2_lbfgs_batch
+        run = (PBAD2_LM if self.optimizer == "lm" else PBAD2_LBFGS)(points=self.pm.npts > 0)
         run(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
             self.gtol, self.xtol, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
