@@ -1,6 +1,16 @@
 """pbsim: articulated-robot simulation with large-timestep integrators."""
-from pbsim.dynamics.api import (aba, crba, difference, energy, forward_kinematics, frame_poses, integrate,
-                                point_jacobian, rnea)
+
+from pbsim.dynamics.api import (
+    aba,
+    crba,
+    difference,
+    energy,
+    forward_kinematics,
+    frame_poses,
+    integrate,
+    point_jacobian,
+    rnea,
+)
 from pbsim.errors import InertiaError, InputError, MeshNotFoundError, ParseError, PbsimError, SimulationError
 from pbsim.io import load
 from pbsim.model import Model, ModelBuilder
@@ -12,8 +22,35 @@ from pbsim.rollout import Trajectory, rollout  # noqa: E402  (the function shado
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "Model", "ModelBuilder", "rollout", "Trajectory", "State", "Control", "Reference", "control_from_args", "spd_forward", "Scene", "make_scene", "contact_query", "contact_diagnostics", "integrators", "aba", "rnea", "crba", "forward_kinematics", "frame_poses",
-           "energy", "point_jacobian", "integrate", "difference", "PbsimError", "ParseError",
-           "MeshNotFoundError", "InertiaError", "InputError", "SimulationError"]
-
-
+__all__ = [
+    "load",
+    "Model",
+    "ModelBuilder",
+    "rollout",
+    "Trajectory",
+    "State",
+    "Control",
+    "Reference",
+    "control_from_args",
+    "spd_forward",
+    "Scene",
+    "make_scene",
+    "contact_query",
+    "contact_diagnostics",
+    "integrators",
+    "aba",
+    "rnea",
+    "crba",
+    "forward_kinematics",
+    "frame_poses",
+    "energy",
+    "point_jacobian",
+    "integrate",
+    "difference",
+    "PbsimError",
+    "ParseError",
+    "MeshNotFoundError",
+    "InertiaError",
+    "InputError",
+    "SimulationError",
+]

@@ -1,4 +1,5 @@
 """Command line: ``pbsim info | rollout | view | convert``."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,6 @@ import json
 import sys
 import time
 
-import numpy as np
 
 from pbsim.errors import PbsimError
 
@@ -38,13 +38,25 @@ def load_model(spec: str, floating_base=None, fix_inertia=False, packages=()):
 def _model_args(p):
     p.add_argument("model", help="robot file (.urdf, .xml) or generated model name (chain10, snake36, spider, ...)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None,
-                   help="give the root link a free joint")
-    g.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
-                   help="weld the root link to the world")
+    g.add_argument(
+        "--floating-base",
+        dest="floating_base",
+        action="store_const",
+        const=True,
+        default=None,
+        help="give the root link a free joint",
+    )
+    g.add_argument(
+        "--fixed-base", dest="floating_base", action="store_const", const=False, help="weld the root link to the world"
+    )
     p.add_argument("--fix-inertia", action="store_true", help="project non-physical inertias instead of failing")
-    p.add_argument("--package", action="append", default=[], metavar="NAME=PATH",
-                   help="resolve package://NAME/ mesh paths under PATH (repeatable)")
+    p.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="resolve package://NAME/ mesh paths under PATH (repeatable)",
+    )
 
 
 def cmd_info(args):
@@ -90,28 +102,66 @@ def cmd_rollout(args):
     if args.control != "torque" or args.target:
         from pbsim.control import control_from_args
 
-        control = control_from_args(model, control=args.control, solver=args.spd_solver, kp=args.kp, kd=args.kd,
-                                    target=args.target, dt=args.dt, clamp=args.clamp, root=args.root,
-                                    root_kp=args.root_kp, root_kd=args.root_kd, loop=args.loop,
-                                    predict=args.spd_predict)
+        control = control_from_args(
+            model,
+            control=args.control,
+            solver=args.spd_solver,
+            kp=args.kp,
+            kd=args.kd,
+            target=args.target,
+            dt=args.dt,
+            clamp=args.clamp,
+            root=args.root,
+            root_kp=args.root_kp,
+            root_kd=args.root_kd,
+            loop=args.loop,
+            predict=args.spd_predict,
+        )
     scene = None
     if args.ground != "none" or args.terrain:
         from pbsim.contact import make_scene
 
         kw = {} if args.contact_points is None else {"max_per_body": args.contact_points}
-        scene = make_scene(model, ground=None if args.ground == "none" else args.ground, terrain=args.terrain,
-                           mu=args.mu, stiffness=args.stiffness, damping=args.damping,
-                           spacing=args.terrain_spacing, **kw)
+        scene = make_scene(
+            model,
+            ground=None if args.ground == "none" else args.ground,
+            terrain=args.terrain,
+            mu=args.mu,
+            stiffness=args.stiffness,
+            damping=args.damping,
+            spacing=args.terrain_spacing,
+            **kw,
+        )
     opts = {}
     if args.integrator.startswith("variational"):
-        opts = {k: v for k, v in (("method", args.vi_method), ("ig", args.vi_ig), ("tol", args.vi_tol),
-                                  ("max_iter", args.vi_max_iter)) if v is not None}
+        opts = {
+            k: v
+            for k, v in (
+                ("method", args.vi_method),
+                ("ig", args.vi_ig),
+                ("tol", args.vi_tol),
+                ("max_iter", args.vi_max_iter),
+            )
+            if v is not None
+        }
     elif args.integrator.startswith("pbad"):
-        opts = {k: v for k, v in (("optimizer", args.optimizer), ("max_iterations", args.max_iterations),
-                                  ("gtol", args.gtol), ("xtol", args.xtol), ("hessian", args.hessian),
-                                  ("substep", args.substep)) if v is not None}
-        for key, val in (("init", args.pbad_init), ("fallback", args.pbad_fallback),
-                         ("energy_guard", args.pbad_energy_guard)):
+        opts = {
+            k: v
+            for k, v in (
+                ("optimizer", args.optimizer),
+                ("max_iterations", args.max_iterations),
+                ("gtol", args.gtol),
+                ("xtol", args.xtol),
+                ("hessian", args.hessian),
+                ("substep", args.substep),
+            )
+            if v is not None
+        }
+        for key, val in (
+            ("init", args.pbad_init),
+            ("fallback", args.pbad_fallback),
+            ("energy_guard", args.pbad_energy_guard),
+        ):
             if val is not None:
                 if args.integrator == "pbad":
                     raise PbsimError(f"--pbad-{key.replace('_', '-')} applies to pbad3/pbad4 only")
@@ -121,9 +171,21 @@ def cmd_rollout(args):
     elif args.layout or args.schedule:
         raise PbsimError("--layout and --schedule apply to --device cuda only")
     t0 = time.perf_counter()
-    traj = pbsim.rollout(model, args.integrator, dt=args.dt, steps=args.steps, q0=q0, batch=args.batch,
-                         control=control, scene=scene, progress=not args.quiet, record_every=args.record_every,
-                         on_nan="stop" if args.batch else "raise", device=args.device, **opts)
+    traj = pbsim.rollout(
+        model,
+        args.integrator,
+        dt=args.dt,
+        steps=args.steps,
+        q0=q0,
+        batch=args.batch,
+        control=control,
+        scene=scene,
+        progress=not args.quiet,
+        record_every=args.record_every,
+        on_nan="stop" if args.batch else "raise",
+        device=args.device,
+        **opts,
+    )
     compile_s = float(traj.info.get("compile_s", 0.0))
     wall = time.perf_counter() - t0 - compile_s  # the simulation's own time (first-run compile apart)
     E = traj.energy
@@ -131,11 +193,20 @@ def cmd_rollout(args):
     e0, e1 = (E[0], E[-1]) if E.ndim == 1 else (E[0, 0], E[-1, 0])
     sim_t = args.steps * args.dt
     summary = {
-        "model": model.name, "nq": model.nq, "nv": model.nv, "integrator": args.integrator, "dt": args.dt,
-        "steps": args.steps, "batch": B, "simulated_s": sim_t, "wall_s": wall, "compile_s": compile_s,
+        "model": model.name,
+        "nq": model.nq,
+        "nv": model.nv,
+        "integrator": args.integrator,
+        "dt": args.dt,
+        "steps": args.steps,
+        "batch": B,
+        "simulated_s": sim_t,
+        "wall_s": wall,
+        "compile_s": compile_s,
         "realtime_factor": sim_t * B / wall if wall > 0 else float("inf"),
         "steps_per_s": args.steps * B / wall if wall > 0 else float("inf"),
-        "energy_start": float(e0), "energy_end": float(e1),
+        "energy_start": float(e0),
+        "energy_end": float(e1),
         "energy_drift": float(e1 - e0),
     }
     if traj.diverged is not None:
@@ -167,9 +238,15 @@ def cmd_view(args):
 def cmd_convert(args):
     from pbsim.io.convert import convert
 
-    rep = convert(args.input, args.output, mesh_format=args.mesh_format, convex_hull=args.convex_hull,
-                  simplify=args.simplify, floating_base=args.floating_base,
-                  capsules="cylinder+spheres" if args.ros_capsules else "capsule")
+    rep = convert(
+        args.input,
+        args.output,
+        mesh_format=args.mesh_format,
+        convex_hull=args.convex_hull,
+        simplify=args.simplify,
+        floating_base=args.floating_base,
+        capsules="cylinder+spheres" if args.ros_capsules else "capsule",
+    )
     print(rep)
 
 
@@ -196,7 +273,9 @@ def cmd_warmup(args):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="pbsim", description="Articulated-robot simulation with large-timestep integrators")
+    p = argparse.ArgumentParser(
+        prog="pbsim", description="Articulated-robot simulation with large-timestep integrators"
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("info", help="model summary: joint table with q/v indices, DOF, mass")
     _model_args(pi)
@@ -215,32 +294,59 @@ def build_parser():
     pr.add_argument("--plot", help="write an energy/velocity plot (PNG)")
     pr.add_argument("--json", action="store_true")
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
-    pr.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                    help="cuda: run the batch on an NVIDIA GPU (pip install 'pbsim[gpu]')")
+    pr.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cuda: run the batch on an NVIDIA GPU (pip install 'pbsim[gpu]')",
+    )
     pr.add_argument("--layout", choices=["aos", "soa"], help="GPU memory layout (device cuda only)")
-    pr.add_argument("--schedule", choices=["kernel", "launch"],
-                    help="GPU schedule of iterative solvers: whole solve per launch, or one iteration per "
-                         "launch across all trajectories (paper 000 Fig. 1) (device cuda only)")
+    pr.add_argument(
+        "--schedule",
+        choices=["kernel", "launch"],
+        help="GPU schedule of iterative solvers: whole solve per launch, or one iteration per "
+        "launch across all trajectories (paper 000 Fig. 1) (device cuda only)",
+    )
     c = pr.add_argument_group("control (paper 001)")
-    c.add_argument("--control", default="torque", choices=["torque", "pd", "spd"],
-                   help="joint control: zero torque, plain PD or stable PD (default torque)")
-    c.add_argument("--spd-solver", default="maba", choices=["maba", "sf", "df"],
-                   help="SPD solve: linear-time MABA, sparse (SF) or dense (DF) factorization")
-    c.add_argument("--spd-predict", default="linear", choices=["linear", "exact"],
-                   help="SPD position prediction: first-order q + dt v (paper Eq. 4) or exact q (+) dt v")
+    c.add_argument(
+        "--control",
+        default="torque",
+        choices=["torque", "pd", "spd"],
+        help="joint control: zero torque, plain PD or stable PD (default torque)",
+    )
+    c.add_argument(
+        "--spd-solver",
+        default="maba",
+        choices=["maba", "sf", "df"],
+        help="SPD solve: linear-time MABA, sparse (SF) or dense (DF) factorization",
+    )
+    c.add_argument(
+        "--spd-predict",
+        default="linear",
+        choices=["linear", "exact"],
+        help="SPD position prediction: first-order q + dt v (paper Eq. 4) or exact q (+) dt v",
+    )
     c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
     c.add_argument("--kd", default="0", help="like --kp")
     c.add_argument("--target", help="reference motion file (.npz/.csv with joint-name columns)")
-    c.add_argument("--root", default="passive", choices=["passive", "hog", "as_given"],
-                   help="free root: passive, or 'hand of God' SPD (sec. 4.1)")
+    c.add_argument(
+        "--root",
+        default="passive",
+        choices=["passive", "hog", "as_given"],
+        help="free root: passive, or 'hand of God' SPD (sec. 4.1)",
+    )
     c.add_argument("--root-kp", type=float, default=20000.0)
     c.add_argument("--root-kd", type=float, default=2000.0)
     c.add_argument("--clamp", action="store_true", help="clamp torques to the model's effort limits")
     c.add_argument("--loop", action="store_true", help="loop the reference motion")
     k = pr.add_argument_group("contact")
-    k.add_argument("--ground", default="none", choices=["plane", "auto", "model", "none"],
-                   help="plane: ground plane along -gravity; model: the file's world geoms (MJCF floor); "
-                        "auto: the file's world geoms, else a plane; none (default)")
+    k.add_argument(
+        "--ground",
+        default="none",
+        choices=["plane", "auto", "model", "none"],
+        help="plane: ground plane along -gravity; model: the file's world geoms (MJCF floor); "
+        "auto: the file's world geoms, else a plane; none (default)",
+    )
     k.add_argument("--terrain", help="terrain mesh (STL/OBJ/OFF), turned into a signed-distance grid")
     k.add_argument("--terrain-spacing", type=float, default=0.02, help="grid spacing [m]")
     k.add_argument("--mu", type=float, default=0.8, help="Coulomb friction coefficient")
@@ -254,14 +360,24 @@ def build_parser():
     pb.add_argument("--xtol", type=float, help="step tolerance")
     pb.add_argument("--hessian", choices=["exact", "gn"], help="exact (Alg. 2-3) or Gauss-Newton")
     pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
-    pb.add_argument("--pbad-init", choices=["auto", "extrapolate", "pbad2", "velocity"],
-                    help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)")
-    pb.add_argument("--pbad-fallback", choices=["substep", "pbad2"],
-                    help="pbad3/pbad4 step with no acceptable root: take the order-2 step (default: "
-                         "stable and fast at large dt) or split it (--substep levels)")
-    pb.add_argument("--pbad-energy-guard", type=float, metavar="G",
-                    help="pbad3/pbad4 without actuation: reject a step that gains more than "
-                         "G x (kinetic energy before + after), e.g. 0 for never gaining energy")
+    pb.add_argument(
+        "--pbad-init",
+        choices=["auto", "extrapolate", "pbad2", "velocity"],
+        help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)",
+    )
+    pb.add_argument(
+        "--pbad-fallback",
+        choices=["substep", "pbad2"],
+        help="pbad3/pbad4 step with no acceptable root: take the order-2 step (default: "
+        "stable and fast at large dt) or split it (--substep levels)",
+    )
+    pb.add_argument(
+        "--pbad-energy-guard",
+        type=float,
+        metavar="G",
+        help="pbad3/pbad4 without actuation: reject a step that gains more than "
+        "G x (kinetic energy before + after), e.g. 0 for never gaining energy",
+    )
     v = pr.add_argument_group("variational integrator (paper 004)")
     v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
     v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])
@@ -276,21 +392,31 @@ def build_parser():
     pc = sub.add_parser("convert", help="convert robot files: URDF <-> MJCF")
     pc.add_argument("input")
     pc.add_argument("output")
-    pc.add_argument("--mesh-format", choices=["stl", "obj"], default=None,
-                    help="convert meshes to this format (default: copy what the target reads, else STL)")
+    pc.add_argument(
+        "--mesh-format",
+        choices=["stl", "obj"],
+        default=None,
+        help="convert meshes to this format (default: copy what the target reads, else STL)",
+    )
     pc.add_argument("--convex-hull", action="store_true", help="replace collision meshes by their convex hulls")
     pc.add_argument("--simplify", type=int, metavar="FACES", help="decimate meshes to about FACES faces")
     g = pc.add_mutually_exclusive_group()
     g.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None)
     g.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False)
-    pc.add_argument("--ros-capsules", action="store_true",
-                    help="write capsules as cylinder + 2 spheres (standard URDF) instead of pybullet <capsule>")
+    pc.add_argument(
+        "--ros-capsules",
+        action="store_true",
+        help="write capsules as cylinder + 2 spheres (standard URDF) instead of pybullet <capsule>",
+    )
     pc.set_defaults(fn=cmd_convert)
 
     pw = sub.add_parser("warmup", help="compile the common kernels once (in parallel) so first runs start fast")
     pw.add_argument("--integrators", default="euler,rk4,pbad", help="comma-separated (default euler,rk4,pbad)")
-    pw.add_argument("--configs", default="single,contact,batch",
-                    help="single, contact (ground plane), batch (B >= 4: the multi-core build)")
+    pw.add_argument(
+        "--configs",
+        default="single,contact,batch",
+        help="single, contact (ground plane), batch (B >= 4: the multi-core build)",
+    )
     pw.add_argument("--jobs", type=int, default=None, help="processes at once (default: one per core)")
     pw.set_defaults(fn=cmd_warmup)
 

@@ -1,4 +1,5 @@
 """Headless rollouts: integrate a batch of trajectories and record them."""
+
 from __future__ import annotations
 
 import sys
@@ -13,9 +14,22 @@ from pbsim.integrators.base import Integrator, State, make
 from pbsim.trajectory import Trajectory  # defined below rollout_gpu too; pbsim.rollout.Trajectory stays
 
 
-def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
-            batch: int | None = None, control=None, scene=None, record_every: int = 1, progress: bool = False,
-            on_nan: str = "raise", device: str = "cpu", **integrator_options) -> Trajectory:
+def rollout(
+    model,
+    integrator: str | Integrator = "rk4",
+    dt: float = 1e-3,
+    steps: int = 1000,
+    q0=None,
+    v0=None,
+    batch: int | None = None,
+    control=None,
+    scene=None,
+    record_every: int = 1,
+    progress: bool = False,
+    on_nan: str = "raise",
+    device: str = "cpu",
+    **integrator_options,
+) -> Trajectory:
     """Integrate ``steps`` steps of size ``dt``.
 
     ``q0``/``v0``: (nq,)/(nv,) or batched (B, ·); ``batch`` replicates a single initial state.
@@ -28,9 +42,21 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
     if device == "cuda":
         from pbsim.rollout_gpu import rollout_cuda
 
-        return rollout_cuda(model, integrator, dt=dt, steps=steps, q0=q0, v0=v0, batch=batch, control=control,
-                            scene=scene, record_every=record_every, progress=progress, on_nan=on_nan,
-                            **integrator_options)
+        return rollout_cuda(
+            model,
+            integrator,
+            dt=dt,
+            steps=steps,
+            q0=q0,
+            v0=v0,
+            batch=batch,
+            control=control,
+            scene=scene,
+            record_every=record_every,
+            progress=progress,
+            on_nan=on_nan,
+            **integrator_options,
+        )
     if device != "cpu":
         from pbsim.errors import InputError
 
@@ -43,8 +69,7 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
     dt = check_dt(dt)
     record_every = max(1, int(record_every))
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
-    integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene,
-                                                                        **integrator_options)
+    integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
     state = State.make(model, q0, v0, batch)
     B = state.batch
     name = integrator if isinstance(integrator, str) else integ.name
@@ -71,8 +96,10 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
                 if bar is not None:
                     bar.close()
                 b = int(np.argmax(diag.nan))
-                raise SimulationError(f"integrator {name!r} diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, "
-                                      f"dt = {dt:g}, trajectory {b}; try a smaller dt or an implicit integrator")
+                raise SimulationError(
+                    f"integrator {name!r} diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, "
+                    f"dt = {dt:g}, trajectory {b}; try a smaller dt or an implicit integrator"
+                )
             bad = diag.nan
             diverged |= bad
             new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
@@ -91,8 +118,9 @@ def rollout(model, integrator: str | Integrator = "rk4", dt: float = 1e-3, steps
         bar.close()
     if single:
         Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
-    return Trajectory(T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None,
-                      info={"compile_s": watch.seconds})
+    return Trajectory(
+        T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None, info={"compile_s": watch.seconds}
+    )
 
 
 def _notice(progress: bool):

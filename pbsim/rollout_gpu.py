@@ -4,6 +4,7 @@ The batch lives on the device for the whole rollout; each launch runs ``record_e
 (one thread per trajectory, the loop inside the kernel) and only the recorded frames (q, v,
 energy) are copied back.  Results equal the CPU path's (same kernel source, fp64).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +17,24 @@ from pbsim.integrators.base import State
 from pbsim.trajectory import Trajectory  # not pbsim.rollout: that module dispatches device="cuda" here
 
 
-def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int = 1000, q0=None, v0=None,
-                 batch: int | None = None, control=None, scene=None, record_every: int = 1,
-                 progress: bool = False, on_nan: str = "raise", layout: str = "aos", threads: int | None = None,
-                 schedule: str = "kernel", **integrator_options) -> Trajectory:
+def rollout_cuda(
+    model,
+    integrator: str = "euler",
+    dt: float = 1e-3,
+    steps: int = 1000,
+    q0=None,
+    v0=None,
+    batch: int | None = None,
+    control=None,
+    scene=None,
+    record_every: int = 1,
+    progress: bool = False,
+    on_nan: str = "raise",
+    layout: str = "aos",
+    threads: int | None = None,
+    schedule: str = "kernel",
+    **integrator_options,
+) -> Trajectory:
     """:func:`pbsim.rollout` on the GPU (same arguments and result).
 
     Differences: ``integrator`` must be a name with a CUDA path
@@ -29,15 +44,18 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     last finite recorded frame.  ``layout``: "aos" or "soa" device storage (see
     :mod:`pbsim.backends.cuda`).  ``schedule``: "kernel" (solver loop inside the kernel) or
     "launch" (one solver iteration per launch; pbad).  ``integrator_options`` go to the
-    stepper (pbad: ``max_iterations``, ``gtol``, ``xtol``, ``hessian``, as on the CPU).  Raises :class:`pbsim.backends.cuda.DeviceError` without a GPU.
+    stepper (pbad: ``max_iterations``, ``gtol``, ``xtol``, ``hessian``, as on the CPU).
+    Raises :class:`pbsim.backends.cuda.DeviceError` without a GPU.
     """
     if on_nan not in ("raise", "stop"):
         raise InputError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
     if not isinstance(integrator, str):
         raise InputError("device='cuda' takes the integrator by name, got an Integrator instance")
     if control is not None and not isinstance(control, Control):
-        raise InputError("device='cuda' takes a constant pbsim.Control; a callable control would need the "
-                         "state on the host every step (use device='cpu')")
+        raise InputError(
+            "device='cuda' takes a constant pbsim.Control; a callable control would need the "
+            "state on the host every step (use device='cpu')"
+        )
     steps = int(steps)
     if steps < 0:
         raise InputError(f"steps must be >= 0, got {steps}")
@@ -46,8 +64,9 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     state = State.make(model, q0, v0, batch)
     B = state.batch
-    sim = CudaBatch(model, integrator, scene, B, layout=layout, threads=threads, schedule=schedule,
-                    **integrator_options)
+    sim = CudaBatch(
+        model, integrator, scene, B, layout=layout, threads=threads, schedule=schedule, **integrator_options
+    )
     sim.set_state(state.q, state.v)
     sim.set_control(control)
     nrec = steps // record_every + 1
@@ -70,15 +89,17 @@ def rollout_cuda(model, integrator: str = "euler", dt: float = 1e-3, steps: int 
             if on_nan == "raise":
                 b = int(np.argmax(bad))
                 k = r * record_every
-                raise SimulationError(f"integrator {integrator!r} diverged (NaN/inf) on device='cuda' by step {k}, "
-                                      f"t = {k * dt:.6g} s, dt = {dt:g}, trajectory {b}; try a smaller dt or an "
-                                      "implicit integrator")
+                raise SimulationError(
+                    f"integrator {integrator!r} diverged (NaN/inf) on device='cuda' by step {k}, "
+                    f"t = {k * dt:.6g} s, dt = {dt:g}, trajectory {b}; try a smaller dt or an "
+                    "implicit integrator"
+                )
             diverged |= bad
             q[bad], v[bad] = Q[r - 1][bad], V[r - 1][bad]
             e[bad] = np.nan
         T[r], Q[r], V[r], E[r] = r * record_every * dt, q, v, e
     if single:
         Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
-    return Trajectory(T, Q, V, E, integrator, dt, diverged if on_nan == "stop" else None,
-                      info={"device": "cuda", "layout": layout})
-
+    return Trajectory(
+        T, Q, V, E, integrator, dt, diverged if on_nan == "stop" else None, info={"device": "cuda", "layout": layout}
+    )

@@ -1,6 +1,7 @@
 """The recorded result of a rollout, shared by the CPU (:mod:`pbsim.rollout`) and GPU
 (:mod:`pbsim.rollout_gpu`) paths; both import it from here (and ``pbsim.rollout.Trajectory``
 stays importable)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -6,6 +6,7 @@ second.  Warming up runs tiny rollouts (a 3-link chain: the kernels' types do no
 robot) for each integrator and configuration, one integrator per process, ``jobs`` processes at
 a time, and reports what each compile cost.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,13 +49,14 @@ def _child_env():
 def warm_one(name: str, configs: dict) -> dict:
     """Compile ``name``'s kernels for ``configs`` in a fresh process; ``{config: seconds}``."""
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", _CHILD, name, json.dumps(configs)], capture_output=True, text=True,
-                       env=_child_env())
+    r = subprocess.run(
+        [sys.executable, "-c", _CHILD, name, json.dumps(configs)], capture_output=True, text=True, env=_child_env()
+    )
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("WARMUP ")]
     if r.returncode != 0 or not line:
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
         return {"error": tail[0], "wall": time.perf_counter() - t0}
-    res = json.loads(line[0][len("WARMUP "):])
+    res = json.loads(line[0][len("WARMUP ") :])
     res["wall"] = time.perf_counter() - t0
     return res
 
@@ -86,5 +88,7 @@ def warmup(integrators=DEFAULT_INTEGRATORS, configs=tuple(CONFIGS), jobs: int | 
                     parts = "  ".join(f"{c} {r[c]:5.1f} s" for c in chosen)
                     report(f"{n:<16} {parts}  (process {r['wall']:.1f} s)")
     if report:
-        report(f"warmed up {len(integrators)} integrator(s) in {time.perf_counter() - t0:.1f} s with {jobs} process(es)")
+        report(
+            f"warmed up {len(integrators)} integrator(s) in {time.perf_counter() - t0:.1f} s with {jobs} process(es)"
+        )
     return results

@@ -16,6 +16,7 @@ Cases:
     python scripts/bench_compile.py [--integrators euler,rk4,pbad,pbad3,variational]
                                     [--cases alone,second,batch16,plane,readme] [--src DIR] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,21 +69,47 @@ def child_env(src, cache):
 
 
 def run_child(src, cache, runs):
-    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(runs)], env=child_env(src, cache), capture_output=True,
-                       text=True, cwd=tempfile.gettempdir())
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(runs)],
+        env=child_env(src, cache),
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     if r.returncode != 0 or not line:
         raise RuntimeError((r.stderr or r.stdout)[-2000:])
-    return json.loads(line[0][len("RESULT "):])
+    return json.loads(line[0][len("RESULT ") :])
 
 
 def readme_job(src, cache):
     """The README's main job, process start to exit (after `pip install .`)."""
     work = tempfile.mkdtemp(prefix="pbsim_readme_")
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "pbsim", "rollout", "chain40", "--integrator", "pbad", "--dt", "0.05",
-                        "--steps", "200", "--out", "traj.npz", "--plot", "energy.png", "--quiet"],
-                       env=child_env(src, cache), capture_output=True, text=True, cwd=work)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pbsim",
+            "rollout",
+            "chain40",
+            "--integrator",
+            "pbad",
+            "--dt",
+            "0.05",
+            "--steps",
+            "200",
+            "--out",
+            "traj.npz",
+            "--plot",
+            "energy.png",
+            "--quiet",
+        ],
+        env=child_env(src, cache),
+        capture_output=True,
+        text=True,
+        cwd=work,
+    )
     wall = time.perf_counter() - t0
     shutil.rmtree(work, ignore_errors=True)
     if r.returncode != 0:

@@ -9,6 +9,7 @@ docs/img/bench_dynamics.png.
 
     python scripts/bench_dynamics.py [--batch 1000] [--repeat 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,12 @@ def pin_model(model):
     for i in range(model.nb):
         par = 0 if model.parent[i] < 0 else ids[model.parent[i]]
         t = model.jtype[i]
-        jm = {REVOLUTE: lambda: pin.JointModelRevoluteUnaligned(model.axis[i]),
-              PRISMATIC: lambda: pin.JointModelPrismaticUnaligned(model.axis[i]),
-              BALL: pin.JointModelSpherical, FREE: pin.JointModelFreeFlyer}[t]()
+        jm = {
+            REVOLUTE: lambda: pin.JointModelRevoluteUnaligned(model.axis[i]),
+            PRISMATIC: lambda: pin.JointModelPrismaticUnaligned(model.axis[i]),
+            BALL: pin.JointModelSpherical,
+            FREE: pin.JointModelFreeFlyer,
+        }[t]()
         jid = pm.addJoint(par, jm, pin.SE3(model.tree_R[i], model.tree_p[i]), model.joint_names[i])
         pm.appendBodyToJoint(jid, pin.Inertia(model.mass[i], model.com[i], model.inertia_com[i]), pin.SE3.Identity())
         ids.append(jid)
@@ -52,9 +56,9 @@ def to_pin_q(model, q):
     for i in range(model.nb):
         k = model.iq[i]
         if model.jtype[i] == BALL:
-            qp[k:k + 4] = np.roll(q[k:k + 4], -1)
+            qp[k : k + 4] = np.roll(q[k : k + 4], -1)
         elif model.jtype[i] == FREE:
-            qp[k + 3:k + 7] = np.roll(q[k + 3:k + 7], -1)
+            qp[k + 3 : k + 7] = np.roll(q[k + 3 : k + 7], -1)
     return qp
 
 
@@ -114,26 +118,44 @@ def main(argv=None):
             ours((Q, V, T, A))
             ball = best_of(lambda: ours((Q, V, T, A)), args.repeat, 3, clock=time.perf_counter) / B
             tp = best_of(theirs, args.repeat, 500)
-            rows.append(dict(model=name, nv=m.nv, algo=algo, single=single * 1e6, batch1=b1 * 1e6,
-                             batchall=ball * 1e6, pin=tp * 1e6))
-    hdr = (f"{'model':<10}{'nv':>5} {'algo':<5}{'single us':>11}{'batch/1thr':>12}{f'batch/{all_threads}thr':>12}"
-           f"{'pin us':>9}{'pin/batch1':>12}")
-    print(f"pbsim {pbsim.__version__}, numba {numba.__version__}, pinocchio {pin.__version__}, batch {args.batch}, "
-          f"{all_threads} threads; microseconds per state (best of {args.repeat}; CPU time except the "
-          f"all-core column, which is wall time)")
+            rows.append(
+                dict(
+                    model=name,
+                    nv=m.nv,
+                    algo=algo,
+                    single=single * 1e6,
+                    batch1=b1 * 1e6,
+                    batchall=ball * 1e6,
+                    pin=tp * 1e6,
+                )
+            )
+    hdr = (
+        f"{'model':<10}{'nv':>5} {'algo':<5}{'single us':>11}{'batch/1thr':>12}{f'batch/{all_threads}thr':>12}"
+        f"{'pin us':>9}{'pin/batch1':>12}"
+    )
+    print(
+        f"pbsim {pbsim.__version__}, numba {numba.__version__}, pinocchio {pin.__version__}, batch {args.batch}, "
+        f"{all_threads} threads; microseconds per state (best of {args.repeat}; CPU time except the "
+        f"all-core column, which is wall time)"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['model']:<10}{r['nv']:>5} {r['algo']:<5}{r['single']:>11.2f}{r['batch1']:>12.2f}"
-              f"{r['batchall']:>12.2f}{r['pin']:>9.2f}{r['pin'] / r['batch1']:>12.2f}")
+        print(
+            f"{r['model']:<10}{r['nv']:>5} {r['algo']:<5}{r['single']:>11.2f}{r['batch1']:>12.2f}"
+            f"{r['batchall']:>12.2f}{r['pin']:>9.2f}{r['pin'] / r['batch1']:>12.2f}"
+        )
     chains = [r for r in rows if r["model"].startswith("chain")]
     slopes = {}
     for algo in ("ABA", "RNEA", "CRBA"):
         x = np.log([r["nv"] for r in chains if r["algo"] == algo])
         y = np.log([r["batch1"] for r in chains if r["algo"] == algo])
         slopes[algo] = np.polyfit(x, y, 1)[0]
-    print("log-log slope of time vs DOF (chains 10-200, batch, one thread): "
-          + ", ".join(f"{a} {s:.3f}" for a, s in slopes.items()) + "  (CRBA is O(n^2) by nature)")
+    print(
+        "log-log slope of time vs DOF (chains 10-200, batch, one thread): "
+        + ", ".join(f"{a} {s:.3f}" for a, s in slopes.items())
+        + "  (CRBA is O(n^2) by nature)"
+    )
     try:
         import matplotlib
 

@@ -18,10 +18,10 @@ Installs nothing.  Without a GPU the GPU rows say why and the CPU rows are still
     NUMBA_ENABLE_CUDASIM=1 python scripts/bench_gpu.py --batches 4 --min-time 0 --cases a,c  # smoke test
 Writes out/bench_gpu.png (steps/s vs batch).
 """
+
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -133,11 +133,17 @@ def cpu_generic(m, integ, scene, ctrl, Q, V, dt, min_time, max_steps):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1024,2048,4096,8192,16384,32768,65536")
-    ap.add_argument("--cases", default="a,b,c,d",
-                    help="a: humanoid euler+SPD, b: humanoid pbad, c: chain40 pbad, d: chain40 euler dt 2 ms")
+    ap.add_argument(
+        "--cases",
+        default="a,b,c,d",
+        help="a: humanoid euler+SPD, b: humanoid pbad, c: chain40 pbad, d: chain40 euler dt 2 ms",
+    )
     ap.add_argument("--layouts", default="aos,soa", help="GPU storage layouts to measure")
-    ap.add_argument("--schedules", default="kernel,launch",
-                    help="pbad on the GPU: kernel = LM loop inside the kernel, launch = one LM iteration per launch")
+    ap.add_argument(
+        "--schedules",
+        default="kernel,launch",
+        help="pbad on the GPU: kernel = LM loop inside the kernel, launch = one LM iteration per launch",
+    )
     ap.add_argument("--humanoid", default=None, help="path of humanoid.urdf (default: pybullet_data's)")
     ap.add_argument("--tpb", type=int, default=128, help="CUDA threads per block")
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds per measurement")
@@ -158,8 +164,10 @@ def main(argv=None):
     if gpu_ok and pc.simulated() and max(batches) > 64:
         print("note: CUDA simulator: use tiny --batches (it runs Python-speed)")
     print(f"GPU: {gpu_name}")
-    print(f"CPU: {os.cpu_count()} logical cores, numba threads {numba.config.NUMBA_NUM_THREADS} "
-          f"(NUMBA_NUM_THREADS), numba {numba.__version__}, numpy {np.__version__}")
+    print(
+        f"CPU: {os.cpu_count()} logical cores, numba threads {numba.config.NUMBA_NUM_THREADS} "
+        f"(NUMBA_NUM_THREADS), numba {numba.__version__}, numpy {np.__version__}"
+    )
     gpu_integs = pc.supported_integrators() if gpu_ok else []
     rows, notes, series = [], [], {}
 
@@ -173,8 +181,18 @@ def main(argv=None):
             if "a" in cases:
                 setups.append(("a humanoid", m, q0, ctrl, scene, "euler", 0.005, cnote))
             if "b" in cases:  # pbad's own contact model does not read make_scene scenes: none here
-                setups.append(("b humanoid", m, q0, ctrl, None, "pbad", 0.05,
-                               "no contact (pbad does not use pbsim.contact scenes)"))
+                setups.append(
+                    (
+                        "b humanoid",
+                        m,
+                        q0,
+                        ctrl,
+                        None,
+                        "pbad",
+                        0.05,
+                        "no contact (pbad does not use pbsim.contact scenes)",
+                    )
+                )
     if "c" in cases or "d" in cases:
         import pbsim_models
 
@@ -194,17 +212,22 @@ def main(argv=None):
             st = State.make(m, Q, V)
             for _ in range(5):
                 st, d = I.step(st, ctrl, dt)
-            for sched in (schedules if integ == "pbad" else ["kernel"]):
+            for sched in schedules if integ == "pbad" else ["kernel"]:
                 g = pc.CudaBatch(m, integ, scene, Bc, threads=args.tpb, schedule=sched)
                 g.set_state(Q, V)
                 g.set_control(ctrl)
                 g.advance(5, dt)
                 gq, gv = g.state()
-                err = max(np.abs(gq - st.q).max() / max(1, np.abs(st.q).max()),
-                          np.abs(gv - st.v).max() / max(1, np.abs(st.v).max()))
-                its = "" if d.iterations is None else f", CPU LM iterations in the last step {np.mean(d.iterations):.1f}"
-                notes.append(f"({label[0]}) GPU ({sched}) vs CPU integrator after 5 steps, B={Bc}: "
-                             f"max rel diff {err:.2e}{its}")
+                err = max(
+                    np.abs(gq - st.q).max() / max(1, np.abs(st.q).max()),
+                    np.abs(gv - st.v).max() / max(1, np.abs(st.v).max()),
+                )
+                its = (
+                    "" if d.iterations is None else f", CPU LM iterations in the last step {np.mean(d.iterations):.1f}"
+                )
+                notes.append(
+                    f"({label[0]}) GPU ({sched}) vs CPU integrator after 5 steps, B={Bc}: max rel diff {err:.2e}{its}"
+                )
         for B in batches:
             Q, V = batch_state(m, q0, B, rng)
             cpu_rate = None
@@ -217,8 +240,20 @@ def main(argv=None):
                     del cb
                 else:
                     cpu_rate, n, el = cpu_generic(m, integ, scene, ctrl, Q, V, dt, args.min_time, args.max_steps)
-                rows.append((label, integ, dt, B, "cpu", f"{numba.config.NUMBA_NUM_THREADS} thr", cpu_rate,
-                             cpu_rate * dt, "", n))
+                rows.append(
+                    (
+                        label,
+                        integ,
+                        dt,
+                        B,
+                        "cpu",
+                        f"{numba.config.NUMBA_NUM_THREADS} thr",
+                        cpu_rate,
+                        cpu_rate * dt,
+                        "",
+                        n,
+                    )
+                )
                 series.setdefault((label, "cpu"), []).append((B, cpu_rate))
             if not gpu_ok:
                 rows.append((label, integ, dt, B, "gpu", "-", None, None, "no GPU", 0))
@@ -234,8 +269,9 @@ def main(argv=None):
                     rate, n, el = timed(g, dt, args.min_time, args.max_steps, args.steps_per_launch)
                     del g
                 except Exception as e:  # noqa: BLE001 - report (e.g. out of memory) and go on
-                    rows.append((label, integ, dt, B, "gpu", f"{lay}/{sched}", None, None,
-                                 f"{type(e).__name__}: {e}"[:60], 0))
+                    rows.append(
+                        (label, integ, dt, B, "gpu", f"{lay}/{sched}", None, None, f"{type(e).__name__}: {e}"[:60], 0)
+                    )
                     continue
                 ratio = f"{rate / cpu_rate:.1f}x" if cpu_rate else ""
                 rows.append((label, integ, dt, B, "gpu", f"{lay}/{sched}", rate, rate * dt, ratio, n))
@@ -252,8 +288,10 @@ def main(argv=None):
     print()
     for n in notes:
         print(n)
-    print("reference (issue 8, H100, MJX 3.17, humanoid dt 5 ms, B 32768): 6.64 M steps/s fp32 (33,189x), "
-          "3.21 M steps/s fp64; bar: >= 3 M steps/s fp64 euler+MABA, GPU >= 20x CPU at B 16k")
+    print(
+        "reference (issue 8, H100, MJX 3.17, humanoid dt 5 ms, B 32768): 6.64 M steps/s fp32 (33,189x), "
+        "3.21 M steps/s fp64; bar: >= 3 M steps/s fp64 euler+MABA, GPU >= 20x CPU at B 16k"
+    )
     if series:
         try:
             import matplotlib

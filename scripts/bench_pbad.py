@@ -2,6 +2,7 @@
 dt = 0.05 vs MuJoCo (RK4, same chain in MJCF) and our semi-implicit Euler at their largest stable
 dt; O(N) gradient cost slope from 10 to 200 links; LM/LBFGS iterations per step vs N (Fig. 3).
 Prints tables, writes docs/img/bench_pbad.png."""
+
 import sys
 import time
 from pathlib import Path
@@ -23,12 +24,16 @@ def mjcf_chain(n, dt, integrator="RK4"):
     body = ""
     for i in reversed(range(n)):
         pos = "0 0 0" if i == 0 else f"{L} 0 0"
-        body = (f'<body name="l{i}" pos="{pos}"><joint name="j{i}a" type="hinge" axis="0 1 0"/>'
-                f'<joint name="j{i}b" type="hinge" axis="0 0 1"/>'
-                f'<inertial pos="{L / 2} 0 0" mass="{M}" diaginertia="{Iax} {Ip} {Ip}"/>'
-                f'<geom type="capsule" fromto="0 0 0 {L} 0 0" size="{R}" contype="0" conaffinity="0"/>{body}</body>')
-    return (f'<mujoco><option timestep="{dt}" integrator="{integrator}" gravity="0 0 -9.81">'
-            f'<flag energy="enable" contact="disable"/></option><worldbody>{body}</worldbody></mujoco>')
+        body = (
+            f'<body name="l{i}" pos="{pos}"><joint name="j{i}a" type="hinge" axis="0 1 0"/>'
+            f'<joint name="j{i}b" type="hinge" axis="0 0 1"/>'
+            f'<inertial pos="{L / 2} 0 0" mass="{M}" diaginertia="{Iax} {Ip} {Ip}"/>'
+            f'<geom type="capsule" fromto="0 0 0 {L} 0 0" size="{R}" contype="0" conaffinity="0"/>{body}</body>'
+        )
+    return (
+        f'<mujoco><option timestep="{dt}" integrator="{integrator}" gravity="0 0 -9.81">'
+        f'<flag energy="enable" contact="disable"/></option><worldbody>{body}</worldbody></mujoco>'
+    )
 
 
 def stable(E, e0, scale):
@@ -163,8 +168,14 @@ def main():
             if ok:
                 best = (dt, wall)
                 break
-        lines.append((name + " (ours, kernel loop)", best[0] if best else f"none >= {DTS[-1]}",
-                      best is not None, best[1] if best else np.nan))
+        lines.append(
+            (
+                name + " (ours, kernel loop)",
+                best[0] if best else f"none >= {DTS[-1]}",
+                best is not None,
+                best[1] if best else np.nan,
+            )
+        )
     # MuJoCo RK4: largest stable dt
     mbest = None
     try:
@@ -205,8 +216,10 @@ def main():
         print(f"| {N} | {row[1]:.1f} | {row[2]:.2f} | {row[3]:.1f} | {row[4]:.2f} |", flush=True)
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     Ns, tg, th, sg, sh = _GRAD
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].loglog(Ns, np.array(tg) * 1e6, "o-", label=f"gradient (slope {sg:.2f})")
@@ -249,11 +262,15 @@ def fig3d(N=10, dts=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128)):
                 cv.append(d.converged[0])
             row += [np.mean(its), (time.perf_counter() - t0) / n * 1e3, np.mean(cv)]
         rows.append(row)
-        print(f"| {dt} | {row[1]:.1f} | {row[2]:.3f} | {row[3]:.2f} | {row[4]:.1f} | {row[5]:.3f} | {row[6]:.2f} |",
-              flush=True)
+        print(
+            f"| {dt} | {row[1]:.1f} | {row[2]:.3f} | {row[3]:.2f} | {row[4]:.1f} | {row[5]:.3f} | {row[6]:.2f} |",
+            flush=True,
+        )
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     r = np.array(rows)
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].loglog(r[:, 0], r[:, 1], "o-", label="LM")

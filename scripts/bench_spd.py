@@ -9,6 +9,7 @@ the MABA trajectory, and
 
     python scripts/bench_spd.py [--steps 400]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,8 +101,13 @@ def snake_amplitude(model, body_amplitude=0.3, waves=1.5):
 
 
 # (label, mode, solver, SPD position prediction): "linear" is the paper's Eq. 4, "exact" q (+) dt v
-LABELS = (("base", "pd", "maba", "linear"), ("MABA", "spd", "maba", "linear"), ("SF", "spd", "sf", "linear"),
-          ("DF", "spd", "df", "linear"), ("MABAx", "spd", "maba", "exact"))
+LABELS = (
+    ("base", "pd", "maba", "linear"),
+    ("MABA", "spd", "maba", "linear"),
+    ("SF", "spd", "sf", "linear"),
+    ("DF", "spd", "df", "linear"),
+    ("MABAx", "spd", "maba", "exact"),
+)
 
 
 def time_model(model, ref, steps, dt, reps=7):
@@ -113,9 +119,19 @@ def time_model(model, ref, steps, dt, reps=7):
     ks = Scene().kernel_arrays(model)
     setup = {}
     for label, mode, solver, predict in LABELS:
-        ctl = pbsim.Control(mode=mode, kp=ref.kp if mode == "spd" else 0.0, kd=ref.kd if mode == "spd" else 0.0,
-                            q_ref=Qr[0], spd_solver=solver, spd_predict=predict)
-        setup[label] = (ctl.kernel_arrays(model, 1), make_work(model, 1), make_step_work(model, 1, stages=1, dense=True))
+        ctl = pbsim.Control(
+            mode=mode,
+            kp=ref.kp if mode == "spd" else 0.0,
+            kd=ref.kd if mode == "spd" else 0.0,
+            q_ref=Qr[0],
+            spd_solver=solver,
+            spd_predict=predict,
+        )
+        setup[label] = (
+            ctl.kernel_arrays(model, 1),
+            make_work(model, 1),
+            make_step_work(model, 1, stages=1, dense=True),
+        )
     kc, w, sw = setup["MABA"]
     q, v = q0[None].copy(), v0[None].copy()
     Qt, Vt = np.empty((steps, model.nq)), np.empty((steps, model.nv))
@@ -151,37 +167,51 @@ def main():
     kw = dict(kp=75000, kd=4000, root="hog", root_kp=20000, root_kd=2000)
     hum = pbsim.load(os.path.join(pybullet_data.getDataPath(), "humanoid/humanoid.urdf"), floating_base=True)
     dog = dog_model()
-    cases = [("Humanoid", hum, 1 / 30, motions.humanoid_gait(hum, dt=1 / 30, **kw)),
-             ("Dog72", dog, 1 / 240, motions.dog_trot(dog, dt=1 / 240, **kw))]  # paper: dog at 1/240
+    cases = [
+        ("Humanoid", hum, 1 / 30, motions.humanoid_gait(hum, dt=1 / 30, **kw)),
+        ("Dog72", dog, 1 / 240, motions.dog_trot(dog, dt=1 / 240, **kw)),
+    ]  # paper: dog at 1/240
     for n in (36, 72, 195):
         sn = pbsim_models.snake(n)
         amp = snake_amplitude(sn)
-        cases.append((f"Snake{n}", sn, 1 / 30, motions.snake_slither(sn, amplitude=amp, pitch=amp / 3, dt=1 / 30, **kw)))
+        cases.append(
+            (f"Snake{n}", sn, 1 / 30, motions.snake_slither(sn, amplitude=amp, pitch=amp / 3, dt=1 / 30, **kw))
+        )
     rows = []
     for name, m, dt, ref in cases:
         t, res = time_model(m, ref, a.steps, dt)
         rows.append((name, m.nv, dt, t))
         print(f"  {name}: restarts after divergence in {a.steps} steps: {res}", flush=True)
-    print(f"Table 2/3 reproduction (semi-implicit Euler, one thread (process CPU time), {a.steps} steps, best of 7, interleaved)")
-    print("| model | n | dt | FPS DF | FPS SF | FPS MABA | FPS no-SPD | DF/MABA time | SF/DF time | SPD share DF | SF | MABA "
-          "| MABA, exact q (+) dt v |")
+    print(
+        f"Table 2/3 reproduction (semi-implicit Euler, one thread (process CPU time), {a.steps} steps, best of 7, interleaved)"
+    )
+    print(
+        "| model | n | dt | FPS DF | FPS SF | FPS MABA | FPS no-SPD | DF/MABA time | SF/DF time | SPD share DF | SF | MABA "
+        "| MABA, exact q (+) dt v |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, n, dt, t in rows:
         sh = {k: max(0.0, (t[k] - t["base"]) / t[k]) * 100 for k in ("DF", "SF", "MABA", "MABAx")}
-        print(f"| {name} | {n} | 1/{round(1 / dt)} | {1/t['DF']:,.0f} | {1/t['SF']:,.0f} | {1/t['MABA']:,.0f} | {1/t['base']:,.0f} | "
-              f"{t['DF']/t['MABA']:.2f} | {t['SF']/t['DF']:.2f} | {sh['DF']:.1f}% | {sh['SF']:.1f}% | {sh['MABA']:.1f}% | {sh['MABAx']:.1f}% |")
+        print(
+            f"| {name} | {n} | 1/{round(1 / dt)} | {1 / t['DF']:,.0f} | {1 / t['SF']:,.0f} | {1 / t['MABA']:,.0f} | {1 / t['base']:,.0f} | "
+            f"{t['DF'] / t['MABA']:.2f} | {t['SF'] / t['DF']:.2f} | {sh['DF']:.1f}% | {sh['SF']:.1f}% | {sh['MABA']:.1f}% | {sh['MABAx']:.1f}% |"
+        )
     rows = [(name, n, t) for name, n, _, t in rows]
     sn = [(n, t["MABA"]) for name, n, t in rows if name.startswith("Snake")]
     x, y = np.log([s[0] for s in sn]), np.log([s[1] for s in sn])
     slope = np.polyfit(x, y, 1)[0]
     print(f"\nMABA step time vs DOF on the snakes (log-log slope): {slope:.3f}")
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     names = [r[0] for r in rows]
     for k, lab in (("DF", "DF"), ("SF", "SF"), ("MABA", "MABA")):
-        ax[0].bar(np.arange(len(rows)) + {"DF": -0.25, "SF": 0, "MABA": 0.25}[k], [1 / r[2][k] for r in rows], 0.25, label=lab)
+        ax[0].bar(
+            np.arange(len(rows)) + {"DF": -0.25, "SF": 0, "MABA": 0.25}[k], [1 / r[2][k] for r in rows], 0.25, label=lab
+        )
     ax[0].set_xticks(range(len(rows)), names)
     ax[0].set_yscale("log")
     ax[0].set_ylabel("simulated frames / s (1 thread)")

@@ -6,6 +6,7 @@ frames: the first ``--frames`` frames of the fall, the same stretch for every si
 repeated and the fastest repeat kept.  The three methods are measured in the same run.  Prints a table, writes
 docs/img/fig_variational_perf.png.
 Usage: python scripts/bench_variational.py [--sizes 10,20,50,100,200] [--frames 100]"""
+
 import argparse
 import sys
 import time
@@ -46,37 +47,51 @@ def main():
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
     res = {}
-    hdr = (f"{'DOF':>5} {'RIQN s/10k':>11} {'Newton s/10k':>13} {'Broyden s/10k':>14} {'N/R':>6} {'B/R':>6} "
-           f"{'it R':>5} {'it N':>5} {'it B':>5} {'frames':>6} {'fail R/N/B':>10}")
+    hdr = (
+        f"{'DOF':>5} {'RIQN s/10k':>11} {'Newton s/10k':>13} {'Broyden s/10k':>14} {'N/R':>6} {'B/R':>6} "
+        f"{'it R':>5} {'it N':>5} {'it B':>5} {'frames':>6} {'fail R/N/B':>10}"
+    )
     print(hdr)
     for n in sizes:
         row = {name: bench(name, n, a.frames) for name, _ in NAMES}
         res[n] = row
         r, nw, br = (row[k] for k, _ in NAMES)
-        print(f"{n:5d} {1e4 * r[0]:11.3f} {1e4 * nw[0]:13.3f} {1e4 * br[0]:14.3f} {nw[0] / r[0]:6.1f} "
-              f"{br[0] / r[0]:6.1f} {r[1]:5.2f} {nw[1]:5.2f} {br[1]:5.2f} {a.frames:6d} {f'{r[2]}/{nw[2]}/{br[2]}':>10}",
-              flush=True)
+        print(
+            f"{n:5d} {1e4 * r[0]:11.3f} {1e4 * nw[0]:13.3f} {1e4 * br[0]:14.3f} {nw[0] / r[0]:6.1f} "
+            f"{br[0] / r[0]:6.1f} {r[1]:5.2f} {nw[1]:5.2f} {br[1]:5.2f} {a.frames:6d} {f'{r[2]}/{nw[2]}/{br[2]}':>10}",
+            flush=True,
+        )
     x = np.log(sizes)
     for name, lab in NAMES:
         y = np.log([res[n][name][0] for n in sizes])
         print(f"{lab} log-log slope of time/step vs DOF ({sizes[0]}-{sizes[-1]}): {np.polyfit(x, y, 1)[0]:.3f}")
     if 100 in res:
         print(f"Newton / RIQN at 100 DOF: {res[100]['variational_newton'][0] / res[100]['variational'][0]:.1f}x")
-    print("RIQN faster than Broyden at every size:",
-          all(res[n]["variational"][0] < res[n]["variational_broyden"][0] for n in sizes))
+    print(
+        "RIQN faster than Broyden at every size:",
+        all(res[n]["variational"][0] < res[n]["variational_broyden"][0] for n in sizes),
+    )
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     for name, lab in NAMES:
         ax[0].loglog(sizes, [1e4 * res[n][name][0] for n in sizes], "o-", label=lab + "+DRNEA")
         ax[1].plot(sizes, [res[n][name][1] for n in sizes], "o-", label=lab + "+DRNEA")
-    ax[0].set_xlabel("DOF"); ax[0].set_ylabel("CPU time for 10k frames [s]"); ax[0].legend()
-    ax[1].set_xlabel("DOF"); ax[1].set_ylabel("iterations per frame"); ax[1].legend()
-    ax[0].set_title("Fig. 3 (paper 004): chain, dt = 1 ms"); ax[1].set_title("Fig. 4: iterations per frame")
+    ax[0].set_xlabel("DOF")
+    ax[0].set_ylabel("CPU time for 10k frames [s]")
+    ax[0].legend()
+    ax[1].set_xlabel("DOF")
+    ax[1].set_ylabel("iterations per frame")
+    ax[1].legend()
+    ax[0].set_title("Fig. 3 (paper 004): chain, dt = 1 ms")
+    ax[1].set_title("Fig. 4: iterations per frame")
     out = Path(__file__).resolve().parents[1] / "docs" / "img" / "fig_variational_perf.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(); fig.savefig(out, dpi=100)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
     print("wrote", out)
 
 

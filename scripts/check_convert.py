@@ -7,6 +7,7 @@ error at 20 random states), write MJCF -> MuJoCo compile (mj_fullM and solve(M, 
 against pbsim's CRBA/ABA), Pinocchio parse of the URDF, and how many items each writer reports
 as not representable.  Writes out/check_convert.png (bar chart of the errors, log scale).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,16 +24,21 @@ sys.path[:0] = [str(ROOT), str(ROOT / "models")]
 import pbsim  # noqa: E402
 from pbsim.dynamics.joints import BALL  # noqa: E402
 from pbsim.io.convert import convert, dynamics_error, mujoco_dynamics_error  # noqa: E402
-from pbsim.io.export_urdf import write_urdf  # noqa: E402
 
 
 def cases():
     import pybullet_data
 
     d = pybullet_data.getDataPath()
-    for rel, fb in [("kuka_iiwa/model.urdf", False), ("pendulum5.urdf", None), ("r2d2.urdf", None),
-                    ("quadruped/minitaur.urdf", None), ("laikago/laikago_toes_zup.urdf", None),
-                    ("a1/a1.urdf", None), ("humanoid/humanoid.urdf", True)]:
+    for rel, fb in [
+        ("kuka_iiwa/model.urdf", False),
+        ("pendulum5.urdf", None),
+        ("r2d2.urdf", None),
+        ("quadruped/minitaur.urdf", None),
+        ("laikago/laikago_toes_zup.urdf", None),
+        ("a1/a1.urdf", None),
+        ("humanoid/humanoid.urdf", True),
+    ]:
         yield rel.split("/")[-1], os.path.join(d, rel), fb
     rs = ROOT.parent / "shared" / "robots" / "robosimian" / "robosimian_caesar_new_all_active.urdf"
     if rs.is_file():
@@ -71,17 +77,24 @@ def main():
         if np.any(m.jtype == BALL):
             pin_ok = "n/a (ball)"
         else:
-            pm = pin.buildModelFromUrdf(str(out_u), pin.JointModelFreeFlyer()) if m.floating_base \
+            pm = (
+                pin.buildModelFromUrdf(str(out_u), pin.JointModelFreeFlyer())
+                if m.floating_base
                 else pin.buildModelFromUrdf(str(out_u))
+            )
             pin_ok = "ok" if pm.nv == m.nv else f"nv {pm.nv}"
         rows.append((name, m.nv, eu, ex, pin_ok, len(ru.lost), len(rx.lost), time.perf_counter() - t0))
-    hdr = f"| {'model':<26} | {'nv':>4} | {'URDF round trip':>15} | {'MJCF vs MuJoCo':>14} | {'pin parse':<10} " \
-          f"| {'lost URDF':>9} | {'lost MJCF':>9} | {'s':>5} |"
+    hdr = (
+        f"| {'model':<26} | {'nv':>4} | {'URDF round trip':>15} | {'MJCF vs MuJoCo':>14} | {'pin parse':<10} "
+        f"| {'lost URDF':>9} | {'lost MJCF':>9} | {'s':>5} |"
+    )
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for r in rows:
-        print(f"| {r[0]:<26} | {r[1]:>4} | {r[2]:>15.2e} | {r[3]:>14.2e} | {r[4]:<10} | {r[5]:>9} | {r[6]:>9} "
-              f"| {r[7]:>5.1f} |")
+        print(
+            f"| {r[0]:<26} | {r[1]:>4} | {r[2]:>15.2e} | {r[3]:>14.2e} | {r[4]:<10} | {r[5]:>9} | {r[6]:>9} "
+            f"| {r[7]:>5.1f} |"
+        )
     worst = max(max(r[2], r[3]) for r in rows)
     print(f"\nworst relative error {worst:.2e} (bar: 1e-9)")
     import matplotlib

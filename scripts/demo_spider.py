@@ -21,6 +21,7 @@ gait, not the same friction).
     python scripts/demo_spider.py          # the table + PNG
     python scripts/demo_spider.py -v       # also per-step diagnostics of the first 60 steps
     python scripts/demo_spider.py --dt 0.1 # one row at another dt"""
+
 import sys
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ from pbsim_models.creatures import spider_contact_points, spider_standing, spide
 from pbsim.integrators import State, make  # noqa: E402
 
 VERBOSE = "-v" in sys.argv
-D1, D2 = 2e3, 1e8   # Eq. 9 penalties; see the module docstring
+D1, D2 = 2e3, 1e8  # Eq. 9 penalties; see the module docstring
 KP, KD = 150.0, 3.0  # SPD gains of the leg joints
 GAIT = dict(freq=1.0, sweep=0.35, lift=0.35, knee=0.6)
 
@@ -64,24 +65,38 @@ def walk(dt=0.05, T=10.0, D1=D1, D2=D2, gtol=1e-6, maxit=150, verbose=False, gai
         lowest.append(z[torso].min())
         path.append(s.q[0, :3].copy())
         if verbose and step < 60:
-            print(f"{step:3d} conv {int(d.converged[0])} its {int(d.iterations[0]):3d} |g| {d.residual[0]:.1e} "
-                  f"torso {s.q[0, :3].round(3)} point z min {z.min():+.4f} feet {z[~torso][::2].round(4)}")
-    return dict(path=np.array(path), conv=np.array(conv), its=np.array(its), res=np.array(res),
-                lowest=np.array(lowest), q=s.q[0].copy(), dt=dt, T=T)
+            print(
+                f"{step:3d} conv {int(d.converged[0])} its {int(d.iterations[0]):3d} |g| {d.residual[0]:.1e} "
+                f"torso {s.q[0, :3].round(3)} point z min {z.min():+.4f} feet {z[~torso][::2].round(4)}"
+            )
+    return dict(
+        path=np.array(path),
+        conv=np.array(conv),
+        its=np.array(its),
+        res=np.array(res),
+        lowest=np.array(lowest),
+        q=s.q[0].copy(),
+        dt=dt,
+        T=T,
+    )
 
 
 def row(name, r, wall):
     p = r["path"]
     disp = p[-1] - p[0]
-    return (f"| {name} | {len(r['conv'])} | {r['conv'].mean() * 100:.1f}% | {r['its'].mean():.1f} | {r['its'].max()} | "
-            f"{disp[0]:+.3f} | {disp[1]:+.3f} | {disp[0] / 0.3:.2f} | {p[-1, 2]:.3f} | {p[:, 2].min():.3f} | "
-            f"{r['lowest'].min():+.3f} | {np.isfinite(r['q']).all()} | {wall:.1f} |")
+    return (
+        f"| {name} | {len(r['conv'])} | {r['conv'].mean() * 100:.1f}% | {r['its'].mean():.1f} | {r['its'].max()} | "
+        f"{disp[0]:+.3f} | {disp[1]:+.3f} | {disp[0] / 0.3:.2f} | {p[-1, 2]:.3f} | {p[:, 2].min():.3f} | "
+        f"{r['lowest'].min():+.3f} | {np.isfinite(r['q']).all()} | {wall:.1f} |"
+    )
 
 
 def main():
     rs = {}
-    print("| run | steps | converged | mean its | max its | dx [m] | dy [m] | dx / torso length | final torso z [m] "
-          "| min torso z [m] | min torso-point z [m] | finite | wall [s] |")
+    print(
+        "| run | steps | converged | mean its | max its | dx [m] | dy [m] | dx / torso length | final torso z [m] "
+        "| min torso z [m] | min torso-point z [m] | finite | wall [s] |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dt in (0.05, 0.01):
         t0 = time.perf_counter()
@@ -90,8 +105,10 @@ def main():
     a, b = rs[0.05]["path"], rs[0.01]["path"]
     print(f"forward displacement ratio dt=0.05 / dt=0.01: {(a[-1, 0] - a[0, 0]) / (b[-1, 0] - b[0, 0]):.2f}")
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(1, 3, figsize=(13, 4))
     for dt, r in rs.items():
         p = r["path"]

@@ -1,6 +1,7 @@
 """Swimmer (paper 000 Sec. 6.2): 4-link free-floating chain with anisotropic fluid drag (normal >>
 tangential, Q_drag of Sec. 6.2 with the direction frozen at q_k), a travelling-wave SPD gait,
 PBAD2 at dt = 0.05.  Prints the centre-of-mass displacement; writes docs/img/demo_swimmer.png."""
+
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def main(dt=0.05, T=20.0, cn=4.0, ct=0.2):
     kd = np.zeros(model.nv)
     kp[6:], kd[6:] = 20.0, 1.0
     path, conv = [c0], []
-    for k in range(int(round(T / dt))):
+    for _k in range(int(round(T / dt))):
         t = s.t + dt
         qref = s.q[0].copy()
         vref = np.zeros(model.nv)
@@ -48,12 +49,16 @@ def main(dt=0.05, T=20.0, cn=4.0, ct=0.2):
         path.append(com(model, s.q[0]))
     path = np.array(path)
     disp = path[-1] - path[0]
-    print(f"swimmer PBAD2 dt={dt}: {len(conv)} steps, converged {np.mean(conv) * 100:.0f}%, finite "
-          f"{np.isfinite(s.q).all()}, COM displacement after {T:g} s = {disp.round(3)} "
-          f"(|d| = {np.linalg.norm(disp):.3f} m, {np.linalg.norm(disp) / (4 * L):.2f} body lengths)")
+    print(
+        f"swimmer PBAD2 dt={dt}: {len(conv)} steps, converged {np.mean(conv) * 100:.0f}%, finite "
+        f"{np.isfinite(s.q).all()}, COM displacement after {T:g} s = {disp.round(3)} "
+        f"(|d| = {np.linalg.norm(disp):.3f} m, {np.linalg.norm(disp) / (4 * L):.2f} body lengths)"
+    )
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.plot(path[:, 0], path[:, 1])
     ax.set_aspect("equal")

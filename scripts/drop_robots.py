@@ -15,6 +15,7 @@ forces only push, so no point carries more than the weight).  The terrain's dept
 
     PYTHONPATH=. python scripts/drop_robots.py [--seconds 10] [--dt 1e-3] [--spacing 0.02]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,8 +78,8 @@ def depths(m, sc, Q, chunk=256):
     """Max penetration per recorded state (batched queries in chunks)."""
     out = np.zeros(len(Q))
     for s in range(0, len(Q), chunk):
-        d = contact_query(m, sc, Q[s:s + chunk])["d"]
-        out[s:s + chunk] = d.max(axis=1) if d.shape[1] else 0.0
+        d = contact_query(m, sc, Q[s : s + chunk])["d"]
+        out[s : s + chunk] = d.max(axis=1) if d.shape[1] else 0.0
     return out
 
 
@@ -111,8 +112,10 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 sc = make_scene(m, ground=None, terrain=drc, spacing=a.spacing, mu=0.8)
                 tb = time.perf_counter() - t0
-                print(f"[{name}] drc grid {sc.environment[0].phi.shape} spacing {a.spacing} built in {tb:.1f} s",
-                      flush=True)
+                print(
+                    f"[{name}] drc grid {sc.environment[0].phi.shape} spacing {a.spacing} built in {tb:.1f} s",
+                    flush=True,
+                )
                 q0 = place(m, sc, up, xy=xy, terrain=drc, R=R)
             X0 = contact_query(m, sc, q0)["X"][0]
             ground_top = (X0 @ up - sc.points.radius).min() - LIFT
@@ -127,26 +130,50 @@ def main(argv=None):
             dmax = depths(m, sc, Q) if ok else np.full(len(Q), np.nan)
             h = Q[:, :3] @ up
             last = int(round(1.0 / a.dt))
-            cases.append(dict(robot=name, ground=ground, npts=len(sc.points), ok=ok, dmax=dmax.max(),
-                              drest=dmax[-last:].max(), h0=h[0], h=h[-1], vb=np.abs(tr.v.reshape(len(tr.t), -1)[-last:, :6]).max(),
-                              vj=np.abs(tr.v[-1]).max(), H=H, bound=d_impact,
-                              wall=wall, t=tr.t, hh=h, D=dmax))
+            cases.append(
+                dict(
+                    robot=name,
+                    ground=ground,
+                    npts=len(sc.points),
+                    ok=ok,
+                    dmax=dmax.max(),
+                    drest=dmax[-last:].max(),
+                    h0=h[0],
+                    h=h[-1],
+                    vb=np.abs(tr.v.reshape(len(tr.t), -1)[-last:, :6]).max(),
+                    vj=np.abs(tr.v[-1]).max(),
+                    H=H,
+                    bound=d_impact,
+                    wall=wall,
+                    t=tr.t,
+                    hh=h,
+                    D=dmax,
+                )
+            )
             c = cases[-1]
             print(f"[{name} / {ground}] done: wall {wall:.1f} s, max pen {1e3 * c['dmax']:.1f} mm", flush=True)
-    print(f"\n`PYTHONPATH=. python scripts/drop_robots.py` (euler, dt = {a.dt:g} s, {a.seconds:g} s, "
-          f"release {1e3 * LIFT:.0f} mm above the ground, mu 0.8, default stiffness; terrain grid {a.spacing} m)\n")
-    print(f"bounds: rest (last 1 s) d <= n_ref delta_ref = {1e3 * d_static:.1f} mm; impact d <= "
-          f"n_ref delta_ref (1 + sqrt(1 + 2 H / (n_ref delta_ref))), H = initial CoM height\n")
-    print("| robot | ground | points | no NaN | CoM H (m) | max pen. (mm) | impact bound (mm) | max pen. last 1 s (mm) | "
-          "rest bound (mm) | within bounds | base height start -> end (m) | max base speed last 1 s | "
-          "max abs v end | wall (s) | wall / sim time |")
+    print(
+        f"\n`PYTHONPATH=. python scripts/drop_robots.py` (euler, dt = {a.dt:g} s, {a.seconds:g} s, "
+        f"release {1e3 * LIFT:.0f} mm above the ground, mu 0.8, default stiffness; terrain grid {a.spacing} m)\n"
+    )
+    print(
+        f"bounds: rest (last 1 s) d <= n_ref delta_ref = {1e3 * d_static:.1f} mm; impact d <= "
+        f"n_ref delta_ref (1 + sqrt(1 + 2 H / (n_ref delta_ref))), H = initial CoM height\n"
+    )
+    print(
+        "| robot | ground | points | no NaN | CoM H (m) | max pen. (mm) | impact bound (mm) | max pen. last 1 s (mm) | "
+        "rest bound (mm) | within bounds | base height start -> end (m) | max base speed last 1 s | "
+        "max abs v end | wall (s) | wall / sim time |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in cases:
         within = c["ok"] and c["dmax"] <= c["bound"] and c["drest"] <= d_static
-        print(f"| {c['robot']} | {c['ground']} | {c['npts']} | {c['ok']} | {c['H']:.2f} | {1e3 * c['dmax']:.1f} | "
-              f"{1e3 * c['bound']:.0f} | {1e3 * c['drest']:.1f} | {1e3 * d_static:.0f} | {within} | "
-              f"{c['h0']:.3f} -> {c['h']:.3f} | {c['vb']:.2e} | {c['vj']:.2e} | {c['wall']:.1f} | "
-              f"{c['wall'] / a.seconds:.2f} |")
+        print(
+            f"| {c['robot']} | {c['ground']} | {c['npts']} | {c['ok']} | {c['H']:.2f} | {1e3 * c['dmax']:.1f} | "
+            f"{1e3 * c['bound']:.0f} | {1e3 * c['drest']:.1f} | {1e3 * d_static:.0f} | {within} | "
+            f"{c['h0']:.3f} -> {c['h']:.3f} | {c['vb']:.2e} | {c['vj']:.2e} | {c['wall']:.1f} | "
+            f"{c['wall'] / a.seconds:.2f} |"
+        )
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,6 +1,7 @@
 """Consistency of PBAD: error at t = 0.5 s vs dt against an RK4 reference (dt = 1e-4), 3-link
 ball chain released horizontally; fitted log-log slopes for orders 2, 3, 4.  Writes
 docs/img/pbad_convergence.png."""
+
 import sys
 from pathlib import Path
 
@@ -26,8 +27,10 @@ def main(T=0.5, dts=(0.02, 0.01, 0.005, 0.0025)):
         res[name] = (errs, slope)
         print(name, " ".join(f"{e:.3e}" for e in errs), f"slope={slope:.2f}", flush=True)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(5, 4))
     for name, (errs, slope) in res.items():
         ax.loglog(dts, errs, "o-", label=f"{name} (slope {slope:.2f})")

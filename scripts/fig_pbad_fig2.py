@@ -6,6 +6,7 @@ Usage: python scripts/fig_pbad_fig2.py [T_seconds] [links...] [--load LINKS:NAME
 (defaults: 10 s, 10 100).  ``--load 100:pbad3-sub=state_4000.npz`` takes that curve from a
 checkpoint of ``scripts/pbad_energy_trace.py --save`` (the 100-link sub-stepping run takes long)
 instead of running it."""
+
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import pbsim_models  # noqa: E402
 def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
     load = load or {}
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -38,8 +40,11 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
                     raise SystemExit(f"{load[(n, name)]}: dt {d} is not {dt}")
                 t = d * np.arange(1, len(E) + 1)
                 fin = bool(np.isfinite(E).all())
-                print(f"| {n} | {name} | {fin} | {E[-1]:+.4g} | {np.nanmax(E) - float(z['e0']):+.3e} | "
-                      f"(loaded, t = {t[-1]:.2f} s) |", flush=True)
+                print(
+                    f"| {n} | {name} | {fin} | {E[-1]:+.4g} | {np.nanmax(E) - float(z['e0']):+.3e} | "
+                    f"(loaded, t = {t[-1]:.2f} s) |",
+                    flush=True,
+                )
                 ax.plot(t, E, label=f"{name} (to {t[-1]:.1f} s)")
                 continue
             integ, h, opts = name, dt, {}
@@ -48,15 +53,30 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
             elif name.endswith("-sub"):
                 integ, opts = name[:-4], {"fallback": "substep"}
             t0 = time.perf_counter()
-            tr = pbsim.rollout(model, integ, dt=h, steps=int(round(T / h)), q0=q0, on_nan="stop",
-                               record_every=4 * round(dt / h), **opts)
+            tr = pbsim.rollout(
+                model,
+                integ,
+                dt=h,
+                steps=int(round(T / h)),
+                q0=q0,
+                on_nan="stop",
+                record_every=4 * round(dt / h),
+                **opts,
+            )
             wall = time.perf_counter() - t0
             E = np.where(np.abs(tr.energy) < 1e6, tr.energy, np.nan)
             fin = not tr.diverged.any()
-            print(f"| {n} | {name} | {fin} | {tr.energy[-1]:+.4g} | {np.nanmax(tr.energy) - tr.energy[0]:+.3e} | {wall:.2f} |",
-                  flush=True)
-            ax.plot(tr.t, E, "k--" if name == "reference" else "-", lw=1 if name == "reference" else 1.5,
-                    label=f"RK4, dt = {h:g}" if name == "reference" else name)
+            print(
+                f"| {n} | {name} | {fin} | {tr.energy[-1]:+.4g} | {np.nanmax(tr.energy) - tr.energy[0]:+.3e} | {wall:.2f} |",
+                flush=True,
+            )
+            ax.plot(
+                tr.t,
+                E,
+                "k--" if name == "reference" else "-",
+                lw=1 if name == "reference" else 1.5,
+                label=f"RK4, dt = {h:g}" if name == "reference" else name,
+            )
         scale = pbsim_models.chain_energy_scale(n)  # diverged runs leave the plot
         ax.set_ylim(-0.6 * scale, 0.3 * scale)
         ax.set_title(f"Fig. 2: {n}-link chain, dt = {dt}")
@@ -85,8 +105,12 @@ def main(T=10.0, links=(10, 100), dt=0.0025, load=None):
     ax.set_xlabel("dt [s]")
     ax.set_ylabel(f"wall time for {T:g} s [s]")
     ax.legend()
-    out = ROOT / "docs" / "img" / ("pbad_fig2.png" if tuple(links) == (10, 100) else
-                                   "pbad_fig2_" + "_".join(map(str, links)) + ".png")
+    out = (
+        ROOT
+        / "docs"
+        / "img"
+        / ("pbad_fig2.png" if tuple(links) == (10, 100) else "pbad_fig2_" + "_".join(map(str, links)) + ".png")
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     print("wrote", out)

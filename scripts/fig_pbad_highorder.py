@@ -2,6 +2,7 @@
 (max E - E0 relative to the scale m g L n^2 / 2, convergence, rejected/sub-stepped steps).
 Usage: python scripts/fig_pbad_highorder.py LINKS DT [pbad3|pbad4] [T] [init] [max_rotation] [fallback]
 e.g. python scripts/fig_pbad_highorder.py 10 0.05 pbad3 10"""
+
 import sys
 import time
 from pathlib import Path
@@ -36,16 +37,31 @@ def run(n, dt, name="pbad3", T=10.0, verbose=True, **opts):
         if not (np.isfinite(s.q).all() and np.isfinite(s.v).all()):
             break
     E = np.array(E)
-    r = dict(finite=bool(np.isfinite(s.q).all() and np.isfinite(s.v).all() and len(E) == int(round(T / dt))),
-             rise=float(np.nanmax(E) - e0), scale=scale, end=float(E[-1] - e0), minE=float(np.nanmin(E) - e0),
-             conv=float(np.mean(conv)), its=float(np.mean(its)), rejected=int(np.sum(rej)),
-             substeps=int(np.sum(subs)), fallback=int(np.sum(fb)), steps=len(E), rot=float(np.nanmax(rot)), wall=time.perf_counter() - t0, E=E)
+    r = dict(
+        finite=bool(np.isfinite(s.q).all() and np.isfinite(s.v).all() and len(E) == int(round(T / dt))),
+        rise=float(np.nanmax(E) - e0),
+        scale=scale,
+        end=float(E[-1] - e0),
+        minE=float(np.nanmin(E) - e0),
+        conv=float(np.mean(conv)),
+        its=float(np.mean(its)),
+        rejected=int(np.sum(rej)),
+        substeps=int(np.sum(subs)),
+        fallback=int(np.sum(fb)),
+        steps=len(E),
+        rot=float(np.nanmax(rot)),
+        wall=time.perf_counter() - t0,
+        E=E,
+    )
     if verbose:
-        print(f"{n} links dt={dt} {name} {opts}: finite={r['finite']} max(E-E0)={r['rise']:+.4g} J "
-              f"({100 * r['rise'] / scale:+.2f}% of {scale:.3g} J) E(end)-E0={r['end']:+.4g} min={r['minE']:+.4g} "
-              f"conv={r['conv']:.3f} its/step={r['its']:.1f} rejected={r['rejected']}/{r['steps']} "
-              f"sub-steps={r['substeps']} fallback={r['fallback']} max rot/interval={r['rot']:.2f} wall={r['wall']:.1f}s", flush=True)
-        print("E - E0 at 20 times:", np.round(E[::max(1, len(E) // 20)] - e0, 3))
+        print(
+            f"{n} links dt={dt} {name} {opts}: finite={r['finite']} max(E-E0)={r['rise']:+.4g} J "
+            f"({100 * r['rise'] / scale:+.2f}% of {scale:.3g} J) E(end)-E0={r['end']:+.4g} min={r['minE']:+.4g} "
+            f"conv={r['conv']:.3f} its/step={r['its']:.1f} rejected={r['rejected']}/{r['steps']} "
+            f"sub-steps={r['substeps']} fallback={r['fallback']} max rot/interval={r['rot']:.2f} wall={r['wall']:.1f}s",
+            flush=True,
+        )
+        print("E - E0 at 20 times:", np.round(E[:: max(1, len(E) // 20)] - e0, 3))
     return r
 
 

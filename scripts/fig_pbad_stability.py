@@ -6,6 +6,7 @@ Usage: python scripts/fig_pbad_stability.py [names,comma,separated] [links,...] 
 non-converged) full steps, the number of sub-steps taken and of order-2 fallback steps; a name
 ending in "-sub" (pbad3-sub, pbad4-sub) runs with fallback="substep" (split such steps) instead
 of the default order-2 fallback ("-fb", as in earlier tables, names the default explicitly)."""
+
 import sys
 import time
 from pathlib import Path
@@ -44,8 +45,10 @@ def main(names=("pbad", "euler"), links=(10, 40, 100), dts=(0.05, 0.1), T=10.0):
                     E = r["E"]
                     t = dt * np.arange(1, len(E) + 1)
                     finite, wall = r["finite"], r["wall"]
-                    extra = (f"conv {r['conv']:.2f}, rejected {r['rejected']}/{r['steps']}, "
-                             f"sub-steps {r['substeps']}, fallback {r['fallback']}")
+                    extra = (
+                        f"conv {r['conv']:.2f}, rejected {r['rejected']}/{r['steps']}, "
+                        f"sub-steps {r['substeps']}, fallback {r['fallback']}"
+                    )
                 else:
                     t0 = time.perf_counter()
                     tr = pbsim.rollout(model, name, dt=dt, steps=steps, q0=q0, on_nan="stop")
@@ -58,12 +61,16 @@ def main(names=("pbad", "euler"), links=(10, 40, 100), dts=(0.05, 0.1), T=10.0):
                 v = verdict(rise, scale, emin) if finite else "diverged"
                 rows.append((n, dt, name, finite, rise, 100 * rise / scale, end, wall, v, extra))
                 curves[(n, dt, name)] = (t, E)
-                print(f"{n:4d} {dt:5.2f} {name:6s} finite={finite!s:5s} max(E)-E0={rise:+.3e} "
-                      f"({100 * rise / scale:+.2f}% of {scale:.3g} J) E_end={end:+.4g} wall={wall:.2f}s {v} {extra}",
-                      flush=True)
+                print(
+                    f"{n:4d} {dt:5.2f} {name:6s} finite={finite!s:5s} max(E)-E0={rise:+.3e} "
+                    f"({100 * rise / scale:+.2f}% of {scale:.3g} J) E_end={end:+.4g} wall={wall:.2f}s {v} {extra}",
+                    flush=True,
+                )
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(links), figsize=(5 * len(links), 4))
     for ax, n in zip(np.atleast_1d(axes), links):
         for (nn, dt, name), (t, E) in curves.items():
@@ -74,22 +81,29 @@ def main(names=("pbad", "euler"), links=(10, 40, 100), dts=(0.05, 0.1), T=10.0):
         ax.set_ylabel("total energy [J]")
         ax.set_ylim(-0.6 * n * n * 0.1 * 0.1 * 9.81, 0.3 * n * n * 0.1 * 0.1 * 9.81)
         ax.legend(fontsize=7)
-    tag = "" if tuple(names) == ("pbad", "euler") and tuple(links) == (10, 40, 100) else \
-        "_" + "_".join(names) + "_" + "_".join(map(str, links))
+    tag = (
+        ""
+        if tuple(names) == ("pbad", "euler") and tuple(links) == (10, 40, 100)
+        else "_" + "_".join(names) + "_" + "_".join(map(str, links))
+    )
     out = ROOT / "docs" / "img" / f"pbad_stability{tag}.png"
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     print("| links | dt | integrator | finite | max E - E0 | % of m g L n^2/2 | E(10 s) | wall [s] | energy | notes |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:+.2e} | {r[5]:+.2f} | {r[6]:+.4g} | {r[7]:.2f} | {r[8]} | "
-              f"{r[9]} |")
+        print(
+            f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:+.2e} | {r[5]:+.2f} | {r[6]:+.4g} | {r[7]:.2f} | {r[8]} | "
+            f"{r[9]} |"
+        )
     print("wrote", out)
 
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    main(tuple(a[0].split(",")) if a else ("pbad", "euler"),
-         tuple(int(x) for x in a[1].split(",")) if len(a) > 1 else (10, 40, 100),
-         tuple(float(x) for x in a[2].split(",")) if len(a) > 2 else (0.05, 0.1),
-         float(a[3]) if len(a) > 3 else 10.0)
+    main(
+        tuple(a[0].split(",")) if a else ("pbad", "euler"),
+        tuple(int(x) for x in a[1].split(",")) if len(a) > 1 else (10, 40, 100),
+        tuple(float(x) for x in a[2].split(",")) if len(a) > 2 else (0.05, 0.1),
+        float(a[3]) if len(a) > 3 else 10.0,
+    )

@@ -8,6 +8,7 @@ same gains is run at dt = 1/30 for contrast.
 
     python scripts/fig_spd_tracking.py [--seconds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,17 +45,30 @@ def main():
 
     hum = pbsim.load(os.path.join(pybullet_data.getDataPath(), "humanoid/humanoid.urdf"), floating_base=True)
     dog = dog_model()
-    cases = [("humanoid (right ankle)", hum, hum.body_index("right_ankle"), motions.humanoid_gait),
-             ("dog72 (right front toe)", dog, dog.body_index("right_front_toe"), motions.dog_trot)]
+    cases = [
+        ("humanoid (right ankle)", hum, hum.body_index("right_ankle"), motions.humanoid_gait),
+        ("dog72 (right front toe)", dog, dog.body_index("right_front_toe"), motions.dog_trot),
+    ]
     dts = [1 / 300, 1 / 240, 1 / 120, 1 / 60, 1 / 30]
     table = {}
     for name, m, ee, motion in cases:
         for mode, solver in (("spd", "df"), ("spd", "maba"), ("pd", "maba")):
-            for dt in (dts if mode == "spd" else [1 / 30]):
-                ref = motion(m, kp=75000, kd=4000, root="hog", root_kp=20000, root_kd=2000, mode=mode, solver=solver, dt=dt)
+            for dt in dts if mode == "spd" else [1 / 30]:
+                ref = motion(
+                    m, kp=75000, kd=4000, root="hog", root_kp=20000, root_kd=2000, mode=mode, solver=solver, dt=dt
+                )
                 steps = int(round(a.seconds / dt))
-                tr = pbsim.rollout(m, "euler", dt=dt, steps=steps, q0=ref.q_at(0), v0=ref.v_at(0), control=ref,
-                                   on_nan="stop", record_every=max(1, steps // 60))
+                tr = pbsim.rollout(
+                    m,
+                    "euler",
+                    dt=dt,
+                    steps=steps,
+                    q0=ref.q_at(0),
+                    v0=ref.v_at(0),
+                    control=ref,
+                    on_nan="stop",
+                    record_every=max(1, steps // 60),
+                )
                 err = np.inf if tr.diverged[0] else ee_error(m, ee, tr, ref)
                 table[(name, mode.upper() + ("-" + solver.upper() if mode == "spd" else ""), dt)] = err
     print(f"Tracking error (mean |ee - root| sim vs ref, m), {a.seconds:g} s, semi-implicit Euler")
@@ -63,11 +77,16 @@ def main():
     for name, *_ in cases:
         for ctl in ("SPD-DF", "SPD-MABA", "PD"):
             cells = [table.get((name, ctl, d)) for d in dts]
-            print(f"| {name} | {ctl} | " + " | ".join("-" if c is None else ("diverged" if not np.isfinite(c) else f"{c:.4g}")
-                                                     for c in cells) + " |")
+            print(
+                f"| {name} | {ctl} | "
+                + " | ".join("-" if c is None else ("diverged" if not np.isfinite(c) else f"{c:.4g}") for c in cells)
+                + " |"
+            )
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axs = plt.subplots(1, 2, figsize=(10, 4))
     for ax, (name, *_) in zip(axs, cases):
         for ctl, st in (("SPD-DF", "s-"), ("SPD-MABA", "o--")):

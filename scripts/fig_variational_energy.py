@@ -20,6 +20,7 @@ in one batch of 2 (their steps are driven from Python, the slow part of the scri
 shortens them).  Prints the tables, writes docs/img/fig_variational_energy.png.
 Usage: python scripts/fig_variational_energy.py [--T 100] [--dt 0.001] [--windows 10] [--peer-steps N]
 """
+
 import argparse
 import sys
 import time
@@ -95,8 +96,13 @@ def main():
     ics = initial_conditions()
     names = list(ics)
     q0s = [ics[k] for k in names]
-    runs = [("1 ms", a.dt, 1e-12), ("1 ms tol 1e-9", a.dt, 1e-9), ("2 ms", 2 * a.dt, 1e-12),
-            ("0.5 ms", 0.5 * a.dt, 1e-12), ("0.25 ms", 0.25 * a.dt, 1e-12)]
+    runs = [
+        ("1 ms", a.dt, 1e-12),
+        ("1 ms tol 1e-9", a.dt, 1e-9),
+        ("2 ms", 2 * a.dt, 1e-12),
+        ("0.5 ms", 0.5 * a.dt, 1e-12),
+        ("0.25 ms", 0.25 * a.dt, 1e-12),
+    ]
     res = {}  # (ic, run label) -> stats
     series = {}
     cpu = {}
@@ -109,8 +115,10 @@ def main():
         for j, ic in enumerate(names):
             e = E[j] - E0[j]
             if first[j] >= 0:  # RIQN did not converge (max_iter) from this step on: no statistics
-                print(f"variational {lab}, {ic}: RIQN did not converge at step {first[j]} (t = {first[j] * dt:.2f} s); "
-                      f"run excluded")
+                print(
+                    f"variational {lab}, {ic}: RIQN did not converge at step {first[j]} (t = {first[j] * dt:.2f} s); "
+                    f"run excluded"
+                )
                 res[ic, lab] = None
                 continue
             res[ic, lab] = stats(e, dt, a.windows)
@@ -127,49 +135,78 @@ def main():
             series[ic, name] = (a.dt, e)
             res[ic, name] = stats(e, a.dt, a.windows) if np.isfinite(e).all() else None
     W = a.T / a.windows
-    print(f"10-link chain under gravity, {a.T:g} s; windows of {W:g} s; E0 = "
-          + ", ".join(f"{ic} {E0[j]:.4f} J" for j, ic in enumerate(names)))
-    print("CPU s (both initial conditions): " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
-          + (f"  (peers: {psteps} steps)" if psteps != int(round(a.T / a.dt)) else ""))
+    print(
+        f"10-link chain under gravity, {a.T:g} s; windows of {W:g} s; E0 = "
+        + ", ".join(f"{ic} {E0[j]:.4f} J" for j, ic in enumerate(names))
+    )
+    print(
+        "CPU s (both initial conditions): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
+        + (f"  (peers: {psteps} steps)" if psteps != int(round(a.T / a.dt)) else "")
+    )
     for ic in names:
         print(f"\n== {ic} release ==")
-        print(f"{'run':>16} {'it/step':>7} {'RMS E-E0':>10} {'final':>10} {'trend/run':>10} {'std':>9} "
-              f"{'trend/std':>9} {'late trend':>10} {'late std':>9} {'l.tr/std':>8}")
+        print(
+            f"{'run':>16} {'it/step':>7} {'RMS E-E0':>10} {'final':>10} {'trend/run':>10} {'std':>9} "
+            f"{'trend/std':>9} {'late trend':>10} {'late std':>9} {'l.tr/std':>8}"
+        )
         for lab in [r[0] for r in runs] + [p for p in a.peers.split(",") if p]:
             s = res[ic, lab]
             if s is None:
                 print(f"{lab:>16} (no statistics: diverged / did not converge)")
                 continue
             it = f"{its[ic, lab]:7.2f}" if (ic, lab) in its else f"{'-':>7}"
-            print(f"{lab:>16} {it} {s['rms']:10.3e} {s['final']:10.3e} {s['change_all']:10.3e} {s['std_all']:9.2e} "
-                  f"{abs(s['change_all']) / s['std_all']:9.2f} {s['change_late']:10.3e} {s['std_late']:9.2e} "
-                  f"{abs(s['change_late']) / s['std_late']:8.2f}")
+            print(
+                f"{lab:>16} {it} {s['rms']:10.3e} {s['final']:10.3e} {s['change_all']:10.3e} {s['std_all']:9.2e} "
+                f"{abs(s['change_all']) / s['std_all']:9.2f} {s['change_late']:10.3e} {s['std_late']:9.2e} "
+                f"{abs(s['change_late']) / s['std_late']:8.2f}"
+            )
         print(f"  window max |E-E0| ({W:g} s windows)")
         for lab in [r[0] for r in runs] + [p for p in a.peers.split(",") if p]:
             s = res[ic, lab]
             if s is not None:
                 print(f"{lab:>16} " + " ".join(f"{x:8.2e}" for x in s["wmax"]))
-        print(f"  window mean E-E0")
+        print("  window mean E-E0")
         for lab in [r[0] for r in runs] + [p for p in a.peers.split(",") if p]:
             s = res[ic, lab]
             if s is not None:
                 print(f"{lab:>16} " + " ".join(f"{x:9.2e}" for x in s["wmean"]))
-        print("  largest one-step change of E-E0 (variational): " + "; ".join(
-            f"{lab}: {res[ic, lab]['jump'][0]:.2e} J at t = {res[ic, lab]['jump'][1]:.2f} s, where max dt*|qdot| = "
-            f"{res[ic, lab]['jump'][2]:.3f} (run max {res[ic, lab]['jump'][3]:.3f})"
-            for lab in [r[0] for r in runs] if res[ic, lab] is not None))
+        print(
+            "  largest one-step change of E-E0 (variational): "
+            + "; ".join(
+                f"{lab}: {res[ic, lab]['jump'][0]:.2e} J at t = {res[ic, lab]['jump'][1]:.2f} s, where max dt*|qdot| = "
+                f"{res[ic, lab]['jump'][2]:.3f} (run max {res[ic, lab]['jump'][3]:.3f})"
+                for lab in [r[0] for r in runs]
+                if res[ic, lab] is not None
+            )
+        )
         pairs = [("2 ms", "1 ms"), ("1 ms", "0.5 ms"), ("0.5 ms", "0.25 ms")]
-        print("  O(dt^2) check (4 = second order): " + ", ".join(
-            f"{x} / {y}: RMS {res[ic, x]['rms'] / res[ic, y]['rms']:.2f}, mean window max "
-            f"{res[ic, x]['wmax'].mean() / res[ic, y]['wmax'].mean():.2f}"
-            for x, y in pairs if res[ic, x] is not None and res[ic, y] is not None))
+        print(
+            "  O(dt^2) check (4 = second order): "
+            + ", ".join(
+                f"{x} / {y}: RMS {res[ic, x]['rms'] / res[ic, y]['rms']:.2f}, mean window max "
+                f"{res[ic, x]['wmax'].mean() / res[ic, y]['wmax'].mean():.2f}"
+                for x, y in pairs
+                if res[ic, x] is not None and res[ic, y] is not None
+            )
+        )
         rt, r1 = res[ic, "1 ms tol 1e-9"], res[ic, "1 ms"]
         print(f"  tolerance check (1 ms): RMS tol 1e-9 / tol 1e-12 = {rt['rms'] / r1['rms']:.3f}")
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(2, 2, figsize=(12, 8))
-    col = {"euler": "C0", "rk4": "C1", "2 ms": "C2", "1 ms": "C3", "1 ms tol 1e-9": "C7", "0.5 ms": "C4", "0.25 ms": "C5"}
+    col = {
+        "euler": "C0",
+        "rk4": "C1",
+        "2 ms": "C2",
+        "1 ms": "C3",
+        "1 ms tol 1e-9": "C7",
+        "0.5 ms": "C4",
+        "0.25 ms": "C5",
+    }
     for j, ic in enumerate(names):
         for lab in ["euler", "rk4", "2 ms", "1 ms", "0.5 ms", "0.25 ms"]:
             if (ic, lab) not in series or res[ic, lab] is None:
@@ -180,18 +217,23 @@ def main():
             name = lab if lab in ("euler", "rk4") else "variational " + lab
             ax[0, j].plot(t[::st], e[::st], lw=0.6, label=name, color=col[lab])
         ax[0, j].set_yscale("symlog", linthresh=1e-4 if ic == "horizontal" else 1e-7)
-        ax[0, j].set_xlabel("t [s]"); ax[0, j].set_ylabel("E - E0 [J]"); ax[0, j].legend(fontsize=7)
+        ax[0, j].set_xlabel("t [s]")
+        ax[0, j].set_ylabel("E - E0 [J]")
+        ax[0, j].legend(fontsize=7)
         ax[0, j].set_title(f"10-body chain, {ic} release (Fig. 2b)")
         wc = (np.arange(a.windows) + 0.5) * W
         for lab in ["2 ms", "1 ms", "1 ms tol 1e-9", "0.5 ms", "0.25 ms"]:
             if res[ic, lab] is None:
                 continue
             ax[1, j].semilogy(wc, res[ic, lab]["wmax"], "o-", label=f"max|E-E0| {lab}", color=col[lab])
-        ax[1, j].set_xlabel("window centre [s]"); ax[1, j].set_ylabel("window max |E - E0| [J]")
-        ax[1, j].legend(fontsize=7); ax[1, j].set_title(f"variational, {ic}: per-window max")
+        ax[1, j].set_xlabel("window centre [s]")
+        ax[1, j].set_ylabel("window max |E - E0| [J]")
+        ax[1, j].legend(fontsize=7)
+        ax[1, j].set_title(f"variational, {ic}: per-window max")
     out = Path(__file__).resolve().parents[1] / "docs" / "img" / "fig_variational_energy.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(); fig.savefig(out, dpi=100)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
     print("wrote", out)
 
 

@@ -10,6 +10,7 @@ running count of (sub-)steps and wall time.  ``-v`` also prints every step that 
 back, did not converge or took > 2 s; ``--save DIR`` writes the state every 0.5 s (state_<k>.npz)
 with the energy of every step so far (E, e0, dt: what ``fig_pbad_fig2.py --load`` reads), and
 ``--resume FILE`` restarts from one."""
+
 import sys
 import time
 from pathlib import Path
@@ -47,11 +48,15 @@ def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None,
         tw = time.perf_counter() - tw
         E = d.energy[0]
         ex = d.extra or {}
-        if verbose and (not d.converged[0] or tw > 2 or ex.get("substeps", [1])[0] > 1
-                        or ex.get("fallback", [False])[0]):
-            print(f"  step {k} t={k * dt:.4f} E={E:+.4g} its={d.iterations[0]} conv={d.converged[0]} "
-                  f"substeps={ex.get('substeps', [1])[0]} fallback={ex.get('fallback', [False])[0]} "
-                  f"rotation={ex.get('rotation', [np.nan])[0]:.3f} wall={tw:.1f}s", flush=True)
+        if verbose and (
+            not d.converged[0] or tw > 2 or ex.get("substeps", [1])[0] > 1 or ex.get("fallback", [False])[0]
+        ):
+            print(
+                f"  step {k} t={k * dt:.4f} E={E:+.4g} its={d.iterations[0]} conv={d.converged[0]} "
+                f"substeps={ex.get('substeps', [1])[0]} fallback={ex.get('fallback', [False])[0]} "
+                f"rotation={ex.get('rotation', [np.nan])[0]:.3f} wall={tw:.1f}s",
+                flush=True,
+            )
         emax = max(emax, E)
         hist.append(E)
         conv.append(bool(d.converged[0]))
@@ -61,12 +66,13 @@ def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None,
             break
         if save and k % every == 0:
             qp = s.q_prev if s.q_prev is not None else np.zeros(0)
-            np.savez(Path(save) / f"state_{k}.npz", q=s.q, v=s.v, t=s.t, q_prev=qp, k=k, E=np.array(hist), e0=e0,
-                     dt=dt)
+            np.savez(Path(save) / f"state_{k}.npz", q=s.q, v=s.v, t=s.t, q_prev=qp, k=k, E=np.array(hist), e0=e0, dt=dt)
         if k % every == 0 or k == steps:
-            print(f"t={k * dt:.2f} E={E:+.4g} maxE-E0={emax - e0:+.4g} ({(emax - e0) / scale * 100:+.2f}% of "
-                  f"{scale:.3g}) conv={np.mean(conv):.3f} substeps={subs} wall={time.perf_counter() - t0:.0f}s",
-                  flush=True)
+            print(
+                f"t={k * dt:.2f} E={E:+.4g} maxE-E0={emax - e0:+.4g} ({(emax - e0) / scale * 100:+.2f}% of "
+                f"{scale:.3g}) conv={np.mean(conv):.3f} substeps={subs} wall={time.perf_counter() - t0:.0f}s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
@@ -80,7 +86,12 @@ if __name__ == "__main__":
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--save")
     ap.add_argument("--resume")
-    ap.add_argument("-o", action="append", default=[], metavar="KEY=VALUE",
-                    help="integrator option (string value), e.g. -o fallback=pbad2")
+    ap.add_argument(
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="integrator option (string value), e.g. -o fallback=pbad2",
+    )
     a = ap.parse_args()
     main(a.links, a.dt, a.integrator, a.seconds, verbose=a.v, save=a.save, resume=a.resume, options=a.o)

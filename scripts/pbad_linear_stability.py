@@ -8,6 +8,7 @@ mode's energy the scheme keeps after 10 s (rho^(2 T/dt)).
 
     python scripts/pbad_linear_stability.py [links,...]      (default 10,40,100)
 """
+
 import sys
 from pathlib import Path
 
@@ -50,15 +51,21 @@ def main(links=(10, 40, 100), T=10.0):
         r = np.array([spectral_radius(K, x) for x in wmax])
         print(f"{name}: max rho over w dt in (0, 20] = {r.max():.4f} at w dt = {wmax[r.argmax()]:.2f}")
     print()
-    print("| links | slowest modes w [rad/s] | fastest w | dt | integrator | energy kept after 10 s: mode 1 | mode 2 | mode 3 |")
+    print(
+        "| links | slowest modes w [rad/s] | fastest w | dt | integrator | energy kept after 10 s: mode 1 | mode 2 | mode 3 |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for n in links:
         w = chain_modes(n)
         for dt in (0.05, 0.1):
             for K, name in ((2, "pbad"), (3, "pbad3"), (4, "pbad4")):
                 kept = [spectral_radius(K, wi * dt) ** (2 * T / dt) for wi in w[:3]]
-                print(f"| {n} | {', '.join(f'{x:.2f}' for x in w[:3])} | {w[-1]:.1f} | {dt} | {name} | "
-                      + " | ".join(f"{k:.3g}" for k in kept) + " |", flush=True)
+                print(
+                    f"| {n} | {', '.join(f'{x:.2f}' for x in w[:3])} | {w[-1]:.1f} | {dt} | {name} | "
+                    + " | ".join(f"{k:.3g}" for k in kept)
+                    + " |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

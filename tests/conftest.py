@@ -1,4 +1,5 @@
 """Shared fixtures: where third-party robot files live, and skips when they are absent."""
+
 from __future__ import annotations
 
 import os

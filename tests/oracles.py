@@ -1,4 +1,5 @@
 """Mapping pbsim states to Pinocchio and MuJoCo (oracles for the dynamics tests)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,13 +16,16 @@ class PinOracle:
 
         self.pin = pin
         self.m = model
-        self.pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.floating_base
-                   else pin.buildModelFromUrdf(path))
+        self.pm = (
+            pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+            if model.floating_base
+            else pin.buildModelFromUrdf(path)
+        )
         self.pd = self.pm.createData()
         self.perm = np.zeros(model.nv, int)
         for i in range(model.nb):
             jv = 0 if model.jtype[i] == FREE else self.pm.joints[self.pm.getJointId(model.joint_names[i])].idx_v
-            self.perm[model.iv[i]:model.iv[i] + model.nvj[i]] = jv + np.arange(model.nvj[i])
+            self.perm[model.iv[i] : model.iv[i] + model.nvj[i]] = jv + np.arange(model.nvj[i])
 
     def q(self, q):
         m, pm = self.m, self.pm
@@ -29,14 +33,14 @@ class PinOracle:
         for i in range(m.nb):
             k = m.iq[i]
             if m.jtype[i] == FREE:
-                qp[0:3] = q[k:k + 3]
-                qp[3:7] = np.roll(q[k + 3:k + 7], -1)  # (w,x,y,z) -> (x,y,z,w)
+                qp[0:3] = q[k : k + 3]
+                qp[3:7] = np.roll(q[k + 3 : k + 7], -1)  # (w,x,y,z) -> (x,y,z,w)
                 continue
             j = pm.joints[pm.getJointId(m.joint_names[i])]
             if m.jtype[i] == BALL:
-                qp[j.idx_q:j.idx_q + 4] = np.roll(q[k:k + 4], -1)
+                qp[j.idx_q : j.idx_q + 4] = np.roll(q[k : k + 4], -1)
             elif j.nq == 2:  # continuous joint: (cos, sin)
-                qp[j.idx_q:j.idx_q + 2] = np.cos(q[k]), np.sin(q[k])
+                qp[j.idx_q : j.idx_q + 2] = np.cos(q[k]), np.sin(q[k])
             else:
                 qp[j.idx_q] = q[k]
         return qp

@@ -1,4 +1,5 @@
 """First-run compilation: the notice, its time kept apart, and what must not compile twice."""
+
 from __future__ import annotations
 
 import json
@@ -70,14 +71,38 @@ def test_read_only_inputs_do_not_recompile():
     frozen = kp.copy()
     frozen.flags.writeable = False
     with CompileWatch("pbad", notice=False) as cw:
-        pbsim.rollout(m, "pbad", dt=0.02, steps=2, scene=pbsim.make_scene(m, ground="plane"),
-                      control=pbsim.Control(mode="spd", kp=frozen, kd=np.broadcast_to(1.0, (m.nv,))))
+        pbsim.rollout(
+            m,
+            "pbad",
+            dt=0.02,
+            steps=2,
+            scene=pbsim.make_scene(m, ground="plane"),
+            control=pbsim.Control(mode="spd", kp=frozen, kd=np.broadcast_to(1.0, (m.nv,))),
+        )
     assert cw.compilations == 0
 
 
 def test_cli_summary_has_compile_s_and_wall_without_it():
-    r = subprocess.run([sys.executable, "-m", "pbsim", "rollout", "chain3", "--integrator", "euler", "--dt", "0.001",
-                        "--steps", "5", "--json", "--quiet"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pbsim",
+            "rollout",
+            "chain3",
+            "--integrator",
+            "euler",
+            "--dt",
+            "0.001",
+            "--steps",
+            "5",
+            "--json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["compile_s"] >= 0.0 and out["wall_s"] >= 0.0
@@ -85,10 +110,15 @@ def test_cli_summary_has_compile_s_and_wall_without_it():
 
 
 def test_warmup_command():
-    r = subprocess.run([sys.executable, "-m", "pbsim", "warmup", "--integrators", "euler", "--configs", "single",
-                        "--jobs", "1"], capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "pbsim", "warmup", "--integrators", "euler", "--configs", "single", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "euler" in r.stdout and "single" in r.stdout and "warmed up 1 integrator" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "pbsim", "warmup", "--integrators", "nope"], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pbsim", "warmup", "--integrators", "nope"], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 2 and "unknown integrator" in r.stderr and "Traceback" not in r.stderr

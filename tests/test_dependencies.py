@@ -7,6 +7,7 @@ Some are not imported by pbsim itself but by trimesh on demand: ``rtree`` (ray a
 queries: ``pbsim.contact.environment.envelope_faces``) and ``collada`` (pycollada: loading .dae
 meshes), so they are exercised through trimesh as pbsim uses it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,9 +54,11 @@ def _need(mod: str):
     except ImportError as e:
         err = e
     extra = "." if group == "base" else f"'.[{group}]'"
-    pytest.fail(f"{mod!r} is not importable ({err}); needed for {why}: pip install {extra} "
-                f"(pyproject.toml must list {dist!r} in {'dependencies' if group == 'base' else group})",
-                pytrace=False)
+    pytest.fail(
+        f"{mod!r} is not importable ({err}); needed for {why}: pip install {extra} "
+        f"(pyproject.toml must list {dist!r} in {'dependencies' if group == 'base' else group})",
+        pytrace=False,
+    )
 
 
 def _norm(name: str) -> str:
@@ -157,8 +160,10 @@ def test_module_is_declared_in_pyproject(mod):
     allowed = declared["base"] | (declared.get(group, set()) if group != "base" else set())
     installed = {_norm(d) for d in importlib.metadata.packages_distributions().get(mod, [])}
     candidates = installed or {_norm(dist)}
-    assert candidates & allowed, (f"{mod!r} (distribution {sorted(candidates)}, needed for {why}) is not declared "
-                                  f"in pyproject.toml {'dependencies' if group == 'base' else f'[{group}] extra'}")
+    assert candidates & allowed, (
+        f"{mod!r} (distribution {sorted(candidates)}, needed for {why}) is not declared "
+        f"in pyproject.toml {'dependencies' if group == 'base' else f'[{group}] extra'}"
+    )
 
 
 def test_every_third_party_import_is_listed():
@@ -169,8 +174,13 @@ def test_every_third_party_import_is_listed():
     for root in ("pbsim", "viewer"):
         for p in sorted((ROOT / root).rglob("*.py")):
             for n in ast.walk(ast.parse(p.read_text(), str(p))):
-                names = [a.name for a in n.names] if isinstance(n, ast.Import) else \
-                    [n.module] if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module else []
+                names = (
+                    [a.name for a in n.names]
+                    if isinstance(n, ast.Import)
+                    else [n.module]
+                    if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
+                    else []
+                )
                 for name in names:
                     top = name.split(".")[0]
                     if top not in sys.stdlib_module_names and top not in FIRST_PARTY:

@@ -24,6 +24,7 @@ How the graph is built (statically, with :mod:`ast`; nothing is imported):
 The test fails listing every strongly connected component of more than one module and every
 self-loop; and every import that goes from a lower layer (:data:`LAYERS`) to a higher one.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,12 +36,21 @@ ROOT = Path(__file__).resolve().parents[1] / "pbsim"
 LAYERS = {
     "pbsim.errors": 0,
     "pbsim.backends.kernel": 0,  # the @kernel decorator / compile machinery: below everything
-    "pbsim.model": 1, "pbsim.io": 1, "pbsim.dynamics": 1, "pbsim.contact": 1, "pbsim.control": 1,
+    "pbsim.model": 1,
+    "pbsim.io": 1,
+    "pbsim.dynamics": 1,
+    "pbsim.contact": 1,
+    "pbsim.control": 1,
     "pbsim.optim": 1,
     "pbsim.integrators": 2,
     "pbsim.backends": 3,  # batched CPU/CUDA drivers of the integrators' kernels
-    "pbsim.trajectory": 4, "pbsim.rollout": 4, "pbsim.rollout_gpu": 4, "pbsim.warmup": 4,
-    "pbsim.cli": 5, "pbsim.__main__": 5, "pbsim": 5,  # the facade package __init__
+    "pbsim.trajectory": 4,
+    "pbsim.rollout": 4,
+    "pbsim.rollout_gpu": 4,
+    "pbsim.warmup": 4,
+    "pbsim.cli": 5,
+    "pbsim.__main__": 5,
+    "pbsim": 5,  # the facade package __init__
 }
 
 
@@ -90,7 +100,7 @@ def imports_of(mod: str, mods: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 src = ".".join(base + ([node.module] if node.module else []))
             else:
                 src = node.module or ""
@@ -190,6 +200,10 @@ def test_every_module_has_a_layer():
 
 def test_layers():
     g = import_graph()
-    bad = [f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})" for a, deps in g.items() for b in sorted(deps)
-           if layer(b) > layer(a)]
+    bad = [
+        f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})"
+        for a, deps in g.items()
+        for b in sorted(deps)
+        if layer(b) > layer(a)
+    ]
     assert not bad, "lower layers import higher ones:\n" + "\n".join(bad)

@@ -3,6 +3,7 @@
 Each function returns a :class:`pbsim.Model`; :mod:`pbsim_models.write` writes them as URDF
 and MJCF files under ``models/generated/``.
 """
+
 from pbsim_models.chains import chain, chain_energy_scale
 from pbsim_models.creatures import snake, spider, swimmer
 from pbsim_models.dog import dog

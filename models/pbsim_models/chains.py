@@ -1,4 +1,5 @@
 """Fixed-base serial chains (papers 000 Fig. 2-4 and 004 Fig. 2-3)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,14 @@ from pbsim.model import JointSpec, LinkSpec, ModelBuilder
 from pbsim_models.parts import add_universal, capsule_link
 
 
-def chain(n: int, joint: str = "revolute", link_length: float = 0.1, link_mass: float = 0.1,
-          radius: float = 0.01, damping: float = 0.0):
+def chain(
+    n: int,
+    joint: str = "revolute",
+    link_length: float = 0.1,
+    link_mass: float = 0.1,
+    radius: float = 0.01,
+    damping: float = 0.0,
+):
     """``n`` uniform rods hanging from the world, laid out along +x at q = 0 (horizontal).
 
     ``joint``: "revolute" (1 DOF about y: swings in the x-z plane), "ball2" / "ball" meaning the
@@ -26,8 +33,9 @@ def chain(n: int, joint: str = "revolute", link_length: float = 0.1, link_mass: 
         b.add_link(capsule_link(name, link_mass, link_length, radius))
         p = np.zeros(3) if i == 0 else np.array([link_length, 0, 0])
         if kind == "revolute":
-            b.add_joint(JointSpec(f"joint{i}", "revolute", parent, name, p=p, axis=np.array([0, 1.0, 0]),
-                                  damping=damping))
+            b.add_joint(
+                JointSpec(f"joint{i}", "revolute", parent, name, p=p, axis=np.array([0, 1.0, 0]), damping=damping)
+            )
         elif kind == "ball2":
             add_universal(b, f"joint{i}", parent, name, p)
         else:

@@ -1,9 +1,10 @@
 """Snakes (paper 001 Table 1), the 4-link swimmer and the 4-legged spider (paper 000 Sec. 6.2)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from pbsim.model import JointSpec, LinkSpec, ModelBuilder
+from pbsim.model import JointSpec, ModelBuilder
 from pbsim_models.parts import add_universal, box_link, capsule_link
 
 
@@ -17,11 +18,30 @@ def snake(ndof: int = 36, segment_length: float = 0.08, segment_mass: float = 0.
     parent = "seg0"
     for i in range(1, ndof - 6 + 1):
         name = f"seg{i}"
-        b.add_link(capsule_link(name, segment_mass, segment_length, radius, direction=(-1, 0, 0),
-                                rgba=(0.2, 0.6 + 0.3 * (i % 2), 0.2, 1)))
+        b.add_link(
+            capsule_link(
+                name,
+                segment_mass,
+                segment_length,
+                radius,
+                direction=(-1, 0, 0),
+                rgba=(0.2, 0.6 + 0.3 * (i % 2), 0.2, 1),
+            )
+        )
         axis = np.array([0, 0, 1.0]) if i % 2 else np.array([0, 1.0, 0])
-        b.add_joint(JointSpec(f"joint{i}", "revolute", parent, name, p=np.array([-segment_length, 0, 0]),
-                              axis=axis, lower=-1.2, upper=1.2, effort=50.0))
+        b.add_joint(
+            JointSpec(
+                f"joint{i}",
+                "revolute",
+                parent,
+                name,
+                p=np.array([-segment_length, 0, 0]),
+                axis=axis,
+                lower=-1.2,
+                upper=1.2,
+                effort=50.0,
+            )
+        )
         parent = name
     m = b.build(floating_base=True)
     m.q_default = m.neutral()
@@ -35,9 +55,19 @@ def swimmer(n_links: int = 4, link_length: float = 0.25, link_mass: float = 1.0,
     b.add_link(capsule_link("link0", link_mass, link_length, radius, rgba=(0.2, 0.4, 0.9, 1)))
     for i in range(1, n_links):
         b.add_link(capsule_link(f"link{i}", link_mass, link_length, radius, rgba=(0.2, 0.4, 0.9, 1)))
-        b.add_joint(JointSpec(f"joint{i}", "revolute", f"link{i - 1}", f"link{i}",
-                              p=np.array([link_length, 0, 0]), axis=np.array([0, 0, 1.0]),
-                              lower=-1.5, upper=1.5, effort=20.0))
+        b.add_joint(
+            JointSpec(
+                f"joint{i}",
+                "revolute",
+                f"link{i - 1}",
+                f"link{i}",
+                p=np.array([link_length, 0, 0]),
+                axis=np.array([0, 0, 1.0]),
+                lower=-1.5,
+                upper=1.5,
+                effort=20.0,
+            )
+        )
     m = b.build(floating_base=True)
     m.gravity = np.zeros(3)  # neutrally buoyant
     return m
@@ -53,12 +83,18 @@ def spider(leg_length: float = 0.3, shin_length: float = 0.3, torso_half=(0.15, 
         hip = np.array([d[0] * torso_half[0], d[1] * torso_half[1], 0.0])
         thigh, shin = f"thigh{k}", f"shin{k}"
         b.add_link(capsule_link(thigh, 0.3, leg_length, 0.03, direction=d, rgba=(0.9, 0.3, 0.2, 1)))
-        b.add_link(capsule_link(shin, 0.2, shin_length, 0.025, direction=(d[0] * 0.4, d[1] * 0.4, -1.0),
-                                rgba=(0.9, 0.6, 0.2, 1)))
+        b.add_link(
+            capsule_link(
+                shin, 0.2, shin_length, 0.025, direction=(d[0] * 0.4, d[1] * 0.4, -1.0), rgba=(0.9, 0.6, 0.2, 1)
+            )
+        )
         normal = np.array([-d[1], d[0], 0.0])
         add_universal(b, f"hip{k}", "torso", thigh, hip, axes=(normal, (0, 0, 1.0)), lower=-1.2, upper=1.2)
-        b.add_joint(JointSpec(f"knee{k}", "revolute", thigh, shin, p=d * leg_length, axis=normal,
-                              lower=-1.5, upper=1.5, effort=30.0))
+        b.add_joint(
+            JointSpec(
+                f"knee{k}", "revolute", thigh, shin, p=d * leg_length, axis=normal, lower=-1.5, upper=1.5, effort=30.0
+            )
+        )
     m = b.build(floating_base=True)
     m.q_default = m.neutral()
     m.q_default[2] = 0.35
@@ -88,8 +124,9 @@ def spider_contact_points(model, torso_half=(0.15, 0.15, 0.05), foot_radius=0.02
         body.append(shin)  # the knee: the shin's origin (the thigh's tip)
         local.append((0.0, 0.0, 0.0))
         radius.append(knee_radius)
-    return dict(points_body=np.array(body, np.int32), points_local=np.array(local, float),
-                points_radius=np.array(radius, float))
+    return dict(
+        points_body=np.array(body, np.int32), points_local=np.array(local, float), points_radius=np.array(radius, float)
+    )
 
 
 def spider_standing(model, foot_radius=0.025):
@@ -100,8 +137,10 @@ def spider_standing(model, foot_radius=0.025):
     q = np.array(model.q_default, float)
     pts = spider_contact_points(model)
     T = forward_kinematics(model, q)
-    z = min(T[b][2, :3] @ p + T[b][2, 3] - r for b, p, r in zip(pts["points_body"], pts["points_local"],
-                                                                 pts["points_radius"]))
+    z = min(
+        T[b][2, :3] @ p + T[b][2, 3] - r
+        for b, p, r in zip(pts["points_body"], pts["points_local"], pts["points_radius"])
+    )
     q[2] -= z
     return q
 
@@ -112,8 +151,9 @@ def spider_trot(model, q, t, freq=1.0, sweep=0.35, lift=0.35, knee=0.0, ramp=1.0
     half a period apart.  While ``sin(phase) > 0`` a leg swings: its hip pitch lifts it (a negative
     rotation about the leg's horizontal normal raises the foot) and it moves forward; while
     ``sin(phase) < 0`` it is on the ground and its hip yaw sweeps the foot backwards (-x), which
-    pushes the torso towards +x; a negative knee angle (``-knee``) folds the swinging shin up.  Left legs (0, 1; y > 0) sweep backwards by turning about +z,
-    right legs (2, 3) about -z.  The amplitudes ramp in linearly over ``ramp`` seconds."""
+    pushes the torso towards +x; a negative knee angle (``-knee``) folds the swinging shin up.
+    Left legs (0, 1; y > 0) sweep backwards by turning about +z, right legs (2, 3) about -z.
+    The amplitudes ramp in linearly over ``ramp`` seconds."""
     qref = np.array(q, float).copy()
     a = min(1.0, t / ramp) if ramp > 0 else 1.0
     for k in range(4):

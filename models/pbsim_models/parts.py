@@ -1,4 +1,5 @@
 """Small helpers shared by the generators: capsule links and universal (2-DOF ball) joints."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,14 +20,24 @@ def capsule_link(name, mass, length, radius, direction=(1.0, 0.0, 0.0), rgba=(0.
     """A solid rod from the link origin along ``direction`` (capsule shape, cylinder inertia)."""
     d = np.asarray(direction, float)
     d /= np.linalg.norm(d)
-    Iaxial = 0.5 * mass * radius ** 2
-    Iperp = mass * (3 * radius ** 2 + length ** 2) / 12.0
+    Iaxial = 0.5 * mass * radius**2
+    Iperp = mass * (3 * radius**2 + length**2) / 12.0
     R = rot_to_axis(d)
     I = R @ np.diag([Iperp, Iperp, Iaxial]) @ R.T
     link = LinkSpec(name, mass=mass, com=d * length / 2, inertia=I)
     for role in ("visual", "collision"):
-        link.geoms.append(Geometry(f"{name}_{role}", "capsule", -1, R, d * length / 2,
-                                   np.array([radius, length / 2]), role, rgba=np.array(rgba)))
+        link.geoms.append(
+            Geometry(
+                f"{name}_{role}",
+                "capsule",
+                -1,
+                R,
+                d * length / 2,
+                np.array([radius, length / 2]),
+                role,
+                rgba=np.array(rgba),
+            )
+        )
     return link
 
 
@@ -35,8 +46,11 @@ def box_link(name, mass, half, rgba=(0.3, 0.5, 0.8, 1.0)) -> LinkSpec:
     I = mass / 3.0 * np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy])
     link = LinkSpec(name, mass=mass, inertia=I)
     for role in ("visual", "collision"):
-        link.geoms.append(Geometry(f"{name}_{role}", "box", -1, np.eye(3), np.zeros(3), np.array(half, float),
-                                   role, rgba=np.array(rgba)))
+        link.geoms.append(
+            Geometry(
+                f"{name}_{role}", "box", -1, np.eye(3), np.zeros(3), np.array(half, float), role, rgba=np.array(rgba)
+            )
+        )
     return link
 
 
@@ -45,7 +59,16 @@ def add_universal(b, name, parent, child_link, p, axes=((0, 1.0, 0), (0, 0, 1.0)
     with a massless link between them."""
     mid = f"{name}_cross"
     b.add_link(LinkSpec(mid))
-    b.add_joint(JointSpec(f"{name}_0", "revolute", parent, mid, p=np.asarray(p, float), axis=np.array(axes[0]),
-                          lower=lower, upper=upper))
-    b.add_joint(JointSpec(f"{name}_1", "revolute", mid, child_link, axis=np.array(axes[1]), lower=lower,
-                          upper=upper))
+    b.add_joint(
+        JointSpec(
+            f"{name}_0",
+            "revolute",
+            parent,
+            mid,
+            p=np.asarray(p, float),
+            axis=np.array(axes[0]),
+            lower=lower,
+            upper=upper,
+        )
+    )
+    b.add_joint(JointSpec(f"{name}_1", "revolute", mid, child_link, axis=np.array(axes[1]), lower=lower, upper=upper))

@@ -6,9 +6,9 @@ Chains of N = 10, 40, 100, 200 links with revolute and with 2-DOF ball ("ball2")
 of 36, 72 and 195 DOF, the swimmer and the spider.  The files are committed; tests check that
 reading them back gives the same dynamics as the generators.
 """
+
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 

@@ -49,7 +49,7 @@ def euler_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
     """``nsteps`` semi-implicit Euler steps for every trajectory; the state stays in (q, v)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        for k in range(nsteps):
+        for _k in range(nsteps):
             euler_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             copy_rows(m, b, qn, vn, q, v)
 
@@ -58,7 +58,7 @@ def euler_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
 def rk_steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        for k in range(nsteps):
+        for _k in range(nsteps):
             rk_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             copy_rows(m, b, qn, vn, q, v)
 
@@ -69,7 +69,7 @@ def pbad_steps_batch(m, c, w, pm, pw, info, maxit, gtol, xtol, exact_h, q, v, qn
     ``pbad_step`` (numba's prange wrapper refuses the nested namedtuple ``x``, so it is unpacked)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        for k in range(nsteps):
+        for _k in range(nsteps):
             pbad2_prepare(m, w, pw, b, q, v, dt)
             pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
             pbad2_finish(m, w, pw, b, q, dt, qn, vn)

@@ -216,7 +216,7 @@ def _steps_k(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
     (Specialized per stepper by :func:`_specialize`, which rebinds ``_step``.)"""
     b = cuda.grid(1)
     if b < q.shape[0]:
-        for k in range(nsteps):
+        for _k in range(nsteps):
             _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             _copy_rows(m, b, qn, vn, q, v)
 

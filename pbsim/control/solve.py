@@ -42,7 +42,7 @@ def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
     depends on the solution, so after a solve every joint whose torque exceeds its limit is fixed
     at the limit as an explicit torque (its ``Kd dt`` leaves D) and the system is solved again;
     unsaturated joints stay implicit.  At most 4 re-solves; joints never leave the active set."""
-    for it in range(4):
+    for _it in range(4):
         changed = False
         for j in range(m.nv):
             kc = sw.kc[b, j]

@@ -184,8 +184,6 @@ def aba_forward(m, w, b, qdd):
         a0[3 + r] = -m.gravity[r]
     for i in range(m.nb):
         par = m.parent[i]
-        j0 = m.iv[i]
-        nvi = m.nvj[i]
         if par >= 0:
             motion_to_child(w.R[b, i], w.p[b, i], acc[par], acc[i])
         else:

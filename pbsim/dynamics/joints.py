@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.dynamics.spatial import axis_angle_to_rot, quat_exp_mul, quat_log_between, quat_to_rot
+from pbsim.dynamics.spatial import quat_exp_mul, quat_log_between, quat_to_rot
 
 REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3
 JOINT_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", BALL: "ball", FREE: "free"}

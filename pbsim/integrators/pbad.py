@@ -295,7 +295,7 @@ def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
         step = 1.0
         ok = False
         Et = E
-        for ls in range(40):
+        for _ls in range(40):
             for j in range(n):
                 s_new[j] = step * dx[j]
             integrate_config(m, qi, s_new, qt, w.Rj[b])
@@ -574,7 +574,7 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
                         s += J[k, a] * J[k, cc]
                     H[a, cc] = s
                     H[cc, a] = s
-        for tries in range(0 if accepted else 30):
+        for _tries in range(0 if accepted else 30):
             if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
                 for u in range(2, nn):
                     integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])

@@ -1,4 +1,5 @@
 """Robot-file readers and writers."""
+
 from __future__ import annotations
 
 import os

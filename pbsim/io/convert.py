@@ -8,6 +8,7 @@ represent.  ``dynamics_error`` and ``mujoco_dynamics_error`` are the checks the 
 matrix and ABA of two models (or of a model and MuJoCo's compilation of an MJCF) at random
 states, with joints matched by name.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,10 @@ class ConvertReport:
     actions: list[str] = field(default_factory=list)  # what convert changed (simplified meshes ...)
 
     def __str__(self):
-        rows = [f"converted {self.in_path} -> {self.out_path}",
-                f"  {self.nbodies} bodies, nq {self.nq}, nv {self.nv}, {len(self.meshes)} mesh file(s) written"]
+        rows = [
+            f"converted {self.in_path} -> {self.out_path}",
+            f"  {self.nbodies} bodies, nq {self.nq}, nv {self.nv}, {len(self.meshes)} mesh file(s) written",
+        ]
         for src, dst in self.meshes:
             rows.append(f"  mesh {src} -> {dst}")
         for n in self.notes:
@@ -89,11 +92,14 @@ def _source_extras(in_path: str) -> list[str]:
     if root is None:
         return lost
     if ext == ".urdf":
-        for tag, what in (("transmission", "transmissions"), ("gazebo", "<gazebo> extensions"),
-                          ("joint/safety_controller", "safety controllers"),
-                          ("joint/calibration", "joint calibrations"),
-                          ("joint/dynamics[@friction]", "joint friction (dynamics/@friction)"),
-                          (".//texture", "material textures")):
+        for tag, what in (
+            ("transmission", "transmissions"),
+            ("gazebo", "<gazebo> extensions"),
+            ("joint/safety_controller", "safety controllers"),
+            ("joint/calibration", "joint calibrations"),
+            ("joint/dynamics[@friction]", "joint friction (dynamics/@friction)"),
+            (".//texture", "material textures"),
+        ):
             els = root.findall(tag)
             if "friction" in tag:
                 els = [e for e in els if _nonzero(e.get("friction"))]
@@ -108,9 +114,15 @@ def _source_extras(in_path: str) -> list[str]:
         except Exception:
             mj = None
         if mj is not None:
-            for n, what in ((mj.ntendon, "tendons"), (mj.nu, "actuators"), (mj.neq, "equality constraints"),
-                            (mj.nsensor, "sensors"), (mj.nexclude, "contact excludes"),
-                            (mj.npair, "explicit contact pairs"), (mj.nkey, "keyframes")):
+            for n, what in (
+                (mj.ntendon, "tendons"),
+                (mj.nu, "actuators"),
+                (mj.neq, "equality constraints"),
+                (mj.nsensor, "sensors"),
+                (mj.nexclude, "contact excludes"),
+                (mj.npair, "explicit contact pairs"),
+                (mj.nkey, "keyframes"),
+            ):
                 if n:
                     lost.append(f"source MJCF: {n} {what} are not part of pbsim's Model")
             if np.any(mj.jnt_stiffness):
@@ -118,9 +130,11 @@ def _source_extras(in_path: str) -> list[str]:
             if np.any(mj.dof_frictionloss):
                 lost.append("source MJCF: joint frictionloss is not part of pbsim's Model")
             gt = set(int(t) for t in mj.geom_type)
-            for code, name in ((int(mujoco.mjtGeom.mjGEOM_ELLIPSOID), "ellipsoid"),
-                               (int(mujoco.mjtGeom.mjGEOM_HFIELD), "height field"),
-                               (int(mujoco.mjtGeom.mjGEOM_SDF), "SDF")):
+            for code, name in (
+                (int(mujoco.mjtGeom.mjGEOM_ELLIPSOID), "ellipsoid"),
+                (int(mujoco.mjtGeom.mjGEOM_HFIELD), "height field"),
+                (int(mujoco.mjtGeom.mjGEOM_SDF), "SDF"),
+            ):
                 if code in gt:
                     lost.append(f"source MJCF: {name} geoms have no pbsim shape")
     return lost
@@ -225,9 +239,17 @@ def _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, r
 
 
 # ---------------------------------------------------------------------- main entry
-def convert(in_path, out_path, mesh_format: str | None = "stl", convex_hull: bool = False,
-            simplify: int | None = None, floating_base: bool | None = None, verbose: bool = False,
-            capsules: str = "capsule", **load_kw) -> ConvertReport:
+def convert(
+    in_path,
+    out_path,
+    mesh_format: str | None = "stl",
+    convex_hull: bool = False,
+    simplify: int | None = None,
+    floating_base: bool | None = None,
+    verbose: bool = False,
+    capsules: str = "capsule",
+    **load_kw,
+) -> ConvertReport:
     """Convert a robot file (URDF or MJCF) into another (by ``out_path``'s extension).
 
     ``mesh_format``: "stl" (default) or "obj" for every mesh written next to the output, or None
@@ -304,10 +326,10 @@ def dynamics_error(a, b, nstates: int = 20, rng=0, ignore_armature: bool = False
         q2[qb] = q[qa]
         for i, j in free:  # same world pose: tree_b o q_b = tree_a o q_a
             ka, kb = a.iq[i], b.iq[j]
-            Rw = a.tree_R[i] @ quat_to_rot(q[ka + 3:ka + 7])
-            pw = a.tree_p[i] + a.tree_R[i] @ q[ka:ka + 3]
-            q2[kb:kb + 3] = b.tree_R[j].T @ (pw - b.tree_p[j])
-            q2[kb + 3:kb + 7] = rot_to_quat(b.tree_R[j].T @ Rw)
+            Rw = a.tree_R[i] @ quat_to_rot(q[ka + 3 : ka + 7])
+            pw = a.tree_p[i] + a.tree_R[i] @ q[ka : ka + 3]
+            q2[kb : kb + 3] = b.tree_R[j].T @ (pw - b.tree_p[j])
+            q2[kb + 3 : kb + 7] = rot_to_quat(b.tree_R[j].T @ Rw)
         v2, t2 = np.zeros(b.nv), np.zeros(b.nv)
         v2[vb], t2[vb] = v[va], tau[va]
         Ma = crba(a, q)
@@ -338,7 +360,7 @@ def mujoco_dynamics_error(model, xml_path, nstates: int = 20, rng=0) -> float:
     rng = np.random.default_rng(rng)
     err = 0.0
     adr = []
-    for i, n in enumerate(model.joint_names):
+    for n in model.joint_names:
         jid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, n)
         if jid < 0:
             raise ValueError(f"MuJoCo model has no joint {n!r}")
@@ -355,18 +377,18 @@ def mujoco_dynamics_error(model, xml_path, nstates: int = 20, rng=0) -> float:
             qa, da = adr[i]
             nq, nv = int(model.nqj[i]), int(model.nvj[i])
             if model.jtype[i] == FREE:
-                R = model.tree_R[i] @ quat_to_rot(q[k + 3:k + 7])
-                qpos[qa:qa + 3] = model.tree_p[i] + model.tree_R[i] @ q[k:k + 3]
-                qpos[qa + 3:qa + 7] = rot_to_quat(R)
-                T[j:j + 3, da:da + 3] = R.T
-                T[j + 3:j + 6, da + 3:da + 6] = np.eye(3)
-                v_mj[da:da + 3] = R @ v[j:j + 3]
-                v_mj[da + 3:da + 6] = v[j + 3:j + 6]
-                Tdv[j:j + 3] = -np.cross(v[j + 3:j + 6], v[j:j + 3])
+                R = model.tree_R[i] @ quat_to_rot(q[k + 3 : k + 7])
+                qpos[qa : qa + 3] = model.tree_p[i] + model.tree_R[i] @ q[k : k + 3]
+                qpos[qa + 3 : qa + 7] = rot_to_quat(R)
+                T[j : j + 3, da : da + 3] = R.T
+                T[j + 3 : j + 6, da + 3 : da + 6] = np.eye(3)
+                v_mj[da : da + 3] = R @ v[j : j + 3]
+                v_mj[da + 3 : da + 6] = v[j + 3 : j + 6]
+                Tdv[j : j + 3] = -np.cross(v[j + 3 : j + 6], v[j : j + 3])
             else:
-                qpos[qa:qa + nq] = q[k:k + nq]
-                T[j:j + nv, da:da + nv] = np.eye(nv)
-                v_mj[da:da + nv] = v[j:j + nv]
+                qpos[qa : qa + nq] = q[k : k + nq]
+                T[j : j + nv, da : da + nv] = np.eye(nv)
+                v_mj[da : da + nv] = v[j : j + nv]
         d.qpos[:] = qpos
         d.qvel[:] = v_mj
         a_mj = rng.normal(size=model.nv)

@@ -11,6 +11,7 @@ through fixed joints become ``<site>`` elements; visual shapes get ``contype=con
 and ``group=1``, collision shapes ``group=0``.  Gravity goes to ``<option>``; damping, armature,
 joint ranges and effort limits (``actuatorfrcrange``) to the joints.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,13 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
 
     def mergeable(i):
         kids = children.get(i, [])
-        return (model.mass[i] == 0 and model.jtype[i] != FREE and len(kids) == 1
-                and model.jtype[kids[0]] != FREE and i not in shaped)
+        return (
+            model.mass[i] == 0
+            and model.jtype[i] != FREE
+            and len(kids) == 1
+            and model.jtype[kids[0]] != FREE
+            and i not in shaped
+        )
 
     groups: dict[int, list[int]] = {}
     member_of: dict[int, int] = {}
@@ -107,17 +113,24 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
         t_tail = int(model.jtype[tail])
         if t_tail == FREE:
             if par >= 0:
-                raise ValueError(f"MJCF: free joint {model.joint_names[tail]!r} of body {model.body_names[tail]!r} "
-                                 "is not at the top level (MuJoCo allows free joints only on children of the world)")
+                raise ValueError(
+                    f"MJCF: free joint {model.joint_names[tail]!r} of body {model.body_names[tail]!r} "
+                    "is not at the top level (MuJoCo allows free joints only on children of the world)"
+                )
             if q_def is not None:  # MuJoCo's free qpos0 is the body's pos/quat: fold the reference pose in
                 k = int(model.iq[tail])
-                p = p + R @ q_def[k:k + 3]
-                R = R @ quat_to_rot(q_def[k + 3:k + 7])
+                p = p + R @ q_def[k : k + 3]
+                R = R @ quat_to_rot(q_def[k + 3 : k + 7])
         _pose(el, R, p)
         if model.mass[tail] > 0:
             I = model.inertia_com[tail]
-            etree.SubElement(el, "inertial", pos=fmt(*model.com[tail]), mass=fmt(model.mass[tail]),
-                             fullinertia=fmt(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]))
+            etree.SubElement(
+                el,
+                "inertial",
+                pos=fmt(*model.com[tail]),
+                mass=fmt(model.mass[tail]),
+                fullinertia=fmt(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]),
+            )
         else:
             tiny.append(model.body_names[tail])
             etree.SubElement(el, "inertial", pos="0 0 0", mass="1e-9", diaginertia="1e-12 1e-12 1e-12")
@@ -129,12 +142,16 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
             nv = int(model.nvj[i])
             jname = joints.take(model.joint_names[i])
             if t == FREE:  # <freejoint/> takes no damping/armature: <joint type="free"> then
-                plain = not (np.any(model.damping[k:k + nv]) or np.any(model.armature[k:k + nv]))
-                j = etree.SubElement(el, "freejoint", name=jname) if plain else \
-                    etree.SubElement(el, "joint", name=jname, type="free")
+                plain = not (np.any(model.damping[k : k + nv]) or np.any(model.armature[k : k + nv]))
+                j = (
+                    etree.SubElement(el, "freejoint", name=jname)
+                    if plain
+                    else etree.SubElement(el, "joint", name=jname, type="free")
+                )
             else:
-                j = etree.SubElement(el, "joint", name=jname,
-                                     type={REVOLUTE: "hinge", PRISMATIC: "slide", BALL: "ball"}[t])
+                j = etree.SubElement(
+                    el, "joint", name=jname, type={REVOLUTE: "hinge", PRISMATIC: "slide", BALL: "ball"}[t]
+                )
                 if np.any(anchor):
                     j.set("pos", fmt(*anchor))
                 if t != BALL:
@@ -144,39 +161,48 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                         j.set("range", fmt(max(lo, -1e16), min(hi, 1e16)))
                         j.set("limited", "true")
             for attr, arr in (("damping", model.damping), ("armature", model.armature)):
-                vals = arr[k:k + nv]
+                vals = arr[k : k + nv]
                 if np.any(vals):
                     if np.ptp(vals) > 0:
-                        report.append(f"MJCF: joint {model.joint_names[i]!r} has per-DOF {attr} {vals.tolist()}; "
-                                      f"MJCF holds one value per joint, wrote {vals.max()}")
+                        report.append(
+                            f"MJCF: joint {model.joint_names[i]!r} has per-DOF {attr} {vals.tolist()}; "
+                            f"MJCF holds one value per joint, wrote {vals.max()}"
+                        )
                     j.set(attr, fmt(vals.max()))
-            if t == FREE and np.any(model.armature[k:k + 3]):
-                report.append(f"MJCF: armature on the linear DOFs of free joint {model.joint_names[i]!r}: MuJoCo "
-                              "applies it to the world-frame velocity, pbsim to the body-frame one (the "
-                              "accelerations differ by armature * omega x v)")
-            eff = model.effort_limit[k:k + nv]
+            if t == FREE and np.any(model.armature[k : k + 3]):
+                report.append(
+                    f"MJCF: armature on the linear DOFs of free joint {model.joint_names[i]!r}: MuJoCo "
+                    "applies it to the world-frame velocity, pbsim to the body-frame one (the "
+                    "accelerations differ by armature * omega x v)"
+                )
+            eff = model.effort_limit[k : k + nv]
             if np.all(np.isfinite(eff)) and t != FREE:
                 j.set("actuatorfrcrange", fmt(-eff.max(), eff.max()))
                 j.set("actuatorfrclimited", "true")
-            if np.any(np.isfinite(model.velocity_limit[k:k + nv])):
+            if np.any(np.isfinite(model.velocity_limit[k : k + nv])):
                 velocity_dropped.append(model.joint_names[i])
     if velocity_dropped:
-        report.append(f"MJCF: velocity limits of {len(velocity_dropped)} joint(s) dropped (MJCF has none): "
-                      f"{velocity_dropped[:6]}{' ...' if len(velocity_dropped) > 6 else ''}")
+        report.append(
+            f"MJCF: velocity limits of {len(velocity_dropped)} joint(s) dropped (MJCF has none): "
+            f"{velocity_dropped[:6]}{' ...' if len(velocity_dropped) > 6 else ''}"
+        )
     if tiny:
-        report.append(f"MJCF: massless moving bod{'ies' if len(tiny) > 1 else 'y'} {tiny[:6]} given mass 1e-9 kg and inertia 1e-12 kg m^2 "
-                      "(MuJoCo refuses massless moving bodies)")
+        report.append(
+            f"MJCF: massless moving bod{'ies' if len(tiny) > 1 else 'y'} {tiny[:6]} given mass 1e-9 kg and inertia 1e-12 kg m^2 "
+            "(MuJoCo refuses massless moving bodies)"
+        )
     if merged:
-        report.append(f"MJCF: {len(merged)} massless bod{'ies' if len(merged) > 1 else 'y'} {merged[:6]}"
-                      f"{' ...' if len(merged) > 6 else ''} merged into their child <body> as extra joints "
-                      "(MuJoCo refuses massless moving bodies; dynamics unchanged)")
+        report.append(
+            f"MJCF: {len(merged)} massless bod{'ies' if len(merged) > 1 else 'y'} {merged[:6]}"
+            f"{' ...' if len(merged) > 6 else ''} merged into their child <body> as extra joints "
+            "(MuJoCo refuses massless moving bodies; dynamics unchanged)"
+        )
     if dropped_frames:
         report.append(f"MJCF: frames {dropped_frames[:6]} of merged massless bodies dropped")
 
     for b, lst in by_body.items():
         for n, (f, own) in enumerate(lst):
-            if own or (b == -1 and n == 0) or (b >= 0 and member_of[b] != b and groups.get(member_of[b],
-                                                                                         [b])[-1] != b):
+            if own or (b == -1 and n == 0) or (b >= 0 and member_of[b] != b and groups.get(member_of[b], [b])[-1] != b):
                 continue
             s = etree.SubElement(body_el[b], "site", name=sites.take(f.name))
             _pose(s, f.R, f.p)
@@ -206,11 +232,14 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                 if not np.array_equal(sz, np.ones(3)):
                     m.set("scale", fmt(*sz))
                 if is_ascii_stl(os.path.join(out_dir, ref)):
-                    report.append(f"MJCF: mesh {ref!r} is an ASCII STL, which MuJoCo cannot read "
-                                  "(pbsim convert writes binary STL)")
+                    report.append(
+                        f"MJCF: mesh {ref!r} is an ASCII STL, which MuJoCo cannot read "
+                        "(pbsim convert writes binary STL)"
+                    )
                 if os.path.splitext(ref)[1].lower() not in (".stl", ".obj", ".msh"):
-                    report.append(f"MJCF: mesh {ref!r} is not STL/OBJ; MuJoCo cannot read it "
-                                  "(convert with mesh_format='stl')")
+                    report.append(
+                        f"MJCF: mesh {ref!r} is not STL/OBJ; MuJoCo cannot read it (convert with mesh_format='stl')"
+                    )
             el.set("type", "mesh")
             el.set("mesh", mesh_asset[key])
         else:
@@ -228,14 +257,14 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     nonfree = np.ones(model.nq, bool)
     for i in range(model.nb):
         if model.jtype[i] == FREE:
-            nonfree[model.iq[i]:model.iq[i] + 7] = False
+            nonfree[model.iq[i] : model.iq[i] + 7] = False
     if q_def is not None and not np.allclose(q_def[nonfree], model.neutral()[nonfree], rtol=0, atol=0):
         qk = q_def.copy()
         for i in range(model.nb):  # free joints: MuJoCo qpos is the world pose
             if model.jtype[i] == FREE:
                 k = int(model.iq[i])
-                qk[k:k + 3] = model.tree_p[i] + model.tree_R[i] @ q_def[k:k + 3]
-                qk[k + 3:k + 7] = rot_to_quat(model.tree_R[i] @ quat_to_rot(q_def[k + 3:k + 7]))
+                qk[k : k + 3] = model.tree_p[i] + model.tree_R[i] @ q_def[k : k + 3]
+                qk[k + 3 : k + 7] = rot_to_quat(model.tree_R[i] @ quat_to_rot(q_def[k + 3 : k + 7]))
         kf = etree.SubElement(root, "keyframe")
         etree.SubElement(kf, "key", name="default", qpos=fmt(*qk))
     return root

@@ -11,6 +11,7 @@ joint), nested free joints as ``floating``.
 ``write_urdf`` returns the list of things the URDF cannot hold (armature, gravity, velocity
 limits of ball joints ...) so :func:`pbsim.io.convert.convert` can report them.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,9 +70,13 @@ def rot_to_quat(R) -> np.ndarray:
 
 def quat_to_rot(q) -> np.ndarray:
     w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 class Names:
@@ -93,8 +98,7 @@ def frames_by_body(model):
     """body index -> [(frame, is_body_frame)] (-1 for world); the body's own frame first."""
     out: dict[int, list] = {}
     for f in model.frames:
-        own = f.body >= 0 and f.name == model.body_names[f.body] and np.allclose(f.R, np.eye(3)) \
-            and np.allclose(f.p, 0)
+        own = f.body >= 0 and f.name == model.body_names[f.body] and np.allclose(f.R, np.eye(3)) and np.allclose(f.p, 0)
         out.setdefault(int(f.body), []).append((f, own))
     return out
 
@@ -118,7 +122,7 @@ def dof_owner(model):
     """DOF index -> body index."""
     own = np.zeros(model.nv, int)
     for i in range(model.nb):
-        own[model.iv[i]:model.iv[i] + model.nvj[i]] = i
+        own[model.iv[i] : model.iv[i] + model.nvj[i]] = i
     return own
 
 
@@ -185,17 +189,22 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
     roots = [i for i in range(model.nb) if model.parent[i] < 0]
     world_geoms = [g for g in model.geoms if g.body < 0]
     world_frames = [f for f, _ in by_body.get(-1, [])][1:]  # [0] is the world itself
-    floating_root = (len(roots) == 1 and model.jtype[roots[0]] == FREE
-                     and np.allclose(model.tree_R[roots[0]], np.eye(3), rtol=0, atol=0)
-                     and not np.any(model.tree_p[roots[0]])
-                     # the reader names an implicit free joint "<root link>_root"; any other name
-                     # needs an explicit world link + floating joint to survive the round trip
-                     and model.joint_names[roots[0]] == f"{model.body_names[roots[0]]}_root")
+    floating_root = (
+        len(roots) == 1
+        and model.jtype[roots[0]] == FREE
+        and np.allclose(model.tree_R[roots[0]], np.eye(3), rtol=0, atol=0)
+        and not np.any(model.tree_p[roots[0]])
+        # the reader names an implicit free joint "<root link>_root"; any other name
+        # needs an explicit world link + floating joint to survive the round trip
+        and model.joint_names[roots[0]] == f"{model.body_names[roots[0]]}_root"
+    )
     world = None
     if floating_root:
         if world_geoms:
-            report.append(f"URDF: {len(world_geoms)} shape(s) fixed to the world "
-                          f"({', '.join(g.name for g in world_geoms[:5])}) dropped: a floating URDF has no world")
+            report.append(
+                f"URDF: {len(world_geoms)} shape(s) fixed to the world "
+                f"({', '.join(g.name for g in world_geoms[:5])}) dropped: a floating URDF has no world"
+            )
         if world_frames:
             report.append(f"URDF: world frame(s) {[f.name for f in world_frames]} dropped (floating base)")
     else:
@@ -221,8 +230,16 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                 etree.SubElement(inert, "origin", xyz=fmt(*model.com[i]), rpy="0 0 0")
             etree.SubElement(inert, "mass", value=fmt(model.mass[i]))
             I = model.inertia_com[i]
-            etree.SubElement(inert, "inertia", ixx=fmt(I[0, 0]), ixy=fmt(I[0, 1]), ixz=fmt(I[0, 2]),
-                             iyy=fmt(I[1, 1]), iyz=fmt(I[1, 2]), izz=fmt(I[2, 2]))
+            etree.SubElement(
+                inert,
+                "inertia",
+                ixx=fmt(I[0, 0]),
+                ixy=fmt(I[0, 1]),
+                ixz=fmt(I[0, 2]),
+                iyy=fmt(I[1, 1]),
+                iyz=fmt(I[1, 2]),
+                izz=fmt(I[2, 2]),
+            )
         t = int(model.jtype[i])
         par = int(model.parent[i])
         parent_link = body_link[par] if par >= 0 else world
@@ -242,34 +259,47 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                 lim = etree.Element("limit")
                 if np.isfinite(model.lower[k]) or np.isfinite(model.upper[k]):
                     if not (np.isfinite(model.lower[k]) and np.isfinite(model.upper[k])):
-                        report.append(f"URDF: joint {model.joint_names[i]!r} has a one-sided limit "
-                                      f"[{model.lower[k]}, {model.upper[k]}]; the infinite side is written as ±1e16")
+                        report.append(
+                            f"URDF: joint {model.joint_names[i]!r} has a one-sided limit "
+                            f"[{model.lower[k]}, {model.upper[k]}]; the infinite side is written as ±1e16"
+                        )
                     lim.set("lower", fmt(np.clip(model.lower[k], -1e16, 1e16)))
                     lim.set("upper", fmt(np.clip(model.upper[k], -1e16, 1e16)))
                 # pbsim reads effort/velocity 0 as "no limit" (as pybullet files use it)
                 lim.set("effort", fmt(model.effort_limit[k] if np.isfinite(model.effort_limit[k]) else 0))
                 lim.set("velocity", fmt(model.velocity_limit[k] if np.isfinite(model.velocity_limit[k]) else 0))
-                if jt != "continuous" or np.isfinite(model.effort_limit[k]) or \
-                        np.isfinite(model.velocity_limit[k]):
+                if jt != "continuous" or np.isfinite(model.effort_limit[k]) or np.isfinite(model.velocity_limit[k]):
                     j.append(lim)
             else:
-                lims = [(a, b) for a, b in zip(model.effort_limit[k:k + model.nvj[i]],
-                                                model.velocity_limit[k:k + model.nvj[i]])]
+                lims = [
+                    (a, b)
+                    for a, b in zip(
+                        model.effort_limit[k : k + model.nvj[i]], model.velocity_limit[k : k + model.nvj[i]]
+                    )
+                ]
                 if any(np.isfinite(a) or np.isfinite(b) for a, b in lims):
-                    report.append(f"URDF: effort/velocity limits of {model.joint_type_name(i)} joint "
-                                  f"{model.joint_names[i]!r} dropped")
-            d = model.damping[k:k + model.nvj[i]]
+                    report.append(
+                        f"URDF: effort/velocity limits of {model.joint_type_name(i)} joint "
+                        f"{model.joint_names[i]!r} dropped"
+                    )
+            d = model.damping[k : k + model.nvj[i]]
             if np.any(d):
                 if np.ptp(d) > 0:
-                    report.append(f"URDF: joint {model.joint_names[i]!r} has per-DOF damping {d.tolist()}; "
-                                  f"URDF holds one value, wrote {d.max()}")
+                    report.append(
+                        f"URDF: joint {model.joint_names[i]!r} has per-DOF damping {d.tolist()}; "
+                        f"URDF holds one value, wrote {d.max()}"
+                    )
                 etree.SubElement(j, "dynamics", damping=fmt(d.max()))
             if t == BALL:
-                report.append(f"URDF: ball joint {model.joint_names[i]!r} written as type='spherical' "
-                              "(pybullet/pbsim dialect; ROS URDF and Pinocchio have no ball joint)")
+                report.append(
+                    f"URDF: ball joint {model.joint_names[i]!r} written as type='spherical' "
+                    "(pybullet/pbsim dialect; ROS URDF and Pinocchio have no ball joint)"
+                )
             if t == FREE:
-                report.append(f"URDF: free joint {model.joint_names[i]!r} written as type='floating' "
-                              "(Pinocchio and pbsim read it; many ROS tools ignore it)")
+                report.append(
+                    f"URDF: free joint {model.joint_names[i]!r} written as type='floating' "
+                    "(Pinocchio and pbsim read it; many ROS tools ignore it)"
+                )
         # the body's other frames (links merged through fixed joints)
         for f, own in by_body.get(i, []):
             if own:
@@ -306,15 +336,19 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                 r, h = float(g.size[0]), float(g.size[1])
                 parts = [Geometry(g.name, "cylinder", g.body, R, p, np.array([r, h]), g.role, rgba=g.rgba)]
                 for s_, suf in ((1, "_top"), (-1, "_bottom")):
-                    parts.append(Geometry(g.name + suf, "sphere", g.body, R, p + s_ * h * R[:, 2], np.array([r]),
-                                          g.role, rgba=g.rgba))
+                    parts.append(
+                        Geometry(
+                            g.name + suf, "sphere", g.body, R, p + s_ * h * R[:, 2], np.array([r]), g.role, rgba=g.rgba
+                        )
+                    )
                 for part in parts:
                     el = etree.Element(role, name=part.name)
                     _origin(el, part.R, part.p)
                     _geometry(el, part, None)
                     if role == "visual":
-                        mat = etree.SubElement(el, "material", name=nvis.setdefault(tuple(np.round(g.rgba, 6)),
-                                                                                   f"mat{len(nvis)}"))
+                        mat = etree.SubElement(
+                            el, "material", name=nvis.setdefault(tuple(np.round(g.rgba, 6)), f"mat{len(nvis)}")
+                        )
                         etree.SubElement(mat, "color", rgba=fmt(*g.rgba))
                     link_el[host].append(el)
                 continue
@@ -332,23 +366,31 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
         link_el[host].append(el)
 
     if ncaps and capsules == "capsule":
-        report.append(f"URDF: {ncaps} capsule(s) written as <capsule> (pybullet/pbsim dialect; ROS urdfdom and "
-                      "Pinocchio skip them with 'Could not parse visual element'; capsules='cylinder+spheres' "
-                      "writes the exact union in standard shapes)")
+        report.append(
+            f"URDF: {ncaps} capsule(s) written as <capsule> (pybullet/pbsim dialect; ROS urdfdom and "
+            "Pinocchio skip them with 'Could not parse visual element'; capsules='cylinder+spheres' "
+            "writes the exact union in standard shapes)"
+        )
     elif ncaps:
         report.append(f"URDF: {ncaps} capsule(s) written as a cylinder plus two spheres")
     # what URDF cannot hold
     own = dof_owner(model)
-    arm = [(model.joint_names[own[j]], float(model.armature[j])) for j in range(model.nv)
-           if model.armature[j] > 0 and not is_regularization_armature(model, j)]
+    arm = [
+        (model.joint_names[own[j]], float(model.armature[j]))
+        for j in range(model.nv)
+        if model.armature[j] > 0 and not is_regularization_armature(model, j)
+    ]
     if arm:
         names = sorted({n for n, _ in arm})
-        report.append(f"URDF: armature (rotor inertia) dropped on {len(names)} joint(s) "
-                      f"{names[:6]}{' ...' if len(names) > 6 else ''}: URDF has no armature, so the mass matrix "
-                      "read back lacks it")
+        report.append(
+            f"URDF: armature (rotor inertia) dropped on {len(names)} joint(s) "
+            f"{names[:6]}{' ...' if len(names) > 6 else ''}: URDF has no armature, so the mass matrix "
+            "read back lacks it"
+        )
     if not np.allclose(model.gravity, DEFAULT_GRAVITY):
-        report.append(f"URDF: gravity {model.gravity.tolist()} dropped (URDF has none; readers assume "
-                      f"{DEFAULT_GRAVITY.tolist()})")
+        report.append(
+            f"URDF: gravity {model.gravity.tolist()} dropped (URDF has none; readers assume {DEFAULT_GRAVITY.tolist()})"
+        )
     if model.q_default is not None and not np.allclose(model.q_default, model.neutral()):
         report.append("URDF: the reference configuration (q_default / MJCF qpos0, keyframes) is not representable")
     return robot

@@ -10,6 +10,7 @@ Mapping:
 - geoms that can collide (contype|conaffinity) are collision shapes, the others visual; worldbody
   geoms are attached to the world (body -1) and become environment geometry.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,9 +26,13 @@ _SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "m
 
 def _quat_to_rot(q):
     w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def _axis_angle(a, t):
@@ -61,8 +66,9 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     import mujoco
 
     OBJ_BODY, OBJ_JOINT, OBJ_GEOM = mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_GEOM
-    b = ModelBuilder(_name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0, os.path.splitext(os.path.basename(source))[0]
-                           or "mjcf"), source)
+    b = ModelBuilder(
+        _name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0, os.path.splitext(os.path.basename(source))[0] or "mjcf"), source
+    )
     b.fix_inertia = fix_inertia
     b.gravity = np.array(mj.opt.gravity, float)
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
@@ -73,8 +79,12 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
         parent = body_names[mj.body_parentid[i]]
         Rb, pb = _quat_to_rot(mj.body_quat[i]), np.array(mj.body_pos[i], float)
         Ri = _quat_to_rot(mj.body_iquat[i])
-        link = LinkSpec(name, mass=float(mj.body_mass[i]), com=np.array(mj.body_ipos[i], float),
-                        inertia=Ri @ np.diag(mj.body_inertia[i]) @ Ri.T)
+        link = LinkSpec(
+            name,
+            mass=float(mj.body_mass[i]),
+            com=np.array(mj.body_ipos[i], float),
+            inertia=Ri @ np.diag(mj.body_inertia[i]) @ Ri.T,
+        )
         jadr, jnum = mj.body_jntadr[i], mj.body_jntnum[i]
         prev, prev_anchor = parent, None
         for n in range(jnum):
@@ -128,15 +138,29 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
         role = "collision" if (mj.geom_contype[g] or mj.geom_conaffinity[g]) else "visual"
         size = np.array(mj.geom_size[g], float)
         shape = _SHAPES[gt]
-        size = {"box": size, "sphere": size[:1], "capsule": size[:2], "cylinder": size[:2],
-                "plane": size[:2], "mesh": np.ones(3)}[shape]
-        geom = Geometry(_name(mj, OBJ_GEOM, g, f"geom{g}"), shape, -1, _quat_to_rot(mj.geom_quat[g]),
-                        np.array(mj.geom_pos[g], float), size, role, rgba=np.array(mj.geom_rgba[g], float))
+        size = {
+            "box": size,
+            "sphere": size[:1],
+            "capsule": size[:2],
+            "cylinder": size[:2],
+            "plane": size[:2],
+            "mesh": np.ones(3),
+        }[shape]
+        geom = Geometry(
+            _name(mj, OBJ_GEOM, g, f"geom{g}"),
+            shape,
+            -1,
+            _quat_to_rot(mj.geom_quat[g]),
+            np.array(mj.geom_pos[g], float),
+            size,
+            role,
+            rgba=np.array(mj.geom_rgba[g], float),
+        )
         if shape == "mesh":
             mid = mj.geom_dataid[g]
             va, vn = mj.mesh_vertadr[mid], mj.mesh_vertnum[mid]
             fa, fn = mj.mesh_faceadr[mid], mj.mesh_facenum[mid]
-            geom.mesh_data = (np.array(mj.mesh_vert[va:va + vn], float), np.array(mj.mesh_face[fa:fa + fn], int))
+            geom.mesh_data = (np.array(mj.mesh_vert[va : va + vn], float), np.array(mj.mesh_face[fa : fa + fn], int))
         if body == 0:
             geom.link = "world"
             b.world_geoms.append(geom)

@@ -9,6 +9,7 @@ joints.  Rules (documented in README and ``pbsim info`` notes):
 - a link without ``<inertial>`` is massless; joint axis defaults to (1, 0, 0) and is normalised;
 - ``mimic`` joints are refused with a named error (pbsim has no coupled-joint constraint yet).
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,13 @@ from pbsim.model.geometry import Geometry
 
 def rpy_to_rot(r, p, y):
     cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 class _Reader:
@@ -66,7 +71,7 @@ class _Reader:
     def resolve_mesh(self, el, filename: str) -> str | None:
         tried = []
         if filename.startswith("package://"):
-            rest = filename[len("package://"):]
+            rest = filename[len("package://") :]
             pkg, _, rel = rest.partition("/")
             if pkg in self.package_map:
                 tried.append(os.path.join(self.package_map[pkg], rel))
@@ -76,15 +81,17 @@ class _Reader:
                 if pkg:
                     tried.append(str(base / pkg / rel))
         elif filename.startswith("file://"):
-            tried.append(filename[len("file://"):])
+            tried.append(filename[len("file://") :])
         else:
             tried.append(filename if os.path.isabs(filename) else str(self.dir / filename))
         for t in tried:
             if os.path.isfile(t):
                 return os.path.normpath(t)
-        msg = (f"mesh {filename!r} not found; tried: {', '.join(dict.fromkeys(tried))}"
-               + ("" if not filename.startswith("package://") else
-                  " (pass package_map={'pkg': '/path/to/pkg'} or --package pkg=/path)"))
+        msg = f"mesh {filename!r} not found; tried: {', '.join(dict.fromkeys(tried))}" + (
+            ""
+            if not filename.startswith("package://")
+            else " (pass package_map={'pkg': '/path/to/pkg'} or --package pkg=/path)"
+        )
         if self.missing_meshes == "error":
             raise self.err(el, msg, MeshNotFoundError)
         import warnings
@@ -164,10 +171,12 @@ class _Reader:
                 R, p = self.origin(inert)
                 i_el = inert.find("inertia")
                 if i_el is not None:
-                    v = {a: float(self.floats(i_el, a, 1, (0.0,))[0]) for a in
-                         ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-                    I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
-                                  [v["ixz"], v["iyz"], v["izz"]]])
+                    v = {
+                        a: float(self.floats(i_el, a, 1, (0.0,))[0]) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+                    }
+                    I = np.array(
+                        [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]
+                    )
                     link.inertia = R @ I @ R.T
                 link.com = p
             for role in ("visual", "collision"):
@@ -183,11 +192,17 @@ class _Reader:
             name = el.get("name") or "?"
             jt = el.get("type")
             if jt not in JOINT_TYPES:
-                raise self.err(el, f"joint {name!r} has unknown type {jt!r} (supported: revolute, "
-                                   "continuous, prismatic, fixed, floating, spherical/ball)")
+                raise self.err(
+                    el,
+                    f"joint {name!r} has unknown type {jt!r} (supported: revolute, "
+                    "continuous, prismatic, fixed, floating, spherical/ball)",
+                )
             if el.find("mimic") is not None:
-                raise self.err(el, f"joint {name!r} is a mimic joint; coupled joints are not supported yet "
-                                   "(remove <mimic> to simulate it as an independent joint)")
+                raise self.err(
+                    el,
+                    f"joint {name!r} is a mimic joint; coupled joints are not supported yet "
+                    "(remove <mimic> to simulate it as an independent joint)",
+                )
             par, chi = el.find("parent"), el.find("child")
             if par is None or chi is None or not par.get("link") or not chi.get("link"):
                 raise self.err(el, f"joint {name!r} needs <parent link=...> and <child link=...>")
@@ -219,8 +234,13 @@ class _Reader:
         return b
 
 
-def load_urdf(path, floating_base: bool | None = None, package_map: dict | None = None,
-              fix_inertia: bool = False, missing_meshes: str = "error"):
+def load_urdf(
+    path,
+    floating_base: bool | None = None,
+    package_map: dict | None = None,
+    fix_inertia: bool = False,
+    missing_meshes: str = "error",
+):
     """Read a URDF file into a :class:`pbsim.Model`.
 
     ``floating_base``: None -> the file decides (see module doc); True/False overrides.

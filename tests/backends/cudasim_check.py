@@ -12,6 +12,7 @@ the CPU kernels on tiny batches, in two halves:
 
 ``python cudasim_check.py [HUMANOID.urdf]`` (no .npz) does both halves in one process.
 """
+
 import json
 import os
 import sys
@@ -45,8 +46,11 @@ def _callees(twin, seen=None):
 
 
 def models(humanoid=""):
-    ms = {"chain3": pbsim_models.chain(3), "ballchain2": pbsim_models.chain(2, joint="spherical"),
-          "swimmer": pbsim_models.swimmer()}
+    ms = {
+        "chain3": pbsim_models.chain(3),
+        "ballchain2": pbsim_models.chain(2, joint="spherical"),
+        "swimmer": pbsim_models.swimmer(),
+    }
     if humanoid and os.path.isfile(humanoid):  # DeepMimic humanoid, when pybullet_data is there
         ms["humanoid"] = pbsim.load(humanoid, floating_base=True)
     return ms
@@ -63,8 +67,9 @@ LAYOUTS = ("aos", "soa")
 def _ctrl(inp, key):
     if key.endswith("/tau"):
         return pbsim.Control(tau=inp[f"in/{key}"])
-    return pbsim.Control(mode="spd", kp=float(inp[f"in/{key}/kp"]), kd=float(inp[f"in/{key}/kd"]),
-                         q_ref=inp[f"in/{key}/q_ref"])
+    return pbsim.Control(
+        mode="spd", kp=float(inp[f"in/{key}/kp"]), kd=float(inp[f"in/{key}/kd"]), q_ref=inp[f"in/{key}/q_ref"]
+    )
 
 
 def _nan_ctrl():
@@ -78,8 +83,15 @@ def _contact_q0(m):
 
 
 def _pbad_kw(inp):
-    return dict(dt=0.05, steps=2, q0=inp["in/pbad/q"][0], batch=2, control=_ctrl(inp, "pbad/ctrl"),
-                max_iterations=20, hessian="gn")
+    return dict(
+        dt=0.05,
+        steps=2,
+        q0=inp["in/pbad/q"][0],
+        batch=2,
+        control=_ctrl(inp, "pbad/ctrl"),
+        max_iterations=20,
+        hessian="gn",
+    )
 
 
 def cpu_reference(humanoid="") -> dict:
@@ -107,10 +119,16 @@ def cpu_reference(humanoid="") -> dict:
         m = ms[name]
         q = np.stack([m.random_configuration(rng) for _ in range(B)])
         v = rng.standard_normal((B, m.nv))
-        out.update({f"in/int/{name}/q": q, f"in/int/{name}/v": v,
-                    f"in/int/{name}/tau": rng.standard_normal((B, m.nv)),
-                    f"in/int/{name}/spd/kp": np.array(40.0), f"in/int/{name}/spd/kd": np.array(4.0),
-                    f"in/int/{name}/spd/q_ref": m.random_configuration(rng)})
+        out.update(
+            {
+                f"in/int/{name}/q": q,
+                f"in/int/{name}/v": v,
+                f"in/int/{name}/tau": rng.standard_normal((B, m.nv)),
+                f"in/int/{name}/spd/kp": np.array(40.0),
+                f"in/int/{name}/spd/kd": np.array(4.0),
+                f"in/int/{name}/spd/q_ref": m.random_configuration(rng),
+            }
+        )
         for integ in INTEGS:
             for cn in CTRLS:
                 ctrl = _ctrl(out, f"int/{name}/{cn}")
@@ -157,15 +175,29 @@ def cpu_reference(humanoid="") -> dict:
     B = 2
     q = np.stack([m.random_configuration(rng) for _ in range(B)])
     v = rng.standard_normal((B, m.nv))
-    out.update({"in/pbad/q": q, "in/pbad/v": v, "in/pbad/ctrl/kp": np.array(40.0), "in/pbad/ctrl/kd": np.array(4.0),
-                "in/pbad/ctrl/q_ref": m.random_configuration(rng)})
+    out.update(
+        {
+            "in/pbad/q": q,
+            "in/pbad/v": v,
+            "in/pbad/ctrl/kp": np.array(40.0),
+            "in/pbad/ctrl/kd": np.array(4.0),
+            "in/pbad/ctrl/q_ref": m.random_configuration(rng),
+        }
+    )
     st = State.make(m, q, v)
     I = make("pbad", m)
     ctrl = _ctrl(out, "pbad/ctrl")
     for _ in range(2):
         st, d = I.step(st, ctrl, 0.05)
-    out.update({"cpu/pbad/q": st.q, "cpu/pbad/v": st.v, "cpu/pbad/e": d.energy,
-                "cpu/pbad/iterations": np.asarray(d.iterations), "cpu/pbad/converged": np.asarray(d.converged)})
+    out.update(
+        {
+            "cpu/pbad/q": st.q,
+            "cpu/pbad/v": st.v,
+            "cpu/pbad/e": d.energy,
+            "cpu/pbad/iterations": np.asarray(d.iterations),
+            "cpu/pbad/converged": np.asarray(d.converged),
+        }
+    )
     out["val/pbad/cpu_iterations"] = np.array(float(d.iterations.min()))
     # through pbsim.rollout with integrator options
     tc = pbsim.rollout(m, "pbad", **_pbad_kw(out))
@@ -187,10 +219,24 @@ def device_check(ref) -> dict:
     # simulator ran CPU code, or a real GPU build fails)
     from pbsim.backends.pbad_gpu import pbad_begin, pbad_end, pbad_iterate, pbad_step
 
-    twins = (pc._fk, pc._rnea, pc._crba, pc._aba, pc._energy, cuda_twin(euler_step), cuda_twin(rk_step),
-             cuda_twin(pbad_step), cuda_twin(pbad_begin), cuda_twin(pbad_iterate), cuda_twin(pbad_end))
-    left = [(f.__name__, n) for t in twins
-            for f, n in _callees(t) if is_kernel(f.__globals__.get(n))] if pc.simulated() else []
+    twins = (
+        pc._fk,
+        pc._rnea,
+        pc._crba,
+        pc._aba,
+        pc._energy,
+        cuda_twin(euler_step),
+        cuda_twin(rk_step),
+        cuda_twin(pbad_step),
+        cuda_twin(pbad_begin),
+        cuda_twin(pbad_iterate),
+        cuda_twin(pbad_end),
+    )
+    left = (
+        [(f.__name__, n) for t in twins for f, n in _callees(t) if is_kernel(f.__globals__.get(n))]
+        if pc.simulated()
+        else []
+    )
     out["twins/cpu_callees_left"] = float(len(left))
     ms = models(str(ref["in/humanoid"]))
     for name, m in ms.items():
@@ -215,8 +261,9 @@ def device_check(ref) -> dict:
                     g.set_control(_ctrl(ref, f"int/{name}/{cn}"))
                     g.advance(3, 0.01)
                     qg, vg, eg = g.record()
-                    out[f"{integ}/{name}/{cn}/{layout}"] = max(rel(qg, ref[f"{k}/q"]), rel(vg, ref[f"{k}/v"]),
-                                                              rel(eg, ref[f"{k}/e"]))
+                    out[f"{integ}/{name}/{cn}/{layout}"] = max(
+                        rel(qg, ref[f"{k}/q"]), rel(vg, ref[f"{k}/v"]), rel(eg, ref[f"{k}/e"])
+                    )
     # per-launch scheduling (one phase per launch) reproduces the in-kernel step and the CPU
     pc.register_stepper("euler_split", euler_step, per_launch=(euler_step, noop_step, noop_step, 2))
     m = ms["swimmer"]
@@ -231,16 +278,24 @@ def device_check(ref) -> dict:
     # rollout(device="cuda") against the CPU rollout
     ctrl = pbsim.Control(mode="spd", kp=20.0, kd=2.0, q_ref=m.neutral())
     tg = rollout_cuda(m, "euler", dt=0.01, steps=4, q0=ref["in/rollout/q0"], batch=2, control=ctrl, record_every=2)
-    out["rollout/swimmer"] = max(rel(tg.q, ref["cpu/rollout/q"]), rel(tg.v, ref["cpu/rollout/v"]),
-                                 rel(tg.energy, ref["cpu/rollout/e"]), rel(tg.t, ref["cpu/rollout/t"]))
+    out["rollout/swimmer"] = max(
+        rel(tg.q, ref["cpu/rollout/q"]),
+        rel(tg.v, ref["cpu/rollout/v"]),
+        rel(tg.energy, ref["cpu/rollout/e"]),
+        rel(tg.t, ref["cpu/rollout/t"]),
+    )
     out["rollout/shape"] = float(tg.q.shape != ref["cpu/rollout/q"].shape)
     # divergence
     m = ms["chain3"]
     c = _nan_ctrl()
     with np.errstate(all="ignore"):
         tg = rollout_cuda(m, "euler", dt=0.01, steps=4, q0=m.neutral(), batch=2, control=c, on_nan="stop")
-        out["nan/stop"] = float(not (list(tg.diverged) == list(ref["cpu/nan/diverged"]) == [True, False]
-                                     and np.array_equal(tg.q, ref["cpu/nan/q"])))
+        out["nan/stop"] = float(
+            not (
+                list(tg.diverged) == list(ref["cpu/nan/diverged"]) == [True, False]
+                and np.array_equal(tg.q, ref["cpu/nan/q"])
+            )
+        )
         try:
             rollout_cuda(m, "euler", dt=0.01, steps=4, q0=m.neutral(), batch=2, control=c)
             out["nan/raise"] = 1.0
@@ -253,8 +308,9 @@ def device_check(ref) -> dict:
     ctrl = pbsim.Control(mode="spd", kp=20.0, kd=2.0, q_ref=m.neutral())
     kw = dict(dt=0.01, steps=3, q0=_contact_q0(m), batch=2, control=ctrl)
     tg = pbsim.rollout(m, "euler", scene=make_scene(m, ground="plane"), device="cuda", layout="soa", **kw)
-    out["contact/plane/swimmer"] = max(rel(tg.q, ref["cpu/contact/q"]), rel(tg.v, ref["cpu/contact/v"]),
-                                       rel(tg.energy, ref["cpu/contact/e"]))
+    out["contact/plane/swimmer"] = max(
+        rel(tg.q, ref["cpu/contact/q"]), rel(tg.v, ref["cpu/contact/v"]), rel(tg.energy, ref["cpu/contact/e"])
+    )
     out["contact/plane/effect"] = float(ref["val/contact/plane/effect"])
     # PBAD order 2 + LM: in-kernel LM loop and one LM iteration per launch, vs the CPU pbad
     m = ms["chain3"]
@@ -266,13 +322,17 @@ def device_check(ref) -> dict:
         qg, vg, eg = g.record()
         info = g.solver_info()
         out[f"pbad/{sched}"] = max(rel(qg, ref["cpu/pbad/q"]), rel(vg, ref["cpu/pbad/v"]), rel(eg, ref["cpu/pbad/e"]))
-        out[f"pbad/{sched}/iterations"] = float(np.any(info[:, 0] != ref["cpu/pbad/iterations"])
-                                                or np.any((info[:, 2] > 0.5) != ref["cpu/pbad/converged"]))
+        out[f"pbad/{sched}/iterations"] = float(
+            np.any(info[:, 0] != ref["cpu/pbad/iterations"]) or np.any((info[:, 2] > 0.5) != ref["cpu/pbad/converged"])
+        )
     out["pbad/cpu_iterations"] = float(ref["val/pbad/cpu_iterations"])
     # through pbsim.rollout(device="cuda") with integrator options and the per-launch schedule
     tg = pbsim.rollout(m, "pbad", device="cuda", schedule="launch", **_pbad_kw(ref))
-    out["pbad/rollout"] = max(rel(tg.q, ref["cpu/pbad_rollout/q"]), rel(tg.v, ref["cpu/pbad_rollout/v"]),
-                              rel(tg.energy, ref["cpu/pbad_rollout/e"]))
+    out["pbad/rollout"] = max(
+        rel(tg.q, ref["cpu/pbad_rollout/q"]),
+        rel(tg.v, ref["cpu/pbad_rollout/v"]),
+        rel(tg.energy, ref["cpu/pbad_rollout/e"]),
+    )
     return out
 
 

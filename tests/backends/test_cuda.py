@@ -1,5 +1,6 @@
 """The CUDA backend: same kernels as the CPU (run by numba's simulator here, on a GPU when
 there is one), and a clear pbsim error when there is no GPU."""
+
 from __future__ import annotations
 
 import functools
@@ -30,8 +31,9 @@ def _env(sim: bool):
 
 
 def _run(args, sim, timeout=300):
-    r = subprocess.run([sys.executable, *args], env=_env(sim), cwd=ROOT, capture_output=True, text=True,
-                       timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, *args], env=_env(sim), cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
     return r
 
 
@@ -68,15 +70,21 @@ def _results(sim, tmp_path):
     try:
         r = _run([str(CHECK), str(ref)], sim, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        tail = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
-                       for x in (e.stdout, e.stderr))[-1500:]
-        return (f"{CHECK.name} ({'NUMBA_ENABLE_CUDASIM=1' if sim else 'real GPU'}) did not finish within "
-                f"{timeout:g} s (PBSIM_CUDASIM_TIMEOUT)\noutput so far:\n{tail or '(none)'}")
+        tail = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr))[
+            -1500:
+        ]
+        return (
+            f"{CHECK.name} ({'NUMBA_ENABLE_CUDASIM=1' if sim else 'real GPU'}) did not finish within "
+            f"{timeout:g} s (PBSIM_CUDASIM_TIMEOUT)\noutput so far:\n{tail or '(none)'}"
+        )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     if r.returncode != 0 or not lines:
-        return (f"{CHECK.name} failed (exit {r.returncode}, {time.monotonic() - t0:.0f} s):\n"
-                + r.stdout[-3000:] + r.stderr[-3000:])
-    return json.loads(lines[-1][len("RESULT "):])
+        return (
+            f"{CHECK.name} failed (exit {r.returncode}, {time.monotonic() - t0:.0f} s):\n"
+            + r.stdout[-3000:]
+            + r.stderr[-3000:]
+        )
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 class _Outcome:
@@ -122,7 +130,7 @@ def _toolkit_missing() -> str | None:
     if "TOOLKIT_OK" in r.stdout:
         return None
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("MISSING ")]
-    return lines[-1][len("MISSING "):] if lines else f"probe failed: {(r.stdout + r.stderr)[-500:]}"
+    return lines[-1][len("MISSING ") :] if lines else f"probe failed: {(r.stdout + r.stderr)[-500:]}"
 
 
 def test_twins_call_only_twins(sim_outcome):

@@ -7,6 +7,7 @@
   inputs and prints the max abs differences against the stored CPU outputs as
   ``DIFF name value scale`` lines.  Without an argument it computes both halves itself.
 """
+
 import sys
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Small free-body models for the contact tests."""
+
 import numpy as np
 
 from pbsim.model.builder import LinkSpec, ModelBuilder

@@ -1,6 +1,7 @@
 """The contact kernels' CUDA twins (same source, ``numba.cuda.jit(device=True)``) equal the CPU
 kernels: the twins run in a subprocess under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1), against
 CPU outputs computed here (so the subprocess compiles no CPU kernel: ~3 s, not ~17 s cold)."""
+
 import importlib.util
 import os
 import subprocess
@@ -23,15 +24,22 @@ def test_contact_cuda_twins_match_cpu_under_cudasim(tmp_path):
     np.savez(ref, **check.cpu_outputs())
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     try:
-        r = subprocess.run([sys.executable, str(SCRIPT), str(ref)], env=env, capture_output=True, text=True,
-                           timeout=TIMEOUT)
+        r = subprocess.run(
+            [sys.executable, str(SCRIPT), str(ref)], env=env, capture_output=True, text=True, timeout=TIMEOUT
+        )
     except subprocess.TimeoutExpired as e:
         out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr))
-        pytest.fail(f"{SCRIPT.name} under NUMBA_ENABLE_CUDASIM=1 did not finish within {TIMEOUT} s; "
-                    f"output so far:\n{out[-1500:]}", pytrace=False)
+        pytest.fail(
+            f"{SCRIPT.name} under NUMBA_ENABLE_CUDASIM=1 did not finish within {TIMEOUT} s; "
+            f"output so far:\n{out[-1500:]}",
+            pytrace=False,
+        )
     assert r.returncode == 0, r.stdout + r.stderr
-    diffs = {ln.split()[1]: (float(ln.split()[2]), float(ln.split()[3]))
-             for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
+    diffs = {
+        ln.split()[1]: (float(ln.split()[2]), float(ln.split()[3]))
+        for ln in r.stdout.splitlines()
+        if ln.startswith("DIFF")
+    }
     assert set(diffs) == {"X", "d", "n", "dd_dv", "tau"}, r.stdout
     for name, (diff, scale) in diffs.items():
         assert diff <= 1e-12, (name, diff, scale)

@@ -1,19 +1,38 @@
 """Environment geometry: analytic shapes exact, SDF grid vs trimesh exact distance, bad input."""
+
 import numpy as np
 import pytest
 import trimesh
 
 from conftest import terrain_file
-from pbsim.contact import (Box, Capsule, EmptyMeshError, GridBudgetError, HeightField, MeshTerrain, OpenMeshError,
-                           Plane, Sphere)
+from pbsim.contact import (
+    Box,
+    Capsule,
+    EmptyMeshError,
+    GridBudgetError,
+    HeightField,
+    MeshTerrain,
+    OpenMeshError,
+    Plane,
+    Sphere,
+)
 from pbsim.contact.environment import ContactInputError, envelope_faces, pack_environment
 from pbsim.contact.query import env_sdf_points
 from pbsim.contact.scene import KScene
 
 
 def ks_of(env):
-    return KScene(0, np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0), 0.0, 0.01,
-                  **pack_environment(env))
+    return KScene(
+        0,
+        np.zeros(0, np.int32),
+        np.zeros((0, 3)),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0),
+        0.0,
+        0.01,
+        **pack_environment(env),
+    )
 
 
 def query(env, X):
@@ -51,8 +70,13 @@ def test_analytic_shapes_exact(rng):
     h = np.array([0.5, 0.3, 0.2])
     loc = np.array([[0.9, 0.1, 0.0], [0.7, 0.5, 0.05], [0.6, 0.4, 0.5], [0.1, 0.05, -0.15], [-0.2, 0.25, 0.0]])
     want_phi = [0.4, np.hypot(0.2, 0.2), np.linalg.norm([0.1, 0.1, 0.3]), -0.05, -0.05]
-    want_n = [[1, 0, 0], [1 / np.sqrt(2), 1 / np.sqrt(2), 0], np.array([0.1, 0.1, 0.3]) / np.linalg.norm([0.1, 0.1, 0.3]),
-              [0, 0, -1], [0, 1, 0]]
+    want_n = [
+        [1, 0, 0],
+        [1 / np.sqrt(2), 1 / np.sqrt(2), 0],
+        np.array([0.1, 0.1, 0.3]) / np.linalg.norm([0.1, 0.1, 0.3]),
+        [0, 0, -1],
+        [0, 1, 0],
+    ]
     out = query([Box(h, R, p)], loc @ R.T + p)
     assert np.abs(out[:, 0] - want_phi).max() < 1e-12
     assert np.abs(out[:, 1:] - np.asarray(want_n) @ R.T).max() < 1e-12
@@ -71,7 +95,7 @@ def test_heightfield_planar_patch_exact(rng):
 def _seg_dist(P, A, B):
     out = np.full(len(P), np.inf)
     for s in range(0, len(A), 400):
-        a, b = A[s:s + 400][None], B[s:s + 400][None]
+        a, b = A[s : s + 400][None], B[s : s + 400][None]
         ab = b - a
         t = np.clip(((P[:, None] - a) * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-30), 0, 1)
         out = np.minimum(out, np.linalg.norm(P[:, None] - (a + t[..., None] * ab), axis=-1).min(1))
@@ -95,8 +119,9 @@ def test_grid_vs_trimesh(name, h):
     mesh = trimesh.Trimesh(raw.vertices, envelope_faces(np.asarray(raw.vertices), np.asarray(raw.faces)), process=False)
 
     def top_z(P):
-        locs, ri, _ = mesh.ray.intersects_location(np.c_[P[:, :2], np.full(len(P), 100.0)],
-                                                   np.tile([0, 0, -1.0], (len(P), 1)), multiple_hits=False)
+        locs, ri, _ = mesh.ray.intersects_location(
+            np.c_[P[:, :2], np.full(len(P), 100.0)], np.tile([0, 0, -1.0], (len(P), 1)), multiple_hits=False
+        )
         tp = np.full(len(P), -np.inf)
         tp[ri] = locs[:, 2]
         return tp

@@ -1,5 +1,6 @@
 """Penalty contact with semi-implicit Euler: rest, rolling without tunnelling, sliding distance,
 robots dropped on plane and terrain (short versions; scripts/drop_robots.py runs 10 s)."""
+
 import numpy as np
 import pytest
 
@@ -31,6 +32,7 @@ def test_dd_dv_matches_finite_difference(rng):
     q[3:7] = [0.98, 0.1, 0.15, 0.05]
     q[3:7] /= np.linalg.norm(q[3:7])
     from pbsim.dynamics.api import integrate
+
     r = contact_query(m, sc, q)
     act = r["d"][0] > 0
     assert act.sum() >= 1
@@ -53,7 +55,7 @@ def test_sphere_rolls_down_slope_without_tunnelling():
     gap = tr.q[:, :3] @ n - 0.1
     assert gap.min() > -1.5 * 4 * 0.005  # one point carries the weight: static d = 4 delta_ref cos20
     down = -(tr.q[-1, :3] - q0[:3]) @ np.array([np.cos(a), 0, np.sin(a)])
-    want = 0.5 * (5 / 7) * 9.81 * np.sin(a) * 1.0 ** 2  # rolling: a = 5/7 g sin(alpha)
+    want = 0.5 * (5 / 7) * 9.81 * np.sin(a) * 1.0**2  # rolling: a = 5/7 g sin(alpha)
     assert abs(down - want) < 0.05 * want
     assert np.abs(tr.v[-1, 4]) > 1.0  # it rolls (angular velocity about y)
 
@@ -81,6 +83,7 @@ def _drop(m, sc, up, lift=0.05, steps=500, xy=None, top=None):
     r = contact_query(m, sc, q0)
     X, rad = r["X"][0], sc.points.radius
     from pbsim.contact.query import env_sdf_points
+
     out = np.zeros((len(X), 4))
     env_sdf_points(sc.kernel_arrays(m), X, out)
     if top is None:  # plane: exact phi

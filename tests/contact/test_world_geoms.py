@@ -1,4 +1,5 @@
 """MJCF worldbody geoms become environment geometry (make_scene(ground="auto"))."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """Stable PD (paper 001): DF, SF and MABA agree; Eq. 6 holds; SPD is stable where PD diverges."""
+
 import dataclasses
 
 import numpy as np
@@ -15,14 +16,20 @@ import pbsim_models
 
 def _dog():
     from pbsim_models.dog import dog
+
     return dog()
 
 
 def _models():
-    out = [("humanoid", lambda: pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)),
-           ("robosimian", lambda: pbsim.load(robosimian_urdf(), floating_base=True)),
-           ("snake36", lambda: pbsim_models.snake(36)), ("snake72", lambda: pbsim_models.snake(72)),
-           ("dog72", _dog), ("chain12", lambda: pbsim_models.chain(12)), ("ballchain6", lambda: pbsim_models.chain(6, joint="ball"))]
+    out = [
+        ("humanoid", lambda: pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)),
+        ("robosimian", lambda: pbsim.load(robosimian_urdf(), floating_base=True)),
+        ("snake36", lambda: pbsim_models.snake(36)),
+        ("snake72", lambda: pbsim_models.snake(72)),
+        ("dog72", _dog),
+        ("chain12", lambda: pbsim_models.chain(12)),
+        ("ballchain6", lambda: pbsim_models.chain(6, joint="ball")),
+    ]
     return out
 
 
@@ -33,9 +40,14 @@ def test_df_sf_maba_same_acceleration_and_eq6(name, make):
     B = 3
     q = np.stack([m.random_configuration(rng) for _ in range(B)])
     v = rng.normal(size=(B, m.nv))
-    c = pbsim.Control(mode="spd", kp=rng.uniform(0, 8e4, (B, m.nv)), kd=rng.uniform(0, 5e3, (B, m.nv)),
-                      q_ref=np.stack([m.random_configuration(rng) for _ in range(B)]),
-                      v_ref=rng.normal(size=(B, m.nv)), tau=rng.normal(size=m.nv))
+    c = pbsim.Control(
+        mode="spd",
+        kp=rng.uniform(0, 8e4, (B, m.nv)),
+        kd=rng.uniform(0, 5e3, (B, m.nv)),
+        q_ref=np.stack([m.random_configuration(rng) for _ in range(B)]),
+        v_ref=rng.normal(size=(B, m.nv)),
+        tau=rng.normal(size=m.nv),
+    )
     dt = 1.0 / 30.0
     for predict in ("linear", "exact"):
         c = dataclasses.replace(c, spd_predict=predict)
@@ -75,8 +87,10 @@ def test_spd_predictions_agree_to_first_order_on_ball_joints():
     v = rng.normal(size=(1, m.nv))
     gaps = []
     for dt in (0.02, 0.01, 0.005):
-        out = [spd_forward(m, q, v, pbsim.Control(mode="spd", kp=1e3, kd=0.0, q_ref=q_ref, spd_predict=p), dt)[1]
-               for p in ("linear", "exact")]
+        out = [
+            spd_forward(m, q, v, pbsim.Control(mode="spd", kp=1e3, kd=0.0, q_ref=q_ref, spd_predict=p), dt)[1]
+            for p in ("linear", "exact")
+        ]
         gaps.append(np.abs(out[0] - out[1]).max())
     assert gaps[0] > 0
     assert gaps[1] < 0.6 * gaps[0] and gaps[2] < 0.6 * gaps[1], gaps
@@ -87,6 +101,7 @@ def test_spd_predictions_agree_to_first_order_on_ball_joints():
 def test_sparse_factor_is_exact_for_branchy_tree():
     """SF touches only ancestor entries: with the humanoid's lambda the LTL factor reproduces M."""
     from pbsim.control.sparse import ltl_factor
+
     m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
     q = m.random_configuration(np.random.default_rng(1))
     M = pbsim.crba(m, q)
@@ -116,6 +131,7 @@ def test_dog_is_branchy_72_dof_and_spd_tracks_it_at_dt_1_30():
     """The paper's Table 1 dog: n = 72, deep (25 DOF root-to-toe) and branchy; SPD (hand-of-God root,
     Sec. 4.1 gains) tracks our trot at dt = 1/30 where plain PD with the same gains diverges."""
     from pbsim.control.control import dof_parents
+
     m = _dog()
     lam = dof_parents(m)
     depth = np.zeros(m.nv, dtype=int)
@@ -137,8 +153,10 @@ def test_euler_solvers_agree_and_clamp():
     m = pbsim_models.snake(36)
     dt = 1.0 / 60.0
     ref = motions.snake_slither(m, kp=2000, kd=100, root="hog", dt=dt)
-    runs = {s: pbsim.rollout(m, "euler", dt=dt, steps=20, control=lambda t, st, s=s: _with(ref(t), spd_solver=s))
-            for s in ("maba", "sf", "df")}
+    runs = {
+        s: pbsim.rollout(m, "euler", dt=dt, steps=20, control=lambda t, st, s=s: _with(ref(t), spd_solver=s))
+        for s in ("maba", "sf", "df")
+    }
     for s in ("sf", "df"):
         assert np.abs(runs[s].q - runs["maba"].q).max() < 1e-9
     # clamping: every hinge torque within the model's 50 Nm effort
@@ -153,6 +171,7 @@ def test_euler_solvers_agree_and_clamp():
 
 def _with(c, **kw):
     from dataclasses import replace
+
     return replace(c, **kw)
 
 

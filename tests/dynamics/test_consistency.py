@@ -1,4 +1,5 @@
 """Internal consistency: ABA vs CRBA/RNEA, Jacobians vs finite differences, group operations."""
+
 import numpy as np
 import pytest
 
@@ -93,6 +94,8 @@ def test_potential_energy_gradient_is_gravity_torque():
     for j in range(model.nv):
         dv = np.zeros(model.nv)
         dv[j] = eps
-        dV = (pbsim.energy(model, pbsim.integrate(model, q, dv), np.zeros(model.nv))[1]
-              - pbsim.energy(model, pbsim.integrate(model, q, -dv), np.zeros(model.nv))[1]) / (2 * eps)
+        dV = (
+            pbsim.energy(model, pbsim.integrate(model, q, dv), np.zeros(model.nv))[1]
+            - pbsim.energy(model, pbsim.integrate(model, q, -dv), np.zeros(model.nv))[1]
+        ) / (2 * eps)
         assert dV == pytest.approx(g[j], abs=1e-6)

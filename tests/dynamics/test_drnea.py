@@ -1,5 +1,6 @@
 """DRNEA (paper 004 Alg. 2) and the SE(3) closed forms against independent oracles:
 scipy's matrix exp/log and a dense generalized-coordinate DEL (central differences of Ld)."""
+
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -41,8 +42,10 @@ def test_se3_exp_log_dexpinv_closed_forms(scale):
     for c in range(6):
         d = np.zeros(6)
         d[c] = h
-        Jr[:, c] = (vee(sl.logm(np.linalg.solve(T, sl.expm(hat(xi + d)))).real)
-                    - vee(sl.logm(np.linalg.solve(T, sl.expm(hat(xi - d)))).real)) / (2 * h)
+        Jr[:, c] = (
+            vee(sl.logm(np.linalg.solve(T, sl.expm(hat(xi + d)))).real)
+            - vee(sl.logm(np.linalg.solve(T, sl.expm(hat(xi - d)))).real)
+        ) / (2 * h)
     Jri = np.zeros((6, 6))
     JliT = np.zeros((6, 6))
     tmp = np.zeros(6)
@@ -87,8 +90,12 @@ def dense_del(model, q0, q1, q2, dt, eps=1e-6):
         e = np.zeros(model.nv)
         e[j] = eps
         qp, qm = api.integrate(model, q1, e), api.integrate(model, q1, -e)
-        f[j] = (discrete_lagrangian(model, q0, qp, dt) + discrete_lagrangian(model, qp, q2, dt)
-                - discrete_lagrangian(model, q0, qm, dt) - discrete_lagrangian(model, qm, q2, dt)) / (2 * eps)
+        f[j] = (
+            discrete_lagrangian(model, q0, qp, dt)
+            + discrete_lagrangian(model, qp, q2, dt)
+            - discrete_lagrangian(model, q0, qm, dt)
+            - discrete_lagrangian(model, qm, q2, dt)
+        ) / (2 * eps)
     return -f
 
 
@@ -124,8 +131,12 @@ def test_drnea_torque_impulse_and_armature():
         return 0.5 * dt * np.sum(arm * ((qb - qa) / dt) ** 2)
 
     eps = 1e-6
-    rotor = np.array([-(ld_rotor(q0, q1 + e) + ld_rotor(q1 + e, q2b) - ld_rotor(q0, q1 - e) - ld_rotor(q1 - e, q2b))
-                      / (2 * eps) for e in eps * np.eye(2)])  # DEL of the rotor Lagrangian, central differences
+    rotor = np.array(
+        [
+            -(ld_rotor(q0, q1 + e) + ld_rotor(q1 + e, q2b) - ld_rotor(q0, q1 - e) - ld_rotor(q1 - e, q2b)) / (2 * eps)
+            for e in eps * np.eye(2)
+        ]
+    )  # DEL of the rotor Lagrangian, central differences
     f = drnea(marm, q0, q1, q2b, dt, tau)
     plain = drnea(model, q0, q1, q2b, dt, tau)
     assert np.abs(f - plain).min() > 0.02  # the armature changes every component: (0.025, 0.035)

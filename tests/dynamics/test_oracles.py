@@ -1,4 +1,5 @@
 """Exact dynamics against Pinocchio (URDF) and MuJoCo (MJCF) at 20 random states per model."""
+
 import numpy as np
 import pytest
 
@@ -6,8 +7,14 @@ import pbsim
 from conftest import gymnasium_xml, pybullet_file, robosimian_urdf
 from oracles import MujocoOracle, PinOracle, rel_err
 
-URDFS = [("kuka_iiwa/model.urdf", False), ("quadruped/minitaur.urdf", True), ("pendulum5.urdf", None),
-         ("laikago/laikago_toes_zup.urdf", True), ("a1/a1.urdf", True), ("r2d2.urdf", True)]
+URDFS = [
+    ("kuka_iiwa/model.urdf", False),
+    ("quadruped/minitaur.urdf", True),
+    ("pendulum5.urdf", None),
+    ("laikago/laikago_toes_zup.urdf", True),
+    ("a1/a1.urdf", True),
+    ("r2d2.urdf", True),
+]
 TOL = 1e-9
 N_STATES = 20
 
@@ -84,8 +91,9 @@ def _deepmimic_reference():
         t = {"spherical": "ball", "revolute": "revolute", "fixed": "fixed"}[j.get("type")]
         ax = j.find("axis")
         axis = np.array([float(x) for x in ax.get("xyz").split()]) if ax is not None else np.array([1.0, 0, 0])
-        b.add_joint(JointSpec(j.get("name"), t, j.find("parent").get("link"), j.find("child").get("link"),
-                              p=xyz, axis=axis))
+        b.add_joint(
+            JointSpec(j.get("name"), t, j.find("parent").get("link"), j.find("child").get("link"), p=xyz, axis=axis)
+        )
     return b.build(floating_base=True)
 
 

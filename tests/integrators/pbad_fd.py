@@ -1,4 +1,5 @@
 """Finite-difference helpers for the PBAD tests (tangent-space gradients on the joint groups)."""
+
 import numpy as np
 
 import pbsim
@@ -13,8 +14,8 @@ def _jr_T(t):
     th = np.linalg.norm(t)
     S = _skew(t)
     if th < 1e-3:  # series: the closed form cancels catastrophically
-        return np.eye(3) + (0.5 - th ** 2 / 24) * S + (1 / 6 - th ** 2 / 120) * S @ S
-    return np.eye(3) + (1 - np.cos(th)) / th ** 2 * S + (th - np.sin(th)) / th ** 3 * S @ S
+        return np.eye(3) + (0.5 - th**2 / 24) * S + (1 / 6 - th**2 / 120) * S @ S
+    return np.eye(3) + (1 - np.cos(th)) / th**2 * S + (th - np.sin(th)) / th**3 * S @ S
 
 
 def _expm(t):
@@ -22,7 +23,7 @@ def _expm(t):
     S = _skew(t)
     if th < 1e-12:
         return np.eye(3) + S
-    return np.eye(3) + np.sin(th) / th * S + (1 - np.cos(th)) / th ** 2 * S @ S
+    return np.eye(3) + np.sin(th) / th * S + (1 - np.cos(th)) / th**2 * S @ S
 
 
 def chart_gradient(model, delta, g):
@@ -31,10 +32,10 @@ def chart_gradient(model, delta, g):
     for i in range(model.nb):
         jt, j = int(model.jtype[i]), int(model.k.iv[i])
         if jt == 2:
-            out[j:j + 3] = _jr_T(delta[j:j + 3]) @ g[j:j + 3]
+            out[j : j + 3] = _jr_T(delta[j : j + 3]) @ g[j : j + 3]
         elif jt == 3:
-            out[j:j + 3] = _expm(delta[j + 3:j + 6]) @ g[j:j + 3]
-            out[j + 3:j + 6] = _jr_T(delta[j + 3:j + 6]) @ g[j + 3:j + 6]
+            out[j : j + 3] = _expm(delta[j + 3 : j + 6]) @ g[j : j + 3]
+            out[j + 3 : j + 6] = _jr_T(delta[j + 3 : j + 6]) @ g[j + 3 : j + 6]
     return out
 
 

@@ -1,4 +1,5 @@
 """Baseline integrators against analytic solutions: pendulum period, free fall, energy."""
+
 import numpy as np
 import pytest
 
@@ -47,7 +48,7 @@ def test_free_fall(integrator):
     t_end, dt = 1.0, 1e-3
     tr = pbsim.rollout(model, integrator, dt=dt, steps=int(t_end / dt), q0=q0, v0=v0)
     z = tr.q[-1, 2]
-    exact = -0.5 * 9.81 * t_end ** 2
+    exact = -0.5 * 9.81 * t_end**2
     tol = 1e-9 if integrator == "rk4" else 9.81 * dt * t_end  # semi-implicit Euler: O(dt) offset
     assert abs(z - exact) <= tol
     assert np.linalg.norm(tr.q[-1, 3:7]) == pytest.approx(1.0, abs=1e-12)

@@ -1,8 +1,8 @@
 """Every integrator declares its options (pbsim.integrators.describe_options) and make() checks
 them: unknown / misspelt names and values of the wrong kind are InputErrors naming the option."""
+
 import pytest
 
-import pbsim
 import pbsim_models
 from pbsim.errors import InputError
 from pbsim.integrators import Option, available, describe_options, make, validate_options
@@ -16,8 +16,16 @@ def model():
 
 
 def test_every_integrator_is_listed():
-    assert {"euler", "rk4", "pbad", "pbad3", "pbad4", "variational", "variational_newton",
-            "variational_broyden"} <= set(NAMES)
+    assert {
+        "euler",
+        "rk4",
+        "pbad",
+        "pbad3",
+        "pbad4",
+        "variational",
+        "variational_newton",
+        "variational_broyden",
+    } <= set(NAMES)
     for n in NAMES:
         spec = describe_options(n)
         assert all(isinstance(o, Option) and o.name == k and o.doc for k, o in spec.items())
@@ -34,30 +42,40 @@ def test_unknown_option_rejected(name, model):
         assert opt in msg  # the valid names are listed
 
 
-@pytest.mark.parametrize("name, wrong, right", [("pbad", "max_iteration", "max_iterations"),
-                                                ("pbad3", "fallbak", "fallback"),
-                                                ("pbad4", "energyguard", "energy_guard"),
-                                                ("variational", "maxiter", "max_iter"),
-                                                ("variational_newton", "on_fial", "on_fail")])
+@pytest.mark.parametrize(
+    "name, wrong, right",
+    [
+        ("pbad", "max_iteration", "max_iterations"),
+        ("pbad3", "fallbak", "fallback"),
+        ("pbad4", "energyguard", "energy_guard"),
+        ("variational", "maxiter", "max_iter"),
+        ("variational_newton", "on_fial", "on_fail"),
+    ],
+)
 def test_misspelt_option_suggests(name, wrong, right, model):
     with pytest.raises(InputError, match=f"did you mean '{right}'"):
         make(name, model, **{wrong: 1})
 
 
-@pytest.mark.parametrize("name, opts", [("pbad", dict(optimizer="newton")),
-                                        ("pbad", dict(max_iterations="50")),
-                                        ("pbad", dict(gtol="1e-8")),
-                                        ("pbad", dict(hessian=True)),
-                                        ("pbad", dict(points=[1, 2])),
-                                        ("pbad3", dict(init="guess")),
-                                        ("pbad3", dict(fallback="rk4")),
-                                        ("pbad3", dict(optimizer="lbfgs")),
-                                        ("pbad4", dict(max_rotation="big")),
-                                        ("variational", dict(method="secant")),
-                                        ("variational", dict(ig=4)),
-                                        ("variational", dict(max_iter=2.5)),
-                                        ("variational_broyden", dict(on_fail="crash")),
-                                        ("variational", dict(tol=None))])
+@pytest.mark.parametrize(
+    "name, opts",
+    [
+        ("pbad", dict(optimizer="newton")),
+        ("pbad", dict(max_iterations="50")),
+        ("pbad", dict(gtol="1e-8")),
+        ("pbad", dict(hessian=True)),
+        ("pbad", dict(points=[1, 2])),
+        ("pbad3", dict(init="guess")),
+        ("pbad3", dict(fallback="rk4")),
+        ("pbad3", dict(optimizer="lbfgs")),
+        ("pbad4", dict(max_rotation="big")),
+        ("variational", dict(method="secant")),
+        ("variational", dict(ig=4)),
+        ("variational", dict(max_iter=2.5)),
+        ("variational_broyden", dict(on_fail="crash")),
+        ("variational", dict(tol=None)),
+    ],
+)
 def test_bad_value_rejected(name, opts, model):
     (key,) = opts
     with pytest.raises(InputError, match=f"'{key}'"):
@@ -82,8 +100,23 @@ def test_declared_defaults_construct(name, model):
         make(name, model, **{k: o.default})
     full = make(name, model, **{k: o.default for k, o in spec.items()})
     bare = make(name, model)
-    for attr in ("optimizer", "maxit", "gtol", "xtol", "hessian", "substeps_on_failure", "init", "fallback",
-                 "max_rotation", "energy_guard", "method", "ig", "tol", "max_iter", "on_fail"):
+    for attr in (
+        "optimizer",
+        "maxit",
+        "gtol",
+        "xtol",
+        "hessian",
+        "substeps_on_failure",
+        "init",
+        "fallback",
+        "max_rotation",
+        "energy_guard",
+        "method",
+        "ig",
+        "tol",
+        "max_iter",
+        "on_fail",
+    ):
         assert getattr(full, attr, None) == getattr(bare, attr, None), attr
 
 

@@ -1,5 +1,6 @@
 """PBAD (paper 000): objective derivatives against finite differences and a dense reference,
 order-2 stability, collocation residual Jacobians."""
+
 import numpy as np
 import pytest
 
@@ -55,7 +56,7 @@ def test_adjoint_gradient_matches_dense_reference(rng):
     gref = np.zeros(model.nv)
     for i in range(model.nb):
         A = (Tn[i] - 2 * Tk[i] + Tp[i])[:3]
-        G = A @ Mt[i] / dt ** 2
+        G = A @ Mt[i] / dt**2
         G[:, :3] -= model.mass[i] * np.outer(model.gravity, model.com[i])
         G[:, 3] -= model.mass[i] * model.gravity
         J = pbsim.point_jacobian(model, qe, i)  # angular; linear velocity of the body origin
@@ -134,8 +135,9 @@ def test_collocation_jacobian_fd(name, rng):
     model = pbsim_models.chain(3, joint="ball2")
     integ = make(name, model)
     K = integ.order
-    nodes = np.array([pbsim.integrate(model, model.neutral(), 0.3 * rng.normal(size=model.nv))
-                      for _ in range(K + 1)])[None]
+    nodes = np.array([pbsim.integrate(model, model.neutral(), 0.3 * rng.normal(size=model.nv)) for _ in range(K + 1)])[
+        None
+    ]
     r, J = integ.residual(nodes, 0.05)
     nv, eps = model.nv, 1e-6
     Jf = np.zeros_like(J[0])

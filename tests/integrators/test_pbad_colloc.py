@@ -1,5 +1,6 @@
 """High-order PBAD (paper 000 Sec. 4.1, Eq. 6-7): collocation weights, residual order at the
 nodes, velocity/energy order, the carried previous node, and the aliasing guard."""
+
 import numpy as np
 import pytest
 
@@ -83,7 +84,7 @@ def test_pbad3_energy_error_second_order_and_velocity_from_polynomial():
     s_half = integ.tau[0] * dt  # -dt/2: q_k (+) (s v + s^2/2 ABA(q, v, 0))
     a = pbsim.aba(model, s1.q, s1.v, np.zeros_like(s1.v))
     assert integ.tau[0] == -0.5
-    taylor = pbsim.integrate(model, s1.q, s_half * s1.v + 0.5 * s_half ** 2 * a)
+    taylor = pbsim.integrate(model, s1.q, s_half * s1.v + 0.5 * s_half**2 * a)
     assert np.allclose(rebuilt, taylor, rtol=0, atol=1e-12)
     # the Taylor node is the carried one up to O(dt^3): measured 1.7e-6 (vs 7.7e-3 from q_k, 2.0e-3
     # without the acceleration term)

@@ -1,4 +1,5 @@
 """PBAD reads the same contact scene as the explicit integrators (pbsim.make_scene)."""
+
 import numpy as np
 import pytest
 
@@ -10,7 +11,9 @@ from pbsim.model.geometry import Geometry
 def box_model(half=(0.1, 0.1, 0.1), mass=1.0):
     b = ModelBuilder("box")
     hx, hy, hz = half
-    link = LinkSpec("box", mass, np.zeros(3), mass / 3 * np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]))
+    link = LinkSpec(
+        "box", mass, np.zeros(3), mass / 3 * np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy])
+    )
     link.geoms.append(Geometry("box_c", "box", -1, np.eye(3), np.zeros(3), np.array(half), "collision"))
     b.add_link(link)
     return b.build(floating_base=True)

@@ -1,5 +1,6 @@
 """PBAD2 spider on a plane with Eq. 9 penalty contact (paper 000 Sec. 6.2): the contact gradient
 against central differences, and a short walk at dt = 0.05 (scripts/demo_spider.py runs 10 s)."""
+
 import numpy as np
 
 import pbsim
@@ -15,6 +16,7 @@ def _spider(**opts):
     pts = spider_contact_points(model)
     pts.update(contact=True, D1=D1, D2=D2)
     return model, pts, make("pbad", model, points=pts, gtol=1e-6, **opts)
+
 
 def test_contact_gradient_fd(rng):
     """Eq. 9 energy + gradient at states with feet in the ground and sliding: the gradient is exact
@@ -36,6 +38,7 @@ def test_contact_gradient_fd(rng):
             Em = integ.objective(q, v, pbsim.integrate(model, qe, -d), 0.05, hessian=False)[0][0]
             gf[a] = (Ep - Em) / (2 * eps)
         assert np.abs(g - gf).max() < 1e-5 * np.abs(gf).max(), (g, gf)
+
 
 def test_spider_walks_forward_dt005():
     """40 steps (2 s) of the trot of demo_spider: every step converges, the torso and all its

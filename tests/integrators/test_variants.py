@@ -1,5 +1,6 @@
 """Kernel variants: a step compiles only the optional parts (dense SPD solvers and clamping,
 contact) that a run uses, and gives the same numbers as the full kernel."""
+
 from __future__ import annotations
 
 import numpy as np

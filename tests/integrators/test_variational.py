@@ -1,5 +1,6 @@
 """Variational integrator (paper 004): DEL satisfied along its trajectories, bounded energy,
 momentum conservation, agreement of RIQN / Newton / Broyden, reported non-convergence."""
+
 import warnings
 
 import numpy as np
@@ -181,10 +182,15 @@ def test_velocity_is_discrete_legendre_transform(tol):
         s, d = integ.step(s, None, DT)
         q1, v1 = s.q[0], s.v[0]
         dk = api.difference(model, q0, q1)
-        p = (-drnea(model, q0, q1, q1, DT) + 0.5 * DT * api.rnea(model, q1, np.zeros(4), np.zeros(4))
-             + model.armature * dk / DT - 0.5 * model.damping * dk)
+        p = (
+            -drnea(model, q0, q1, q1, DT)
+            + 0.5 * DT * api.rnea(model, q1, np.zeros(4), np.zeros(4))
+            + model.armature * dk / DT
+            - 0.5 * model.damping * dk
+        )
         Mv = api.crba(model, q1) @ v1 + model.armature * v1
         assert np.abs(Mv - p).max() < 1e-7 * np.abs(p).max() + 1e-14
-    sr, _, vo, _, _ = integ.rollout(State.make(model, q=np.array([0.5, -0.3, 0.2, 0.1]), v=np.array(
-        [1.0, -2.0, 0.5, 3.0])), None, DT, 3)
+    sr, _, vo, _, _ = integ.rollout(
+        State.make(model, q=np.array([0.5, -0.3, 0.2, 0.1]), v=np.array([1.0, -2.0, 0.5, 3.0])), None, DT, 3
+    )
     assert np.abs(sr.v - s.v).max() < 1e-7 * np.abs(s.v).max()

@@ -1,4 +1,5 @@
 """Bad input gets a named error: file and line, element, value."""
+
 import numpy as np
 import pytest
 
@@ -25,8 +26,13 @@ def test_malformed_xml_names_file_and_line(tmp_path):
 
 
 def test_unknown_joint_type(tmp_path):
-    p = write(tmp_path, urdf(GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b"),
-                             "\n<joint name='j' type='helical'><parent link='a'/><child link='b'/></joint>"))
+    p = write(
+        tmp_path,
+        urdf(
+            GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b"),
+            "\n<joint name='j' type='helical'><parent link='a'/><child link='b'/></joint>",
+        ),
+    )
     with pytest.raises(ParseError, match=r"robot\.urdf:2: joint 'j' has unknown type 'helical'"):
         pbsim.load(p)
 
@@ -34,7 +40,9 @@ def test_unknown_joint_type(tmp_path):
 def test_missing_mesh_names_resolved_paths(tmp_path):
     body = """<link name="a"><visual><geometry><mesh filename="package://mypkg/meshes/arm.stl"/></geometry></visual></link>"""
     p = write(tmp_path, urdf(body))
-    with pytest.raises(MeshNotFoundError, match=r"mesh 'package://mypkg/meshes/arm.stl' not found; tried: .*mypkg/meshes/arm.stl"):
+    with pytest.raises(
+        MeshNotFoundError, match=r"mesh 'package://mypkg/meshes/arm.stl' not found; tried: .*mypkg/meshes/arm.stl"
+    ):
         pbsim.load(p)
 
 
@@ -54,10 +62,13 @@ def test_package_map_resolves_mesh(tmp_path):
     assert np.allclose(g.load_mesh().extents, 2.0)
 
 
-@pytest.mark.parametrize("inertia,what", [
-    ('ixx="-0.1" iyy="0.1" izz="0.1"', "not positive definite"),
-    ('ixx="0.01" iyy="0.01" izz="0.1"', "triangle inequality"),
-])
+@pytest.mark.parametrize(
+    "inertia,what",
+    [
+        ('ixx="-0.1" iyy="0.1" izz="0.1"', "not positive definite"),
+        ('ixx="0.01" iyy="0.01" izz="0.1"', "triangle inequality"),
+    ],
+)
 def test_bad_inertia_names_link(tmp_path, inertia, what):
     body = f"""<link name="base"/><link name="arm"><inertial><mass value="1"/><inertia {inertia} ixy="0" ixz="0" iyz="0"/></inertial></link>"""
     joint = "<joint name='j' type='revolute'><parent link='base'/><child link='arm'/><axis xyz='0 0 1'/></joint>"
@@ -82,16 +93,20 @@ def test_massless_leaf_gets_armature_and_no_nan(tmp_path):
 
 def test_mimic_joint_refused(tmp_path):
     body = GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b") + GOOD_LINK.format(n="c")
-    joints = ("<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>"
-              "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/><mimic joint='j1'/></joint>")
+    joints = (
+        "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>"
+        "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/><mimic joint='j1'/></joint>"
+    )
     with pytest.raises(ParseError, match="joint 'j2' is a mimic joint"):
         pbsim.load(write(tmp_path, urdf(body, joints)))
 
 
 def test_axis_default_and_normalisation(tmp_path):
     body = GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b") + GOOD_LINK.format(n="c")
-    joints = ("<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>"
-              "<joint name='j2' type='prismatic'><parent link='b'/><child link='c'/><axis xyz='0 0 5'/></joint>")
+    joints = (
+        "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>"
+        "<joint name='j2' type='prismatic'><parent link='b'/><child link='c'/><axis xyz='0 0 5'/></joint>"
+    )
     m = pbsim.load(write(tmp_path, urdf(body, joints)), floating_base=False)
     assert np.allclose(m.axis[0], [1, 0, 0]) and np.allclose(m.axis[1], [0, 0, 1])
 

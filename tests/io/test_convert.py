@@ -1,4 +1,5 @@
 """convert(): URDF <-> MJCF through the Model, meshes next to the output, and the report."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Model -> MJCF: MuJoCo compiles every file we write, and its mass matrix and accelerations
 (mj_fullM, mj_rne) match ours to 1e-9; with pbsim's MJCF reader, the round trip too."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,9 +16,15 @@ from tests.conftest import gymnasium_xml, pybullet_file, robosimian_urdf
 
 mujoco = pytest.importorskip("mujoco")
 TOL = 1e-9
-PYBULLET = [("kuka_iiwa/model.urdf", False), ("pendulum5.urdf", None), ("r2d2.urdf", None),
-            ("quadruped/minitaur.urdf", None), ("laikago/laikago_toes_zup.urdf", None), ("a1/a1.urdf", None),
-            ("humanoid/humanoid.urdf", True)]
+PYBULLET = [
+    ("kuka_iiwa/model.urdf", False),
+    ("pendulum5.urdf", None),
+    ("r2d2.urdf", None),
+    ("quadruped/minitaur.urdf", None),
+    ("laikago/laikago_toes_zup.urdf", None),
+    ("a1/a1.urdf", None),
+    ("humanoid/humanoid.urdf", True),
+]
 GENERATED = Path(__file__).resolve().parents[2] / "models" / "generated"
 HAVE_MJCF_READER = importlib.util.find_spec("pbsim.io.mjcf") is not None
 
@@ -43,9 +50,14 @@ def test_pybullet_models_in_mujoco(rel, floating, tmp_path):
 def test_generated_models_in_mujoco(name, tmp_path):
     import pbsim_models as pm
 
-    m = {"chain10": lambda: pm.chain(10), "ball2chain10": lambda: pm.chain(10, joint="ball2"),
-         "spherical": lambda: pm.chain(4, joint="spherical"), "snake36": lambda: pm.snake(36),
-         "swimmer": pm.swimmer, "spider": pm.spider}[name]()
+    m = {
+        "chain10": lambda: pm.chain(10),
+        "ball2chain10": lambda: pm.chain(10, joint="ball2"),
+        "spherical": lambda: pm.chain(4, joint="spherical"),
+        "snake36": lambda: pm.snake(36),
+        "swimmer": pm.swimmer,
+        "spider": pm.spider,
+    }[name]()
     m.damping = np.full(m.nv, 0.05)
     m.armature = np.full(m.nv, 0.01)
     if m.floating_base:  # MuJoCo's free-joint armature acts on world-frame velocity (reported)
@@ -101,8 +113,9 @@ def test_generated_files_compile_and_are_current(tmp_path):
     write_all(tmp_path, verbose=False)
     for stem, make in models():
         for ext in (".urdf", ".xml"):
-            assert (GENERATED / f"{stem}{ext}").read_text() == (tmp_path / f"{stem}{ext}").read_text(), \
+            assert (GENERATED / f"{stem}{ext}").read_text() == (tmp_path / f"{stem}{ext}").read_text(), (
                 f"models/generated/{stem}{ext} is stale: run python -m pbsim_models.write"
+            )
         mj = mujoco.MjModel.from_xml_path(str(GENERATED / f"{stem}.xml"))
         assert mj.nv == make().nv
 

@@ -1,5 +1,6 @@
 """Model -> URDF: round trip (load, write, load) keeps the mass matrix and ABA to 1e-9, and
 Pinocchio parses every URDF we write."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,15 @@ from pbsim.io.export_urdf import quat_to_rot, rot_to_quat, rot_to_rpy, write_urd
 from pbsim.io.urdf import rpy_to_rot
 from tests.conftest import pybullet_file, robosimian_urdf
 
-PYBULLET = [("kuka_iiwa/model.urdf", False), ("pendulum5.urdf", None), ("r2d2.urdf", None),
-            ("quadruped/minitaur.urdf", None), ("laikago/laikago_toes_zup.urdf", None), ("a1/a1.urdf", None),
-            ("humanoid/humanoid.urdf", True)]
+PYBULLET = [
+    ("kuka_iiwa/model.urdf", False),
+    ("pendulum5.urdf", None),
+    ("r2d2.urdf", None),
+    ("quadruped/minitaur.urdf", None),
+    ("laikago/laikago_toes_zup.urdf", None),
+    ("a1/a1.urdf", None),
+    ("humanoid/humanoid.urdf", True),
+]
 TOL = 1e-9
 
 
@@ -23,8 +30,11 @@ def _pin_check(path, model):
     pin = pytest.importorskip("pinocchio")
     if np.any(model.jtype == BALL):
         return  # Pinocchio has no spherical URDF joint; our reader checks those files
-    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if model.floating_base \
+    pm = (
+        pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        if model.floating_base
         else pin.buildModelFromUrdf(str(path))
+    )
     assert pm.nv == model.nv
     assert abs(sum(pm.inertias[i].mass for i in range(pm.njoints)) - model.total_mass) < 1e-9 * model.total_mass
 
@@ -63,9 +73,14 @@ def test_robosimian_roundtrip(tmp_path):
 def test_generated_roundtrip(name, tmp_path):
     import pbsim_models as pm
 
-    m = {"chain10": lambda: pm.chain(10), "ball2chain10": lambda: pm.chain(10, joint="ball2"),
-         "spherical": lambda: pm.chain(4, joint="spherical"), "snake36": lambda: pm.snake(36),
-         "swimmer": pm.swimmer, "spider": pm.spider}[name]()
+    m = {
+        "chain10": lambda: pm.chain(10),
+        "ball2chain10": lambda: pm.chain(10, joint="ball2"),
+        "spherical": lambda: pm.chain(4, joint="spherical"),
+        "snake36": lambda: pm.snake(36),
+        "swimmer": pm.swimmer,
+        "spider": pm.spider,
+    }[name]()
     if name == "swimmer":
         m.gravity = np.array([0.0, 0.0, -9.81])  # URDF has no gravity (reported)
     out, back = _roundtrip(m, tmp_path)
@@ -166,8 +181,9 @@ def test_capsules_as_cylinder_and_spheres(tmp_path, capfd):
     pin = pytest.importorskip("pinocchio")
     capfd.readouterr()
     pin.buildModelFromUrdf(str(out), pin.JointModelFreeFlyer())
-    pin.buildGeomFromUrdf(pin.buildModelFromUrdf(str(out), pin.JointModelFreeFlyer()), str(out),
-                          pin.GeometryType.COLLISION)
+    pin.buildGeomFromUrdf(
+        pin.buildModelFromUrdf(str(out), pin.JointModelFreeFlyer()), str(out), pin.GeometryType.COLLISION
+    )
     assert "Could not parse" not in capfd.readouterr().err
     with pytest.raises(ValueError, match="capsules"):
         write_urdf(m, out, capsules="cone")

@@ -1,4 +1,5 @@
 """Per-trajectory optimiser kernels: dense solves against numpy, LM damping rule, LBFGS on a quadratic."""
+
 import numpy as np
 
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
@@ -43,9 +44,10 @@ def test_lbfgs_recovers_newton_step_on_quadratic(rng):
     m = n
     S, Y, rho, alpha = np.zeros((m, n)), np.zeros((m, n)), np.zeros(m), np.zeros(m)
     head = 0
-    for k in range(n):
+    for _k in range(n):
         s = rng.normal(size=n)
         head = lbfgs_push(S, Y, rho, s, H @ s, head, n)
+
     def direction(g, H0):  # two-loop recursion with the initial inverse Hessian H0 (a matrix here)
         d = np.zeros(n)
         lbfgs_first_loop(g, S, Y, rho, alpha, n, head, d, n)

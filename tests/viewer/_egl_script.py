@@ -1,6 +1,7 @@
 """Run in a subprocess by test_headless.py: headless EGL window, synthetic pyglet events, pixels.
 
 Prints one JSON line ``RESULT {...}`` (or ``SKIP reason``)."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def main(path, floating, do_input, shot, ground=False):
     except Exception as e:  # noqa: BLE001
         print("SKIP", f"no headless GL window: {type(e).__name__}: {e}")
         return
-    W, H = 1024, 640
+    _W, H = 1024, 640
     res = {}
     v.opt.follow = False
     v.pump(3)
@@ -41,7 +42,7 @@ def main(path, floating, do_input, shot, ground=False):
     empty = v.read_pixels()
     v.opt.show_visual = True
     v.pump(1)
-    scene = (np.abs(img[:, PANEL_WIDTH:].astype(int) - empty[:, PANEL_WIDTH:].astype(int)).sum(2) > 30)
+    scene = np.abs(img[:, PANEL_WIDTH:].astype(int) - empty[:, PANEL_WIDTH:].astype(int)).sum(2) > 30
     res["robot_pixels"] = int(scene.sum())
     bg = np.array([0.12, 0.13, 0.16]) * 255
     panel = img[:, :PANEL_WIDTH].astype(float)
@@ -120,5 +121,10 @@ def main(path, floating, do_input, shot, ground=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] == "float", sys.argv[3] == "input",
-         sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None, "ground" in sys.argv[5:])
+    main(
+        sys.argv[1],
+        sys.argv[2] == "float",
+        sys.argv[3] == "input",
+        sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None,
+        "ground" in sys.argv[5:],
+    )

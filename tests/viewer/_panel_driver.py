@@ -1,4 +1,5 @@
 """Drive the panel with no GL: imgui IO events + a stand-in renderer."""
+
 from __future__ import annotations
 
 from imgui_bundle import imgui, implot

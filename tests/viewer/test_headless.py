@@ -1,5 +1,6 @@
 """Real window in headless EGL (Mesa), in a subprocess so GL options are set before any GL import:
 frames of the DeepMimic humanoid and Robosimian, pixel checks, synthetic pyglet input."""
+
 import json
 import os
 import subprocess
@@ -22,10 +23,12 @@ SCRIPT = Path(__file__).with_name("_egl_script.py")
 def run_script(*args):
     env = dict(os.environ)
     env.pop("DISPLAY", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "viewer"), str(ROOT / "models"),
-                                         env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
-                       env=env, timeout=600, cwd=ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "viewer"), str(ROOT / "models"), env.get("PYTHONPATH", "")]
+    )
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
     for line in r.stdout.splitlines():
         if line.startswith("SKIP"):
             pytest.skip(line)
@@ -68,7 +71,9 @@ def test_record_gif_and_mp4_from_cli(tmp_path):
 
     env = dict(os.environ)
     env.pop("DISPLAY", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "viewer"), str(ROOT / "models"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "viewer"), str(ROOT / "models"), env.get("PYTHONPATH", "")]
+    )
     model = pybullet_file("pendulum5.urdf")
     outs = [tmp_path / "clip.gif"]
     try:
@@ -78,9 +83,27 @@ def test_record_gif_and_mp4_from_cli(tmp_path):
     except ImportError:
         imageio_ffmpeg = None
     for out in outs:
-        r = subprocess.run([sys.executable, "-m", "pbsim.cli", "view", model, "--record", str(out), "--frames", "7",
-                            "--size", "320x240", "--headless"], capture_output=True, text=True, env=env, timeout=600,
-                           cwd=ROOT)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pbsim.cli",
+                "view",
+                model,
+                "--record",
+                str(out),
+                "--frames",
+                "7",
+                "--size",
+                "320x240",
+                "--headless",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            cwd=ROOT,
+        )
         if r.returncode != 0 and ("EGL" in r.stderr or "headless" in r.stderr.lower()) and not out.exists():
             pytest.skip(f"no headless GL: {r.stderr[-300:]}")
         assert r.returncode == 0, r.stderr[-2000:]

@@ -1,4 +1,5 @@
 """Panel logic with no GL at all: imgui IO events into the real panel code, stand-in renderer."""
+
 import numpy as np
 import pytest
 

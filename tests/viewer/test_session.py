@@ -1,4 +1,5 @@
 """Session (no GL): parameters, every registered integrator, failures pause at the last good state."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -109,8 +110,13 @@ class _Exploding:
             new.q[:] = np.nan
             return new, Diagnostics(diag.energy, np.array([True]))
         if self.mode == "noconv":
-            return new, Diagnostics(diag.energy, np.array([False]), iterations=np.array([50]),
-                                    residual=np.array([0.3]), converged=np.array([False]))
+            return new, Diagnostics(
+                diag.energy,
+                np.array([False]),
+                iterations=np.array([50]),
+                residual=np.array([0.3]),
+                converged=np.array([False]),
+            )
         raise FloatingPointError("overflow in kernel")
 
 
@@ -139,16 +145,23 @@ def test_real_divergence_is_caught():
 
 
 def test_pbsim_and_viewer_import_without_gl():
-    code = ("import sys\n"
-            "class Block:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('pyglet', 'OpenGL', 'imgui_bundle'):\n"
-            "            raise ImportError('blocked ' + name)\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "import pbsim, pbsim_viewer\n"
-            "print('ok', pbsim_viewer.Session.__name__)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                       env={"PYTHONPATH": f"{ROOT}:{ROOT / 'viewer'}:{ROOT / 'models'}", "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pyglet', 'OpenGL', 'imgui_bundle'):\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pbsim, pbsim_viewer\n"
+        "print('ok', pbsim_viewer.Session.__name__)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'viewer'}:{ROOT / 'models'}", "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0 and "ok Session" in r.stdout, r.stderr
 
 
@@ -162,8 +175,13 @@ def test_place_on_terrain_without_gl():
     s = Session(pbsim.load(robosimian_urdf(), floating_base=True))
     place_on_terrain(s, tris, clearance=0.02)
     T = pbsim.forward_kinematics(s.model, s.q)
-    pts = np.concatenate([t.reshape(-1, 3) @ T[g.body, :3, :3].T + T[g.body, :3, 3]
-                          for g in s.model.geoms if len(t := primitive_mesh(g))])
+    pts = np.concatenate(
+        [
+            t.reshape(-1, 3) @ T[g.body, :3, :3].T + T[g.body, :3, 3]
+            for g in s.model.geoms
+            if len(t := primitive_mesh(g))
+        ]
+    )
     # the lowest robot point sits 2 cm above the terrain under the robot's footprint
     top = terrain_top(tris, pts[:, 0].min(), pts[:, 0].max(), pts[:, 1].min(), pts[:, 1].max())
     assert pts[:, 2].min() - top == pytest.approx(0.02, abs=1e-9)
@@ -171,8 +189,12 @@ def test_place_on_terrain_without_gl():
     rng = np.random.default_rng(1)
     w = rng.dirichlet(np.ones(3), size=(len(tris), 8))
     samp = np.einsum("fsk,fkd->fsd", w, tris).reshape(-1, 3)
-    inside = ((samp[:, 0] > pts[:, 0].min()) & (samp[:, 0] < pts[:, 0].max())
-              & (samp[:, 1] > pts[:, 1].min()) & (samp[:, 1] < pts[:, 1].max()))
+    inside = (
+        (samp[:, 0] > pts[:, 0].min())
+        & (samp[:, 0] < pts[:, 0].max())
+        & (samp[:, 1] > pts[:, 1].min())
+        & (samp[:, 1] < pts[:, 1].max())
+    )
     assert inside.sum() > 10 and samp[inside, 2].max() <= top + 1e-12
 
 

@@ -3,6 +3,7 @@
 ``Session`` has no GL; ``view`` / ``main`` import pyglet and GL lazily, so importing this package
 works on a server without a display.
 """
+
 from pbsim_viewer.session import Session
 
 

@@ -4,6 +4,7 @@ GL is imported only inside :func:`setup_gl` / :class:`Viewer`, so ``import pbsim
 a server with no display.  Headless rendering: ``setup_gl(headless=True)`` before anything
 imports ``pyglet.gl`` (sets ``pyglet.options['headless']`` and ``PYOPENGL_PLATFORM=egl``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,17 @@ def display_rotation(model) -> np.ndarray:
 class Viewer:
     """Window + renderer + panel.  ``frame(wall_dt)`` advances the session and draws once."""
 
-    def __init__(self, session: Session, width=1280, height=720, visible=True, title=None, terrain=None,
-                 samples: int = 4, max_triangles: int = 0):
+    def __init__(
+        self,
+        session: Session,
+        width=1280,
+        height=720,
+        visible=True,
+        title=None,
+        terrain=None,
+        samples: int = 4,
+        max_triangles: int = 0,
+    ):
         import pyglet
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends.pyglet_backend import create_renderer
@@ -70,15 +80,35 @@ class Viewer:
         try:
             if not samples:
                 raise ValueError("no multisampling requested")
-            config = gl.Config(double_buffer=True, depth_size=24, sample_buffers=1, samples=samples,
-                               major_version=3, minor_version=3, forward_compatible=True)
-            self.window = pyglet.window.Window(width, height, caption=title or f"pbsim - {session.model.name}",
-                                               resizable=True, visible=visible, config=config)
+            config = gl.Config(
+                double_buffer=True,
+                depth_size=24,
+                sample_buffers=1,
+                samples=samples,
+                major_version=3,
+                minor_version=3,
+                forward_compatible=True,
+            )
+            self.window = pyglet.window.Window(
+                width,
+                height,
+                caption=title or f"pbsim - {session.model.name}",
+                resizable=True,
+                visible=visible,
+                config=config,
+            )
         except Exception:  # noqa: BLE001 - no multisampling available
-            config = gl.Config(double_buffer=True, depth_size=24, major_version=3, minor_version=3,
-                               forward_compatible=True)
-            self.window = pyglet.window.Window(width, height, caption=title or f"pbsim - {session.model.name}",
-                                               resizable=True, visible=visible, config=config)
+            config = gl.Config(
+                double_buffer=True, depth_size=24, major_version=3, minor_version=3, forward_compatible=True
+            )
+            self.window = pyglet.window.Window(
+                width,
+                height,
+                caption=title or f"pbsim - {session.model.name}",
+                resizable=True,
+                visible=visible,
+                config=config,
+            )
         self.window.switch_to()
         self.imgui_ctx = imgui.create_context()
         self.implot_ctx = implot.create_context()
@@ -110,8 +140,12 @@ class Viewer:
         # aim between the centre of mass and the lowest point, so feet and ground are in view
         self.camera.target[2] = max(0.5 * (com0[2] + lo), lo + 0.2)
         self.follow_offset = self.camera.target - com0
-        self.window.push_handlers(on_key_press=self.on_key_press, on_mouse_drag=self.on_mouse_drag,
-                                  on_mouse_scroll=self.on_mouse_scroll, on_draw=self.on_draw)
+        self.window.push_handlers(
+            on_key_press=self.on_key_press,
+            on_mouse_drag=self.on_mouse_drag,
+            on_mouse_scroll=self.on_mouse_scroll,
+            on_draw=self.on_draw,
+        )
         self._last = time.perf_counter()
 
     # ------------------------------------------------------------------ input
@@ -358,9 +392,20 @@ def place_on_ground(session: Session, terrain_tris=None, xy=None, clearance: flo
 UP_GRAVITY = {"z": (0.0, 0.0, -9.81), "y": (0.0, -9.81, 0.0)}
 
 
-def make_session(model_path, floating: bool | None = None, scene=None, integrator=None, dt=2e-3,
-                 kp: float | None = None, kd: float | None = None, ground: str | None = "plane", terrain=None,
-                 mu: float = 0.8, up: str = "z", pose: str = "stand") -> Session:
+def make_session(
+    model_path,
+    floating: bool | None = None,
+    scene=None,
+    integrator=None,
+    dt=2e-3,
+    kp: float | None = None,
+    kd: float | None = None,
+    ground: str | None = "plane",
+    terrain=None,
+    mu: float = 0.8,
+    up: str = "z",
+    pose: str = "stand",
+) -> Session:
     """Load ``model_path`` and wrap it in a :class:`Session` with a contact scene.
 
     ``floating=None``: the file decides (a URDF without a ``world`` link floats).  ``up``: "z",
@@ -391,21 +436,48 @@ def make_session(model_path, floating: bool | None = None, scene=None, integrato
             X = np.einsum("nij,nj->ni", T[pts.body, :3, :3], pts.local) + T[pts.body, :3, 3]
             up = -np.asarray(model.gravity, float) / max(np.linalg.norm(model.gravity), 1e-12)
             gh = min(0.0, float((X @ up - pts.radius).min()) - 1e-3)
-        scene = pbsim.make_scene(model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu,
-                                 points=pts, ground_height=gh)
-    s = Session(model, scene=scene, integrator=integrator, dt=dt, kp=kp0 if kp is None else kp,
-                kd=kd0 if kd is None else kd, q0=q0)
+        scene = pbsim.make_scene(
+            model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu, points=pts, ground_height=gh
+        )
+    s = Session(
+        model,
+        scene=scene,
+        integrator=integrator,
+        dt=dt,
+        kp=kp0 if kp is None else kp,
+        kd=kd0 if kd is None else kd,
+        q0=q0,
+    )
     if model.floating_base and contact_available(model, s.scene):
         place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None)
     return s
 
 
-def view(model_path, screenshot=None, frames: int | None = None, *, floating: bool | None = None, scene=None,
-         integrator: str | None = None, dt: float = 2e-3, kp: float | None = None, kd: float | None = None,
-         play: bool | None = None, width: int = 1280, height: int = 720, headless: bool | None = None,
-         options: dict | None = None, terrain=None, max_triangles: int = 0, ground: str | None = "plane",
-         mu: float = 0.8, up: str = "z", pose: str = "stand", camera: dict | None = None,
-         record=None) -> "Session":
+def view(
+    model_path,
+    screenshot=None,
+    frames: int | None = None,
+    *,
+    floating: bool | None = None,
+    scene=None,
+    integrator: str | None = None,
+    dt: float = 2e-3,
+    kp: float | None = None,
+    kd: float | None = None,
+    play: bool | None = None,
+    width: int = 1280,
+    height: int = 720,
+    headless: bool | None = None,
+    options: dict | None = None,
+    terrain=None,
+    max_triangles: int = 0,
+    ground: str | None = "plane",
+    mu: float = 0.8,
+    up: str = "z",
+    pose: str = "stand",
+    camera: dict | None = None,
+    record=None,
+) -> "Session":
     """Open the viewer on ``model_path`` (see :func:`make_session` for the physics arguments).
 
     Interactive by default.  With ``screenshot`` (a PNG path) and/or ``frames``, renders ``frames``
@@ -423,8 +495,20 @@ def view(model_path, screenshot=None, frames: int | None = None, *, floating: bo
     if headless is None:
         headless = scripted and not os.environ.get("DISPLAY")
     setup_gl(headless)
-    session = make_session(model_path, floating=floating, scene=scene, integrator=integrator, dt=dt, kp=kp, kd=kd,
-                           ground=ground, terrain=terrain, mu=mu, up=up, pose=pose)
+    session = make_session(
+        model_path,
+        floating=floating,
+        scene=scene,
+        integrator=integrator,
+        dt=dt,
+        kp=kp,
+        kd=kd,
+        ground=ground,
+        terrain=terrain,
+        mu=mu,
+        up=up,
+        pose=pose,
+    )
     if play if play is not None else True:
         session.play()
     v = Viewer(session, width, height, visible=not headless, terrain=terrain, max_triangles=max_triangles)
@@ -456,23 +540,40 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--kp", type=float, default=None, help="SPD stiffness (default 30 N m/rad per kg of robot)")
     p.add_argument("--kd", type=float, default=None, help="SPD damping (default 1 N m s/rad per kg of robot)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--float", dest="floating", action="store_true", default=None,
-                   help="floating base (default: the file decides; a URDF without a world link floats)")
+    g.add_argument(
+        "--float",
+        dest="floating",
+        action="store_true",
+        default=None,
+        help="floating base (default: the file decides; a URDF without a world link floats)",
+    )
     g.add_argument("--fixed", dest="floating", action="store_false", help="fixed base")
-    p.add_argument("--up", choices=["z", "y", "auto"], default="z",
-                   help="the model's up axis: gravity along -up, ground and camera follow (auto: tallest axis)")
+    p.add_argument(
+        "--up",
+        choices=["z", "y", "auto"],
+        default="z",
+        help="the model's up axis: gravity along -up, ground and camera follow (auto: tallest axis)",
+    )
     p.add_argument("--ground", choices=["plane", "none"], default="plane", help="contact ground plane")
     p.add_argument("--terrain", metavar="MESH", help="terrain mesh (z-up STL/OBJ/OFF): contact geometry, drawn")
     p.add_argument("--mu", type=float, default=0.8, help="friction coefficient")
-    p.add_argument("--pose", choices=["stand", "default"], default="stand",
-                   help="configuration SPD holds: a standing pose where one is known (Robosimian), or the file's")
+    p.add_argument(
+        "--pose",
+        choices=["stand", "default"],
+        default="stand",
+        help="configuration SPD holds: a standing pose where one is known (Robosimian), or the file's",
+    )
     p.add_argument("--paused", action="store_true", help="start paused")
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
     p.add_argument("--camera", metavar="YAW,PITCH,DIST", help="initial camera angles (deg) and distance (m)")
     p.add_argument("--show", default="", help="comma list of overlays to switch on: collision,normals,frames,com")
-    p.add_argument("--max-triangles", type=int, default=0,
-                   help="simplify dense meshes to about this many triangles (software GL); 0 = off")
+    p.add_argument(
+        "--max-triangles",
+        type=int,
+        default=0,
+        help="simplify dense meshes to about this many triangles (software GL); 0 = off",
+    )
     return p
 
 
@@ -484,9 +585,27 @@ def main(argv=None) -> int:
         vals = [float(x) for x in args.camera.split(",")]
         cam = dict(zip(("yaw", "pitch", "distance"), vals))
     opts = {f"show_{k.strip()}": True for k in args.show.split(",") if k.strip()}
-    view(args.model, screenshot=args.screenshot, frames=args.frames, floating=args.floating,
-         integrator=args.integrator, dt=args.dt, kp=args.kp, kd=args.kd, play=not args.paused,
-         width=w, height=h, headless=args.headless, terrain=args.terrain, ground=args.ground, mu=args.mu,
-         up=args.up, pose=args.pose, max_triangles=args.max_triangles, options=opts, camera=cam,
-         record=args.record)
+    view(
+        args.model,
+        screenshot=args.screenshot,
+        frames=args.frames,
+        floating=args.floating,
+        integrator=args.integrator,
+        dt=args.dt,
+        kp=args.kp,
+        kd=args.kd,
+        play=not args.paused,
+        width=w,
+        height=h,
+        headless=args.headless,
+        terrain=args.terrain,
+        ground=args.ground,
+        mu=args.mu,
+        up=args.up,
+        pose=args.pose,
+        max_triangles=args.max_triangles,
+        options=opts,
+        camera=cam,
+        record=args.record,
+    )
     return 0

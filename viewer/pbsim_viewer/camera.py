@@ -1,4 +1,5 @@
 """Orbit / pan / zoom camera (z up), plain numpy."""
+
 from __future__ import annotations
 
 import math
@@ -49,7 +50,7 @@ class OrbitCamera:
         self.target -= scale * (dx * V[0, :3] + dy * V[1, :3])
 
     def zoom(self, steps):
-        self.distance = float(np.clip(self.distance * 0.9 ** steps, 0.05, 500.0))
+        self.distance = float(np.clip(self.distance * 0.9**steps, 0.05, 500.0))
 
     def follow(self, point, alpha=0.2):
         self.target += alpha * (np.asarray(point, float) - self.target)

@@ -1,5 +1,6 @@
 """The ImGui control panel.  Uses imgui-bundle (imgui + implot) but no GL: tests drive it with a
 stand-in renderer (:class:`StandInRenderer`) by feeding events into imgui's IO."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,8 +43,11 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     io = imgui.get_io()
     imgui.set_next_window_pos(imgui.ImVec2(0, 0), imgui.Cond_.always)
     imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, height or io.display_size.y), imgui.Cond_.always)
-    imgui.begin("pbsim###panel", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize
-                | imgui.WindowFlags_.no_collapse)
+    imgui.begin(
+        "pbsim###panel",
+        None,
+        imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_collapse,
+    )
     imgui.text(f"{s.model.name}  nq {s.model.nq}  nv {s.model.nv}")
     imgui.text(f"t = {s.time:.3f} s   steps {s.steps}")
     if s.message:
@@ -80,8 +84,7 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     imgui.set_next_window_size_constraints(imgui.ImVec2(0, 0), imgui.ImVec2(PANEL_WIDTH, 30.0 * len(names) + 20))
     c0 = imgui.get_cursor_screen_pos()
     ITEM_RECTS["integrator"] = (c0.x, c0.y, c0.x + imgui.calc_item_width(), c0.y + imgui.get_frame_height())
-    opened = imgui.begin_combo("integrator###integrator", names[cur] if names else "",
-                               imgui.ComboFlags_.height_largest)
+    opened = imgui.begin_combo("integrator###integrator", names[cur] if names else "", imgui.ComboFlags_.height_largest)
     if opened:
         for k, nm in enumerate(names):
             hit, _ = imgui.selectable(f"{nm}###integrator_{nm}", k == cur)
@@ -89,13 +92,15 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
             if hit and k != cur:
                 s.set_integrator(nm)
         imgui.end_combo()
-    changed, dt = imgui.slider_float("dt [s]###dt", s.dt, DT_MIN, DT_MAX, "%.5f",
-                                     imgui.SliderFlags_.logarithmic | imgui.SliderFlags_.always_clamp)
+    changed, dt = imgui.slider_float(
+        "dt [s]###dt", s.dt, DT_MIN, DT_MAX, "%.5f", imgui.SliderFlags_.logarithmic | imgui.SliderFlags_.always_clamp
+    )
     _rect('dt')
     if changed:
         s.set_dt(dt)
-    changed, dt = imgui.input_double("dt typed###dt_typed", s.dt, 0.0, 0.0, "%.6f",
-                                     imgui.InputTextFlags_.enter_returns_true)
+    changed, dt = imgui.input_double(
+        "dt typed###dt_typed", s.dt, 0.0, 0.0, "%.6f", imgui.InputTextFlags_.enter_returns_true
+    )
     _rect('dt_typed')
     if changed:
         s.set_dt(dt)
@@ -114,8 +119,12 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     _hit = imgui.collapsing_header("per-joint gains###perjoint")
     _rect('perjoint')
     if _hit:
-        if imgui.begin_table("gains###gains_table", 3, imgui.TableFlags_.borders | imgui.TableFlags_.row_bg
-                             | imgui.TableFlags_.scroll_y, imgui.ImVec2(0, 220)):
+        if imgui.begin_table(
+            "gains###gains_table",
+            3,
+            imgui.TableFlags_.borders | imgui.TableFlags_.row_bg | imgui.TableFlags_.scroll_y,
+            imgui.ImVec2(0, 220),
+        ):
             imgui.table_setup_column("joint")
             imgui.table_setup_column("kp")
             imgui.table_setup_column("kd")
@@ -150,11 +159,16 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
 
     # --- display toggles
     if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
-        for attr, label in (("show_visual", "visual meshes"), ("show_collision", "collision geometry"),
-                            ("show_contacts", "contact points"), ("show_normals", "contact normals"),
-                            ("show_frames", "joint frames"),
-                            ("show_com", "centre of mass"), ("show_grid", "ground grid"),
-                            ("follow", "camera follows robot")):
+        for attr, label in (
+            ("show_visual", "visual meshes"),
+            ("show_collision", "collision geometry"),
+            ("show_contacts", "contact points"),
+            ("show_normals", "contact normals"),
+            ("show_frames", "joint frames"),
+            ("show_com", "centre of mass"),
+            ("show_grid", "ground grid"),
+            ("follow", "camera follows robot"),
+        ):
             c, v = imgui.checkbox(f"{label}###{attr}", getattr(opt, attr))
             if c:
                 setattr(opt, attr, v)
@@ -163,8 +177,11 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     if imgui.collapsing_header("plots###plots", imgui.TreeNodeFlags_.default_open):
         h = s.histories()
         t = h["t"]
-        for key, label in (("energy", "total energy [J]"), ("iterations", "solver iterations"),
-                           ("tracking_error", "tracking error [rad]")):
+        for key, label in (
+            ("energy", "total energy [J]"),
+            ("iterations", "solver iterations"),
+            ("tracking_error", "tracking error [rad]"),
+        ):
             if implot.begin_plot(f"{label}###plot_{key}", imgui.ImVec2(-1, 110)):
                 implot.setup_axes("t [s]", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 if len(t) > 1:

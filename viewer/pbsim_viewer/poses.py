@@ -16,6 +16,7 @@ stand:
 (N m/rad), ``kd = M`` (N m s/rad); Robosimian (M = 100 kg) gets kp = 3000, kd = 100 and holds the
 standing pose within 0.01 rad RMS on flat ground and on drc_rough_terrain (euler, dt = 1-2 ms).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +48,7 @@ def default_gains(model) -> tuple[float, float]:
 
 
 def detect_up(model) -> str:
-    """"y" or "z": the axis the robot is tallest along in its default pose (a guess for files
+    """ "y" or "z": the axis the robot is tallest along in its default pose (a guess for files
     that do not say; the DeepMimic humanoid stands along +y)."""
     import pbsim
 

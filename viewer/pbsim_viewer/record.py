@@ -4,6 +4,7 @@
 viewer extra, else ``ffmpeg`` on PATH) fed raw RGB frames through a pipe, so frames are never all
 held in memory; ``.gif`` is written by Pillow (frames kept until ``close``: meant for short clips).
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,10 @@ class FrameRecorder:
         if self.ext == ".mp4":
             self.exe = ffmpeg_exe()
             if self.exe is None:
-                raise InputError(f"--record {self.path!r}: writing .mp4 needs ffmpeg "
-                                 "(pip install imageio-ffmpeg, part of 'pbsim[viewer]'), or record a .gif")
+                raise InputError(
+                    f"--record {self.path!r}: writing .mp4 needs ffmpeg "
+                    "(pip install imageio-ffmpeg, part of 'pbsim[viewer]'), or record a .gif"
+                )
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
         self.frames = []
@@ -68,8 +71,28 @@ class FrameRecorder:
 
     def _open(self, shape):
         h, w = shape[0] - shape[0] % 2, shape[1] - shape[1] % 2
-        cmd = [self.exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}",
-               "-r", f"{self.fps:g}", "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", self.path]
+        cmd = [
+            self.exe,
+            "-y",
+            "-loglevel",
+            "error",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-s",
+            f"{w}x{h}",
+            "-r",
+            f"{self.fps:g}",
+            "-i",
+            "-",
+            "-an",
+            "-vcodec",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            self.path,
+        ]
         return subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def close(self) -> str:
@@ -80,8 +103,7 @@ class FrameRecorder:
             from PIL import Image
 
             imgs = [Image.fromarray(f) for f in self.frames]
-            imgs[0].save(self.path, save_all=True, append_images=imgs[1:], duration=int(round(1000 / self.fps)),
-                         loop=0)
+            imgs[0].save(self.path, save_all=True, append_images=imgs[1:], duration=int(round(1000 / self.fps)), loop=0)
             self.frames = []
         elif self.proc is not None:
             self.proc.stdin.close()

@@ -3,6 +3,7 @@
 Every shape is uploaded once as one flat-shaded triangle buffer in its body frame and drawn with
 the body's world pose as model matrix.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -124,19 +125,26 @@ class SceneRenderer:
                 rgba = np.array([0.72, 0.72, 0.78, 1.0])
             self.shapes.append((role, int(g.body), Buffer(flat_buffer(tris)), rgba))
             lo, hi = tris.reshape(-1, 3).min(0), tris.reshape(-1, 3).max(0)
-            corners = np.array([[(lo, hi)[a][0], (lo, hi)[b][1], (lo, hi)[c][2]]
-                                for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+            corners = np.array(
+                [[(lo, hi)[a][0], (lo, hi)[b][1], (lo, hi)[c][2]] for a in (0, 1) for b in (0, 1) for c in (0, 1)]
+            )
             self.bounds.append((int(g.body), corners))
         import trimesh
 
         ball = trimesh.creation.icosphere(subdivisions=2, radius=1.0)
         self.ball = Buffer(flat_buffer(np.asarray(ball.vertices)[np.asarray(ball.faces)]))
         self.grid = Buffer(_lines(self._grid_segments(20, 0.5)), gl.GL_LINES)
-        self.ground = Buffer(flat_buffer(np.array([[[-50, -50, 0], [50, -50, 0], [50, 50, 0]],
-                                                   [[-50, -50, 0], [50, 50, 0], [-50, 50, 0]]], float)))
+        self.ground = Buffer(
+            flat_buffer(
+                np.array(
+                    [[[-50, -50, 0], [50, -50, 0], [50, 50, 0]], [[-50, -50, 0], [50, 50, 0], [-50, 50, 0]]], float
+                )
+            )
+        )
         self.normals = Buffer(_lines(np.zeros((1, 2, 3))), gl.GL_LINES)
-        self.axes = Buffer(_lines([[[0, 0, 0], [1, 0, 0]], [[0, 0, 0], [0, 1, 0]], [[0, 0, 0], [0, 0, 1]]]),
-                           gl.GL_LINES)
+        self.axes = Buffer(
+            _lines([[[0, 0, 0], [1, 0, 0]], [[0, 0, 0], [0, 1, 0]], [[0, 0, 0], [0, 0, 1]]]), gl.GL_LINES
+        )
 
     @staticmethod
     def _grid_segments(n, step):
@@ -153,8 +161,12 @@ class SceneRenderer:
 
     def lowest_point(self, T_bodies) -> float:
         """Lowest z of every shape's bounding box at the given body poses."""
-        zs = [(((T_bodies[b] if b >= 0 else np.eye(4))[:3, :3] @ c.T).T + (T_bodies[b] if b >= 0 else np.eye(4))[:3, 3])[:, 2].min()
-              for b, c in self.bounds]
+        zs = [
+            (((T_bodies[b] if b >= 0 else np.eye(4))[:3, :3] @ c.T).T + (T_bodies[b] if b >= 0 else np.eye(4))[:3, 3])[
+                :, 2
+            ].min()
+            for b, c in self.bounds
+        ]
         return float(min(zs)) if zs else 0.0
 
     def _set(self, VP, M, rgba, unlit=0):

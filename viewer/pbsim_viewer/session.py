@@ -3,6 +3,7 @@
 Physics goes only through pbsim's public API: ``pbsim.integrators.make``, ``Integrator.step``,
 ``pbsim.Control``, ``pbsim.State``, ``pbsim.difference``, ``pbsim.energy``.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,18 @@ class Session:
     ``step_once()`` advances one step; a failing step pauses and sets :attr:`message`.
     """
 
-    def __init__(self, model, scene=None, integrator: str | None = None, dt: float = 2e-3,
-                 kp: float = 300.0, kd: float = 10.0, q0=None, history: int = 600,
-                 max_step_time: float = 0.03):
+    def __init__(
+        self,
+        model,
+        scene=None,
+        integrator: str | None = None,
+        dt: float = 2e-3,
+        kp: float = 300.0,
+        kd: float = 10.0,
+        q0=None,
+        history: int = 600,
+        max_step_time: float = 0.03,
+    ):
         self.model = model
         self.scene = scene if scene is not None else pbsim.Scene()
         names = pbsim.integrators.available()
@@ -41,7 +51,7 @@ class Session:
         for i in range(model.nb):
             j0, nvj = int(model.iv[i]), int(model.nvj[i])
             if int(model.jtype[i]) == FREE:
-                self.actuated[j0:j0 + nvj] = False
+                self.actuated[j0 : j0 + nvj] = False
             for k in range(nvj):
                 suffix = "" if nvj == 1 else "xyz"[k % 3] if nvj == 3 else "xyzxyz"[k] + ("_lin" if k < 3 else "_ang")
                 self.dof_names.append(model.joint_names[i] + (f".{suffix}" if suffix else ""))
@@ -194,7 +204,10 @@ class Session:
         # the squared relative rotation angle per ball joint
         sq = float(np.sum((q[self._err_1dof] - r[self._err_1dof]) ** 2))
         for k in self._err_ball:
-            c = abs(float(np.dot(q[k:k + 4], r[k:k + 4])) / max(np.linalg.norm(q[k:k + 4]) * np.linalg.norm(r[k:k + 4]), 1e-300))
+            c = abs(
+                float(np.dot(q[k : k + 4], r[k : k + 4]))
+                / max(np.linalg.norm(q[k : k + 4]) * np.linalg.norm(r[k : k + 4]), 1e-300)
+            )
             sq += (2.0 * math.acos(min(c, 1.0))) ** 2
         return math.sqrt(sq / n)
 
@@ -202,8 +215,10 @@ class Session:
         self.failed = True
         self.playing = False
         self.state = self.last_good.copy()
-        self.message = (f"{self.integrator_name} failed at t = {self.last_good.t:.4f} s "
-                        f"(dt = {self.dt:g} s): {why}; paused at the last good state")
+        self.message = (
+            f"{self.integrator_name} failed at t = {self.last_good.t:.4f} s "
+            f"(dt = {self.dt:g} s): {why}; paused at the last good state"
+        )
 
     def step_once(self) -> bool:
         """One integrator step; returns False (and pauses) when the step fails."""
@@ -221,8 +236,11 @@ class Session:
         if not self._warm:
             self._warm = True
             self.compile_s = cw.seconds
-            self.notice = (f"compiled kernels for {self.integrator_name} in {cw.seconds:.0f} s (cached from now on)"
-                           if cw.seconds > 0.5 else "")
+            self.notice = (
+                f"compiled kernels for {self.integrator_name} in {cw.seconds:.0f} s (cached from now on)"
+                if cw.seconds > 0.5
+                else ""
+            )
         # the first step after a (re)start may include JIT compilation: do not let it seed the average
         self.ms_per_step = 1e3 * wall if self.steps <= 1 else 0.9 * self.ms_per_step + 100.0 * wall
         if np.any(diag.nan) or not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v))):
@@ -253,8 +271,10 @@ class Session:
         if self._warm or self.notice.startswith("loading"):
             return False
         est = CompileWatch(self.integrator_name).estimate_s
-        self.notice = (f"loading kernels for {self.integrator_name}... (the first use on this machine "
-                       f"compiles them{f', ~{est:.0f} s' if est else ''})")
+        self.notice = (
+            f"loading kernels for {self.integrator_name}... (the first use on this machine "
+            f"compiles them{f', ~{est:.0f} s' if est else ''})"
+        )
         return True
 
     def update(self, wall_dt: float) -> int:
@@ -277,5 +297,9 @@ class Session:
         return n
 
     def histories(self) -> dict[str, np.ndarray]:
-        return {"t": np.array(self.hist_t), "energy": np.array(self.hist_energy),
-                "iterations": np.array(self.hist_iters), "tracking_error": np.array(self.hist_err)}
+        return {
+            "t": np.array(self.hist_t),
+            "energy": np.array(self.hist_energy),
+            "iterations": np.array(self.hist_iters),
+            "tracking_error": np.array(self.hist_err),
+        }

@@ -1,4 +1,5 @@
 """Shape triangles for drawing (no GL): primitives and meshes in their body frame."""
+
 from __future__ import annotations
 
 import numpy as np
