@@ -310,3 +310,17 @@ def test_fixed_base_ground_plane_below_the_robot():
     plane = [e for e in s.scene.all_environment() if type(e).__name__ == "Plane"][0]
     assert plane.offset < -0.7  # the standing pose's feet hang 0.78 m below the fixed torso
     assert pbsim.contact_diagnostics(s.model, s.scene, s.q)["active"][0] == 0
+
+
+def test_first_use_notice_once_per_integrator(session):
+    """Before an integrator's first step the viewer draws one frame with a notice (the step may
+    compile for a while); after it the notice says what compiling cost, or goes away if the
+    kernels came from the cache; switching integrator arms it again."""
+    s = session
+    s.play()
+    assert s.first_use_notice() and s.notice.startswith("loading kernels for euler")
+    assert not s.first_use_notice()  # once
+    assert s.update(0.01) >= 1
+    assert s.notice == "" or s.notice.startswith("compiled kernels for euler in")
+    assert s.compile_s >= 0.0 and not s.first_use_notice()
+    assert s.set_integrator("rk4") and s.first_use_notice() and "rk4" in s.notice
