@@ -41,7 +41,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.backends.kernel import Variants, kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_state
@@ -314,6 +314,13 @@ def vi_rollout(m, m0, c, w, dw, vw, q, v, qn, vn, dt, method, ig, tol, maxit, ns
                 energy_state(m, w, b, q[b], v[b], eo[b, fr])
 
 
+
+# Newton's and Broyden's dense Jacobian and solves are compiled only into runs that use them
+# (pbsim.backends.kernel.Variants): RIQN, the default, needs neither.
+DENSE_METHODS = {"dense": ("drnea_jacobian", "lu_solve_inplace", "gj_inverse")}
+VI_BATCH = Variants(vi_batch, DENSE_METHODS)
+VI_ROLLOUT = Variants(vi_rollout, DENSE_METHODS)
+
 @register("variational", doc="variational integrator (paper 004): DEL by DRNEA, solved by RIQN (O(n))",
           method="riqn")
 class Variational(Integrator):
@@ -372,7 +379,7 @@ class Variational(Integrator):
         vn = np.empty_like(v)
         e = np.empty((B, 2))
         stats = np.zeros((B, 3))
-        vi_batch(self.model.k, self._m0, kc, w, dw, vw, q, v, dt, METHODS[self.method],
+        VI_BATCH(dense=self.method != "riqn")(self.model.k, self._m0, kc, w, dw, vw, q, v, dt, METHODS[self.method],
                  self.ig, self.tol, self.max_iter, qn, vn, e, stats)
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         conv = (stats[:, 2] > 0.5) & ~nan
@@ -415,7 +422,7 @@ class Variational(Integrator):
         eo = np.zeros((B, F, 2))
         its = np.zeros((B, steps))
         stats = np.zeros((B, 3))
-        vi_rollout(self.model.k, self._m0, kc, w, dw, vw, q, v, np.empty_like(q), np.empty_like(v), dt,
+        VI_ROLLOUT(dense=self.method != "riqn")(self.model.k, self._m0, kc, w, dw, vw, q, v, np.empty_like(q), np.empty_like(v), dt,
                    METHODS[self.method], self.ig, self.tol, self.max_iter, steps, every, qo, vo, eo, its, stats)
         nan = ~(np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1))
         bad = np.flatnonzero((stats[:, 0] > 0) | nan)
