@@ -326,8 +326,9 @@ class Variants:
 
 # First-run compile seconds of the common kernels on the 2-core reference machine (cold cache,
 # single trajectory; docs/benchmarks.md "First-run compilation"): the estimate in the notice.
-COMPILE_ESTIMATE_S = {"euler": 35, "explicit_euler": 30, "rk2": 30, "rk3": 30, "rk4": 30, "pbad": 40,
-                      "pbad3": 60, "pbad4": 60, "variational": 40}
+COMPILE_ESTIMATE_S = {"euler": 25, "explicit_euler": 23, "rk2": 23, "rk3": 23, "rk4": 23, "pbad": 22,
+                      "pbad3": 36, "pbad4": 36, "variational": 36, "variational_newton": 40,
+                      "variational_broyden": 40}
 
 
 class CompileWatch:
