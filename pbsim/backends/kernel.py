@@ -106,10 +106,9 @@ class BatchKernel:
     replaces numba's ``parallel=True`` build, which compiled the whole kernel tree twice more
     (gufunc and caller: 53-75 s on a first batched run).  Rows are independent, so the threads
     share nothing but the read-only model.  The price is one argument dispatch per thread
-    (~40 us, under the GIL) instead of one per call: measured on the 2-vCPU machine, batched ABA
-    on 1000 states got faster (6-11 vs 11-15 us/state), a PBAD step on 16 states the same (1.11
-    vs 1.09 ms), an SPD + contact euler step on 64 states 15-30 % slower (0.59-0.77 vs
-    0.51-0.59 ms); multi-step calls amortize it.  Batches smaller than ``PARALLEL_MIN_BATCH``
+    (~40 us, under the GIL) instead of one per call: per-step batched calls measured 10-50 %
+    slower on the 2-vCPU machine, batched ABA on 1000 states the same
+    (``scripts/bench_batch.py``, docs/benchmarks.md); multi-step calls amortize it.  Batches smaller than ``PARALLEL_MIN_BATCH``
     (or one thread) run on the calling thread.
     """
 
