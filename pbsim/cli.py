@@ -35,7 +35,9 @@ def load_model(spec: str, floating_base=None, fix_inertia=False, packages=()):
     return pbsim.load(spec, floating_base=floating_base, **kw)
 
 
-def _model_args(p):
+def add_model_args(p):
+    """The model arguments every command takes (rollout, info, view): MODEL, base, inertia, packages.
+    Returns the base options' mutually exclusive group."""
     p.add_argument("model", help="robot file (.urdf, .xml) or generated model name (chain10, snake36, spider, ...)")
     g = p.add_mutually_exclusive_group()
     g.add_argument(
@@ -57,6 +59,7 @@ def _model_args(p):
         metavar="NAME=PATH",
         help="resolve package://NAME/ mesh paths under PATH (repeatable)",
     )
+    return g
 
 
 def cmd_info(args):
@@ -278,13 +281,13 @@ def build_parser():
     )
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("info", help="model summary: joint table with q/v indices, DOF, mass")
-    _model_args(pi)
+    add_model_args(pi)
     pi.add_argument("--json", action="store_true", help="machine-readable summary")
     pi.add_argument("--tree", action="store_true", help="also print the kinematic tree")
     pi.set_defaults(fn=cmd_info)
 
     pr = sub.add_parser("rollout", help="headless rollout; prints a summary, writes a trajectory and a plot")
-    _model_args(pr)
+    add_model_args(pr)
     pr.add_argument("--integrator", default="rk4", help="see `pbsim integrators` (default rk4)")
     pr.add_argument("--dt", type=float, default=1e-3, help="time step [s]")
     pr.add_argument("--steps", type=int, default=1000)

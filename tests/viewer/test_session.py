@@ -324,3 +324,21 @@ def test_first_use_notice_once_per_integrator(session):
     assert s.notice == "" or s.notice.startswith("compiled kernels for euler in")
     assert s.compile_s >= 0.0 and not s.first_use_notice()
     assert s.set_integrator("rk4") and s.first_use_notice() and "rk4" in s.notice
+
+
+def test_view_takes_the_same_model_arguments_as_rollout():
+    """`pbsim view` parses MODEL and the base/inertia/package flags with pbsim.cli's own
+    add_model_args (generated names load; --float/--fixed remain as aliases)."""
+    from pbsim.cli import build_parser as cli_parser
+    from pbsim.cli import load_model
+    from pbsim_viewer.app import build_parser, make_session
+
+    a = build_parser().parse_args(["chain3", "--fixed-base", "--fix-inertia", "--package", "x=/tmp"])
+    r = cli_parser().parse_args(["rollout", "chain3", "--fixed-base", "--fix-inertia", "--package", "x=/tmp"])
+    for k in ("model", "floating_base", "fix_inertia", "package"):
+        assert getattr(a, k) == getattr(r, k), k
+    assert build_parser().parse_args(["chain3", "--float"]).floating_base is True
+    assert build_parser().parse_args(["chain3", "--fixed"]).floating_base is False
+    assert build_parser().parse_args(["chain3"]).floating_base is None
+    s = make_session(load_model("chain3"), ground=None)
+    assert s.model.name == load_model("chain3").name and s.model.nv == 3

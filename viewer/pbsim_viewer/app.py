@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 import pbsim
+from pbsim.cli import add_model_args, load_model
 from pbsim_viewer.camera import OrbitCamera
 from pbsim_viewer.panel import PANEL_WIDTH, ViewOptions, draw_panel
 from pbsim_viewer.session import Session
@@ -406,7 +407,8 @@ def make_session(
     up: str = "z",
     pose: str = "stand",
 ) -> Session:
-    """Load ``model_path`` and wrap it in a :class:`Session` with a contact scene.
+    """Load ``model_path`` (a file, or a loaded :class:`pbsim.Model`) and wrap it in a :class:`Session`
+    with a contact scene.
 
     ``floating=None``: the file decides (a URDF without a ``world`` link floats).  ``up``: "z",
     "y" (gravity along -y, e.g. the DeepMimic humanoid) or "auto" (:func:`poses.detect_up`);
@@ -417,7 +419,7 @@ def make_session(
     default configuration.  A floating base is placed on the ground / terrain."""
     from pbsim_viewer.poses import default_gains, detect_up, standing_pose
 
-    model = pbsim.load(model_path, floating_base=floating)
+    model = model_path if isinstance(model_path, pbsim.Model) else pbsim.load(model_path, floating_base=floating)
     if up == "auto":
         up = detect_up(model)
     if up not in UP_GRAVITY:
@@ -531,7 +533,6 @@ def view(
 
 def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = p or argparse.ArgumentParser(prog="pbsim view", description="Interactive pbsim viewer")
-    p.add_argument("model", help="robot file (.urdf, .xml)")
     p.add_argument("--screenshot", metavar="PNG", help="render, save a screenshot and exit")
     p.add_argument("--frames", type=int, help="number of frames to render before the screenshot / exit")
     p.add_argument("--record", metavar="VIDEO", help="write the rendered frames to a .mp4 or .gif (60 fps) and exit")
@@ -539,15 +540,11 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--dt", type=float, default=2e-3)
     p.add_argument("--kp", type=float, default=None, help="SPD stiffness (default 30 N m/rad per kg of robot)")
     p.add_argument("--kd", type=float, default=None, help="SPD damping (default 1 N m s/rad per kg of robot)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--float",
-        dest="floating",
-        action="store_true",
-        default=None,
-        help="floating base (default: the file decides; a URDF without a world link floats)",
-    )
-    g.add_argument("--fixed", dest="floating", action="store_false", help="fixed base")
+    # the same model arguments as `pbsim rollout` / `pbsim info` (generated names, base, inertia, packages);
+    # --float / --fixed stay as silent aliases of --floating-base / --fixed-base
+    g = add_model_args(p)
+    g.add_argument("--float", dest="floating_base", action="store_const", const=True, help=argparse.SUPPRESS)
+    g.add_argument("--fixed", dest="floating_base", action="store_const", const=False, help=argparse.SUPPRESS)
     p.add_argument(
         "--up",
         choices=["z", "y", "auto"],
@@ -585,11 +582,11 @@ def main(argv=None) -> int:
         vals = [float(x) for x in args.camera.split(",")]
         cam = dict(zip(("yaw", "pitch", "distance"), vals))
     opts = {f"show_{k.strip()}": True for k in args.show.split(",") if k.strip()}
+    model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
     view(
-        args.model,
+        model,
         screenshot=args.screenshot,
         frames=args.frames,
-        floating=args.floating,
         integrator=args.integrator,
         dt=args.dt,
         kp=args.kp,
