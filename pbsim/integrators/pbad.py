@@ -346,39 +346,25 @@ def pbad2_finish(m, w, pw, b, q, dt, qn, vn):
         vn[b, j] /= dt
 
 
-# One step kernel per optimizer (not a runtime switch): numba compiles every branch of a kernel,
-# so a switch would compile LBFGS and its M^-1 factor into every LM run (+40 % first-run compile).
-
 @kernel
-def pbad2_lm_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
+def pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    """One PBAD2 step for trajectory b: ``method`` 0 = Levenberg-Marquardt, 1 = LBFGS (``wf``: a
+    second dynamics workspace for LBFGS's M^-1 factor)."""
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
-    pbad2_finish(m, w, pw, b, q, dt, qn, vn)
-    energy_state(m, w, b, qn[b], vn[b], e[b])
-
-
-@kernel
-def pbad2_lbfgs_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
-    pbad2_prepare(m, w, pw, b, q, v, dt)
-    pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+    if method == 0:
+        pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+    else:
+        pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
     energy_state(m, w, b, qn[b], vn[b], e[b])
 
 
 @kernel(parallel=True)
-def pbad2_lm_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
-    """One PBAD2 step per trajectory by Levenberg-Marquardt."""
+def pbad2_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    """One PBAD2 step per trajectory."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_lm_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info)
-
-
-@kernel(parallel=True)
-def pbad2_lbfgs_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info):
-    """One PBAD2 step per trajectory by LBFGS; ``wf``: a second dynamics workspace (M^-1 factor)."""
-    for i in prange(q.shape[0]):
-        b = np.int64(i)
-        pbad2_lbfgs_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, qn, vn, e, info)
+        pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
 
 
 @kernel(parallel=True)
@@ -755,10 +741,13 @@ def colloc_rotation_batch(m, w, pw, nodes, rot):
 
 # Sample points (drag, penalty contact: Eq. 9, Sec. 6.2) are compiled only into runs that have
 # some (pbsim.backends.kernel.Variants): a chain without contact skips their energy, Hessian
-# and step limit.
-POINT_FEATURES = {"points": {"point_terms": unused_float, "point_hessian": unused, "contact_step_limit": unused_float}}
-PBAD2_LM = Variants(pbad2_lm_batch, POINT_FEATURES)
-PBAD2_LBFGS = Variants(pbad2_lbfgs_batch, POINT_FEATURES)
+# and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
+# every LM run (+40 % first-run compile).
+PBAD2 = Variants(pbad2_batch, {
+    "points": {"point_terms": unused_float, "point_hessian": unused, "contact_step_limit": unused_float},
+    "lm": ("pbad2_lm",),
+    "lbfgs": ("pbad2_lbfgs",),
+})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -855,9 +844,10 @@ class Pbad2(_PbadBase):
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
-        run = (PBAD2_LM if self.optimizer == "lm" else PBAD2_LBFGS)(points=self.pm.npts > 0)
+        lm = self.optimizer == "lm"
+        run = PBAD2(points=self.pm.npts > 0, lm=lm, lbfgs=not lm)
         run(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
-            self.gtol, self.xtol, self.hessian == "exact", qn, vn, e, info)
+            self.gtol, self.xtol, 0 if lm else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
 
     def _step(self, state, control, dt):

@@ -63,3 +63,14 @@ def test_lean_variant_equals_the_full_kernel():
         drv(m.k, ks, kc, w, sw, st.q, st.v, 1e-3, qn, vn, e)
         out.append(np.concatenate([qn.ravel(), vn.ravel(), e.ravel()]))
     assert np.array_equal(out[0], out[1]) and np.all(np.isfinite(out[0]))
+
+
+def test_pbad_step_compiles_one_optimizer():
+    """PBAD2's step keeps its runtime optimizer switch, but an LM run's build stands in for LBFGS
+    (and its M^-1 factor) and the reverse, so neither compiles the other."""
+    from pbsim.integrators import pbad as P
+
+    for lm in (True, False):
+        drv = P.PBAD2(points=True, lm=lm, lbfgs=not lm)
+        st = drv.rows.py_func.__globals__["pbad2_state"].py_func.__globals__
+        assert (st["pbad2_lbfgs"] is unused) == lm and (st["pbad2_lm"] is unused) == (not lm)
