@@ -44,12 +44,14 @@ def explicit_run(model, name, dt, T=10.0):
     """10 s of our explicit integrator `name` ("euler" or an RK tableau) calling its compiled batch
     kernel directly in a Python loop (no rollout/State/Diagnostics overhead: the fairest timing
     for the peer).  Stops at the first non-finite energy.  Returns (wall, energy per step)."""
-    from pbsim.integrators.explicit import TABLEAUS, euler_batch, rk_batch
     from pbsim.control import Control
+    from pbsim.integrators.driver import driver, step_batch
 
     integ = make(name, model)
     kc = Control().kernel_arrays(model, 1)
-    w, sw, ks = integ._buffers(1)
+    w, sw, ks, x = integ.scratch(1)
+    spec = integ.STEP
+    drv = driver(step_batch, spec.step, spec.features, spec.used(integ, kc, ks))
     q = model.neutral()[None].copy()
     v = np.zeros((1, model.nv))
     qn, vn, e = np.empty_like(q), np.empty_like(v), np.empty((1, 2))
@@ -57,21 +59,12 @@ def explicit_run(model, name, dt, T=10.0):
     E = np.full(steps, np.nan)
     k_ = model.k
     t0 = time.perf_counter()
-    if name == "euler":
-        for k in range(steps):
-            euler_batch(k_, ks, kc, w, sw, q, v, dt, qn, vn, e)
-            E[k] = e[0, 0] + e[0, 1]
-            if not np.isfinite(E[k]):
-                break
-            q, qn, v, vn = qn, q, vn, v
-    else:
-        A, wts = TABLEAUS[name]
-        for k in range(steps):
-            rk_batch(k_, ks, kc, w, sw, q, v, dt, A, wts, qn, vn, e)
-            E[k] = e[0, 0] + e[0, 1]
-            if not np.isfinite(E[k]):
-                break
-            q, qn, v, vn = qn, q, vn, v
+    for k in range(steps):
+        drv(k_, ks, kc, w, sw, x, q, v, dt, qn, vn, e)
+        E[k] = e[0, 0] + e[0, 1]
+        if not np.isfinite(E[k]):
+            break
+        q, qn, v, vn = qn, q, vn, v
     return time.perf_counter() - t0, E
 
 
@@ -103,7 +96,7 @@ def grad_slope(Ns=(10, 20, 50, 100, 200)):
 
     from pbsim.control import Control
     from pbsim.dynamics.workspace import work_for
-    from pbsim.integrators.pbad import pbad2_eval_state
+    from pbsim.integrators.pbad.order2 import pbad2_eval_state
 
     @numba.njit
     def loop(R, m, pm, c, w, pw, q, v, qe, dt, want_h, E, g, H):

@@ -26,8 +26,8 @@ import pbsim_models  # noqa: E402
 from pbsim.control import motions  # noqa: E402
 from pbsim.contact import Scene  # noqa: E402
 from pbsim.dynamics.workspace import make_work  # noqa: E402
-from pbsim.integrators.explicit import euler_state  # noqa: E402
-from pbsim.integrators.forces import make_step_work  # noqa: E402
+from pbsim.control.stepwork import make_step_work  # noqa: E402
+from pbsim.integrators.explicit.step import euler_state  # noqa: E402
 from pbsim_models.dog import dog as dog_model  # noqa: E402
 
 

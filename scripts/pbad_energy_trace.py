@@ -32,11 +32,10 @@ def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None,
     k0, hist = 0, []
     if resume:
         z = np.load(resume)
-        s = State(z["q"], z["v"], float(z["t"]), q_prev=z["q_prev"] if z["q_prev"].size else None)
+        carry = {name: (float(dt), z["node"])} if z["node"].size else {}  # this scheme's node for this dt
+        s = State(z["q"], z["v"], float(z["t"]), carry=carry)
         k0 = int(z["k"])
         hist = list(z["E"])
-        if s.q_prev is not None and hasattr(integ, "_prev_ref"):
-            integ._prev_ref = (s.q_prev, float(dt))  # the stored node belongs to this scheme and dt
     scale = pbsim_models.chain_energy_scale(n, link_length)
     t0 = time.perf_counter()
     emax, conv, subs = (max(hist) if hist else -np.inf), [], 0
@@ -65,8 +64,8 @@ def main(n, dt, name, T, link_length=0.1, verbose=False, save=None, resume=None,
             print(f"NaN at step {k}", flush=True)
             break
         if save and k % every == 0:
-            qp = s.q_prev if s.q_prev is not None else np.zeros(0)
-            np.savez(Path(save) / f"state_{k}.npz", q=s.q, v=s.v, t=s.t, q_prev=qp, k=k, E=np.array(hist), e0=e0, dt=dt)
+            node = s.carry[name][1] if name in s.carry else np.zeros(0)
+            np.savez(Path(save) / f"state_{k}.npz", q=s.q, v=s.v, t=s.t, node=node, k=k, E=np.array(hist), e0=e0, dt=dt)
         if k % every == 0 or k == steps:
             print(
                 f"t={k * dt:.2f} E={E:+.4g} maxE-E0={emax - e0:+.4g} ({(emax - e0) / scale * 100:+.2f}% of "

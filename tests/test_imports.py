@@ -181,7 +181,7 @@ def test_graph_sees_function_level_imports():
     """Sanity of the walker: it resolves relative and function-level imports."""
     g = import_graph()
     assert "pbsim.integrators.base" in g["pbsim.integrators"]
-    assert "pbsim.integrators.forces" in g["pbsim.backends.cuda"]  # imported inside functions only
+    assert "pbsim.integrators.driver" in g["pbsim.backends.cuda"]  # imported inside functions only
     assert "pbsim.backends.kernel" in g["pbsim.dynamics.aba"]
     assert all(m in g for deps in g.values() for m in deps)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import types
 from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -248,7 +247,7 @@ def _record_k(m, w, q, v, qo, vo, e):
 def _bind_twins(cuda_mod):
     """Set the module globals the kernels call to the CUDA twins of the CPU kernels."""
     global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows
-    from pbsim.backends.cpu import copy_rows
+    from pbsim.integrators.driver import copy_rows
     from pbsim.backends.kernel import cuda_twin
     from pbsim.dynamics.aba import aba_state
     from pbsim.dynamics.crba import crba_state
@@ -332,13 +331,12 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
                           'pip install "numba-cuda[cu12]" or install a CUDA toolkit')
     from pbsim.contact.scene import Scene
     from pbsim.control.control import Control
+    from pbsim.control.stepwork import make_step_work
     from pbsim.dynamics.workspace import make_work
-    from pbsim.integrators.forces import make_step_work
+    from pbsim.integrators.base import make_batched
 
-    st = dict.fromkeys(supported_integrators())
-    if integrator not in st:
-        raise InputError(f"integrator {integrator!r} has no CUDA path; supported: {', '.join(st)}")
-    spec = _STEPPERS[integrator]
+    scene = scene if scene is not None else Scene()
+    I, spec = make_batched(integrator, model, scene, options, "device='cuda'")
     _bind_twins(cuda_mod)
     from pbsim.backends.kernel import cuda_twin
 
@@ -362,11 +360,11 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     def nt(t, batched=True):
         return type(t)(*(lay(a, batched) if isinstance(a, np.ndarray) else a for a in t))
 
-    x = spec.extra(model, B, scene, options)
+    x = spec.make_extra(I, B)
     x = type(x)(*(lay(a, f in spec.batched) if isinstance(a, np.ndarray)
                   else nt(a, f in spec.batched) if _is_namedtuple(a) else a for f, a in zip(x._fields, x)))
     q, v = lay(np.zeros((B, model.nq))), lay(np.zeros((B, model.nv)))
-    args = (model.k, (scene or Scene()).kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
+    args = (model.k, scene.kernel_arrays(model), Control(mode="spd").kernel_arrays(model, B),
             nt(make_work(model, B)), nt(make_step_work(model, B)), x, q, v, q, v)
     sig = tuple(numba.typeof(a) for a in args) + (numba.float64,)
     if phase == "steps":
@@ -466,103 +464,30 @@ def aba(model, q, v, tau, layout="aos"):
 
 
 # ---------------------------------------------------------------------------- batched simulation
-@dataclass
-class Stepper:
-    """How an integrator runs on the device.
+class _Compiled:
+    """The CUDA kernels of one :class:`~pbsim.integrators.base.StepSpec`: the generic drivers
+    ``_steps_k`` / ``_phase_k`` bound to its step (and per-launch phase) kernels, built once."""
 
-    ``step``: a CPU kernel (decorated with pbsim.backends.kernel.kernel) with the adapter signature
-    ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)`` (see :mod:`pbsim.backends.cpu`) doing one
-    whole step, solver loop included ("in-kernel" scheduling).  ``make_extra(model, B, scene=None,
-    **options)``: its ``x`` namedtuple (``options`` are the integrator's, as for
-    ``pbsim.integrators.make``); fields named in ``batched`` have a leading batch axis (stored in
-    the chosen layout), the others are shared; a field may itself be a namedtuple of arrays
-    (batched or shared as a whole).  ``per_launch``: optional ``(begin, iterate, end, n_iter)``
-    kernels of the same signature for the papers' scheduling, one solver iteration per launch
-    across all trajectories (``iterate`` must skip trajectories whose flag in ``x`` says
-    converged); ``end`` writes (qn, vn).  ``n_iter`` None: ``x.maxit`` launches at most.
-    ``done``: name of a (B,) field of ``x`` that ``iterate`` sets to 1 when a trajectory has
-    stopped; the host then polls it every ``poll`` iterations and stops launching once all are
-    done (None: always ``n_iter`` launches).
-    """
+    _cache: dict = {}
 
-    step: object
-    make_extra: object = None
-    batched: tuple = ()
-    per_launch: tuple | None = None
-    done: str | None = None
-    _compiled: dict | None = None
-
-    def extra(self, model, B, scene=None, options=None):
-        """The ``x`` namedtuple (host arrays) for ``B`` trajectories."""
-        options = dict(options or {})
-        x = None
-        if self.make_extra is not None:
-            x = self.make_extra(model, B, scene=scene, **options)
-        elif options:
-            raise InputError(f"this integrator takes no options on device='cuda'; got {', '.join(sorted(options))}")
-        if x is None:
-            from pbsim.backends.cpu import NoExtra
-
-            x = NoExtra(np.zeros(1))
-        return x
-
-    def compiled(self, which):
-        if self._compiled is None:
-            self._compiled = {}
-        if which not in self._compiled:
+    @classmethod
+    def get(cls, spec, which):
+        key = (id(spec.step), which)
+        if key not in cls._cache:
             if which == "steps":
-                self._compiled[which] = _specialize(_steps_k, self.step)
+                cls._cache[key] = _specialize(_steps_k, spec.step)
             else:
-                begin, iterate, end, _ = self.per_launch
+                begin, iterate, end, _ = spec.per_launch
                 k = {"begin": begin, "iterate": iterate, "end": end}[which]
-                self._compiled[which] = _specialize(_phase_k, k)
-        return self._compiled[which]
-
-
-_STEPPERS: dict[str, Stepper] = {}
-
-
-def register_stepper(name: str, step, make_extra=None, batched=(), per_launch=None, done=None):
-    """Give integrator ``name`` a device path (PBAD, DRNEA ... register theirs here); see
-    :class:`Stepper` for the arguments."""
-    _STEPPERS[name] = Stepper(step, make_extra, tuple(batched), per_launch, done)
-
-
-def _no_options(name):
-    def make_extra(model, B, scene=None, **options):
-        from pbsim.backends.cpu import extra_for
-        from pbsim.integrators.base import validate_options
-
-        validate_options(name, options)  # the CPU integrator's spec: none for the explicit ones
-        return extra_for(name, model, B)
-
-    return make_extra
-
-
-_BUILTINS_DONE = False
-
-
-def _builtin_steppers():
-    global _BUILTINS_DONE
-    if _BUILTINS_DONE:
-        return
-    _BUILTINS_DONE = True
-    from pbsim.backends.cpu import euler_step, rk_step
-    from pbsim.integrators.explicit import TABLEAUS
-
-    _STEPPERS.setdefault("euler", Stepper(euler_step, _no_options("euler")))
-    for name in TABLEAUS:
-        _STEPPERS.setdefault(name, Stepper(rk_step, _no_options(name)))
-    if "pbad" not in _STEPPERS:
-        from pbsim.backends import pbad_gpu
-
-        register_stepper("pbad", **pbad_gpu.STEPPER)
+                cls._cache[key] = _specialize(_phase_k, k)
+        return cls._cache[key]
 
 
 def supported_integrators() -> list[str]:
-    """Integrators with a device path."""
-    _builtin_steppers()
-    return list(_STEPPERS)
+    """Integrators with a step kernel (and so a device path)."""
+    from pbsim.integrators import available, step_spec
+
+    return [n for n in available() if step_spec(n) is not None]
 
 
 def _is_namedtuple(a) -> bool:
@@ -593,17 +518,15 @@ class CudaBatch:
 
     def __init__(self, model, integrator: str = "euler", scene=None, batch: int = 1, layout: str = "aos",
                  threads: int | None = None, schedule: str = "kernel", poll: int = 4, **options):
+        from pbsim.integrators.base import make_batched
         from pbsim.contact.scene import Scene
+        from pbsim.control.stepwork import make_step_work
         from pbsim.dynamics.workspace import make_work
-        from pbsim.integrators.forces import make_step_work
 
-        st = dict.fromkeys(supported_integrators())
-        if integrator not in st:
-            raise InputError(f"integrator {integrator!r} has no CUDA path yet; device='cuda' supports "
-                             f"{', '.join(st)} (use device='cpu' for the others)")
         if layout not in LAYOUTS:
             raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-        self.spec = _STEPPERS[integrator]
+        scene = scene if scene is not None else Scene()
+        I, self.spec = make_batched(integrator, model, scene, options, "device='cuda'")
         if schedule not in ("kernel", "launch"):
             raise InputError(f"schedule must be 'kernel' or 'launch', got {schedule!r}")
         if schedule == "launch" and self.spec.per_launch is None:
@@ -614,14 +537,12 @@ class CudaBatch:
         if B < 1:
             raise InputError(f"batch must be >= 1, got {batch}")
         self.tpb = threads
-        scene = scene if scene is not None else Scene()
         self.m = tuple_to_device(model.k)
         self.s = tuple_to_device(scene.kernel_arrays(model))
         self.w = zeros_like_tuple(make_work(model, B), layout)
         self.sw = zeros_like_tuple(make_step_work(model, B), layout)
         self.poll = max(1, int(poll))
-        x = self.spec.extra(model, B, scene, options)
-        self.x = _extra_to_device(x, self.spec.batched, layout)
+        self.x = _extra_to_device(self.spec.make_extra(I, B), self.spec.batched, layout)
         self.iterations = 0  # per-launch schedule: solver-iteration launches so far
         self.q = dev_empty((B, model.nq), layout)
         self.v = dev_empty((B, model.nv), layout)
@@ -660,13 +581,13 @@ class CudaBatch:
             return
         args = (self.m, self.s, self.c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn, dt)
         if self.schedule == "kernel":
-            launch(self.spec.compiled("steps"), self.B, *args, nsteps, tpb=self.tpb)
+            launch(_Compiled.get(self.spec, "steps"), self.B, *args, nsteps, tpb=self.tpb)
         else:
             n_iter = self.spec.per_launch[3]
             if n_iter is None:
                 n_iter = int(self.x.maxit)
             done = getattr(self.x, self.spec.done) if self.spec.done else None
-            begin, iterate, end = (self.spec.compiled(k) for k in ("begin", "iterate", "end"))
+            begin, iterate, end = (_Compiled.get(self.spec, k) for k in ("begin", "iterate", "end"))
             for _ in range(nsteps):
                 launch(begin, self.B, *args, tpb=self.tpb)
                 # one solver iteration per launch across all trajectories (paper 000 Fig. 1);
@@ -690,10 +611,9 @@ class CudaBatch:
         return dev_get(self._qo), dev_get(self._vo), dev_get(self._e).sum(axis=1)
 
     def solver_info(self):
-        """``(B, 4)`` [iterations, |g|_inf, converged, objective] of the last step, for steppers
-        with an iterative solver (``x.info``); None otherwise."""
-        info = getattr(self.x, "info", None)
-        return None if info is None else dev_get(info)
+        """``(B, 4)`` [iterations, residual, converged, objective] of the last step, for methods
+        with an iterative solver (``StepSpec.info``); None otherwise."""
+        return None if self.spec.info is None else dev_get(getattr(self.x, self.spec.info))
 
     def state(self):
         """``(q, v)`` copied to the host (no energy evaluation)."""

@@ -290,6 +290,23 @@ def _substituted(disp, subs, memo):
     return memo[key]
 
 
+_BOUND: dict = {}
+
+
+def bind(driver: BatchKernel, **kernels) -> BatchKernel:
+    """A copy of batch driver ``driver`` whose global names in ``kernels`` (e.g. ``_step``) call
+    the given kernels: how one generic driver runs every integrator's step kernel.  Each binding
+    is built once and cached on disk under its own name (``driver__kernel``)."""
+    key = (id(driver), tuple(sorted((k, id(v)) for k, v in kernels.items())))
+    if key not in _BOUND:
+        f = driver.py_func
+        g = dict(f.__globals__)
+        g.update(kernels)
+        tag = "_".join(getattr(v, "__name__", None) or v.py_func.__name__ for _, v in sorted(kernels.items()))
+        _BOUND[key] = BatchKernel(_with_globals(f, g, f"{f.__qualname__}__{tag}"))
+    return _BOUND[key]
+
+
 class Variants:
     """Builds of a batch driver that compile only the optional features a run uses.
 

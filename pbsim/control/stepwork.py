@@ -1,6 +1,6 @@
 """Per-step scratch of the explicit step kernels (``sw``): the control solvers (SPD/MABA, DF/SF,
 clamping) and the integrators write into it, so it lives here, below both (re-exported by
-:mod:`pbsim.integrators.forces`)."""
+:mod:`pbsim.integrators.explicit.forces`; every method's step kernel receives it)."""
 from collections import namedtuple
 
 import numpy as np

@@ -1,14 +1,24 @@
-"""Integrator interface and registry.
+"""The integrator contract and the one registry.
 
-Every integrator is a class with ``step(state, control, dt) -> (State, Diagnostics)`` over a
-batch of trajectories, registered by name.  The CLI, the viewer, the tests and the benchmarks
-all iterate :func:`available` / :func:`make`, so a new integrator shows up everywhere at once.
+An integrator is a class registered by name (:func:`register`) in its own folder under
+``pbsim/integrators/`` (found by file name: nothing else is edited to add one) with
+
+- ``OPTIONS``: its declarative option spec (:class:`~pbsim.integrators.options.Option`), checked
+  once by :func:`make`, turned into CLI flags by ``pbsim.cli`` and listed by ``pbsim integrators``;
+- ``STEP``: its per-trajectory step kernel and scratch (:class:`StepSpec`), which the generic
+  drivers run: :mod:`pbsim.integrators.driver` on the CPU (one step with energy for
+  :meth:`Integrator.step`, n steps for ``CpuBatch``) and ``pbsim.backends.cuda`` on the GPU.
+  A method whose step is not (yet) one kernel sets ``STEP = None`` and overrides ``_step``;
+- ``step(state, control, dt) -> (State, Diagnostics)`` over a batch of trajectories.
+
+State a method keeps between steps beyond (q, v) goes in ``State.carry[name]`` (its own slot).
 """
 from __future__ import annotations
 
 import difflib
-import numbers
-from dataclasses import dataclass, field
+from collections import namedtuple
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 
@@ -16,18 +26,23 @@ from pbsim.control.control import Control
 from pbsim.contact.scene import Scene
 from pbsim.dynamics.api import as_batch
 from pbsim.errors import InputError, check_batch, check_dt
+from pbsim.integrators.options import Option
 
 _REGISTRY: dict[str, tuple[type, dict, str]] = {}
 
 
 @dataclass
 class State:
-    """Batched state: ``q`` (B, nq), ``v`` (B, nv), time ``t``; ``q_prev`` for two-step methods."""
+    """Batched state: ``q`` (B, nq), ``v`` (B, nv), time ``t``; ``q_prev`` = q_k of the step that
+    produced it (two-step methods; None at the start); ``carry``: per-integrator slots, ``carry[name]``
+    belongs to integrator ``name`` (e.g. the collocation node pbad3/4 continue from), dropped by
+    :meth:`reset_history` when the state is edited."""
 
     q: np.ndarray
     v: np.ndarray
     t: float = 0.0
     q_prev: np.ndarray | None = None
+    carry: dict = field(default_factory=dict)
 
     @classmethod
     def make(cls, model, q=None, v=None, batch: int | None = None, t: float = 0.0) -> "State":
@@ -44,7 +59,13 @@ class State:
         return self.q.shape[0]
 
     def copy(self) -> "State":
-        return State(self.q.copy(), self.v.copy(), self.t, None if self.q_prev is None else self.q_prev.copy())
+        carry = {k: tuple(a.copy() if isinstance(a, np.ndarray) else a for a in c) for k, c in self.carry.items()}
+        return State(self.q.copy(), self.v.copy(), self.t, None if self.q_prev is None else self.q_prev.copy(), carry)
+
+    def reset_history(self):
+        """Forget q_prev and every integrator's carry (after q or v were set by hand)."""
+        self.q_prev = None
+        self.carry = {}
 
 
 @dataclass
@@ -60,60 +81,56 @@ class Diagnostics:
 
 
 @dataclass(frozen=True)
-class Option:
-    """One option an integrator takes: its ``name``, ``default``, a one-line ``doc``, the
-    ``kind`` of value ("int", "float", "str", "bool", "dict" or "any") and, for "str"/"int"
-    options with a closed set of values, the allowed ``choices``.  ``None`` is accepted when
-    the default is None (None then means "automatic", as the doc says) or ``nullable`` is set.
-    Range checks (``tol > 0`` ...) stay in the integrator's constructor."""
+class StepSpec:
+    """How the generic drivers run a method: its per-trajectory step kernel and scratch.
 
-    name: str
-    default: object
-    doc: str
-    kind: str = "any"
-    choices: tuple | None = None
-    nullable: bool = False
+    ``step``: kernel ``step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)``, one whole step of
+    trajectory ``b`` (solver loop included) from rows ``q[b], v[b]`` into ``qn[b], vn[b]``;
+    ``s`` are the scene's contact arrays (:class:`pbsim.contact.KScene`), ``c`` the control's,
+    ``w`` the dynamics workspace, ``sw`` the explicit step scratch (:class:`~pbsim.control.stepwork.StepWork`).
+    ``extra(integrator, B)``: the method's own scratch ``x`` (a namedtuple of arrays, or of
+    namedtuples of arrays; ``None``: none); the fields named in ``batched`` have a leading
+    batch axis.  ``info``: name of a (B, 4) field of ``x`` the step fills with [iterations,
+    residual, converged, objective] (the Diagnostics of implicit methods).
+    ``features``: optional parts of the kernel tree (see :class:`pbsim.backends.kernel.Variants`)
+    and ``used(integrator, kc, ks)`` which of them a run needs.
+    ``per_launch``: optional ``(begin, iterate, end, n_iter)`` kernels of the same signature for
+    the GPU's one-solver-iteration-per-launch schedule (``done``: a (B,) field of ``x`` set to 1
+    when a trajectory's solver has stopped)."""
 
-    def check(self, integrator: str, value):
-        """InputError naming the option unless ``value`` has the declared kind / is a choice."""
-        if value is None and (self.default is None or self.nullable):
-            return
-        ok = {
-            "int": lambda x: isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)),
-            "float": lambda x: isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)),
-            "str": lambda x: isinstance(x, str),
-            "bool": lambda x: isinstance(x, (bool, np.bool_)),
-            "dict": lambda x: isinstance(x, dict),
-            "any": lambda x: True,
-        }[self.kind](value)
-        if not ok:
-            raise InputError(f"integrator {integrator!r}: option {self.name!r} must be {self.describe_kind()}, "
-                             f"got {value!r} ({type(value).__name__})")
-        if self.choices is not None and value not in self.choices:
-            raise InputError(f"integrator {integrator!r}: option {self.name!r} must be one of "
-                             f"{', '.join(map(repr, self.choices))}; got {value!r}")
+    step: object
+    extra: Callable | None = None
+    batched: tuple = ()
+    info: str | None = None
+    features: dict | None = None
+    used: Callable | None = None
+    per_launch: tuple | None = None
+    done: str | None = None
 
-    def describe_kind(self) -> str:
-        none = " or None" if self.default is None or self.nullable else ""
-        if self.choices is not None:
-            return "one of " + ", ".join(map(repr, self.choices)) + none
-        k = {"int": "an integer", "float": "a real number", "str": "a string", "bool": "a bool",
-             "dict": "a dict", "any": "any value"}[self.kind]
-        return k + none
+    def make_extra(self, integrator, B: int):
+        x = self.extra(integrator, B) if self.extra is not None else None
+        return x if x is not None else NoExtra(np.zeros(1))
+
+
+# the ``x`` of a method without scratch of its own
+NoExtra = namedtuple("NoExtra", "unused")
 
 
 class Integrator:
-    """Base class.  Subclasses set ``name``, declare the options they take in ``OPTIONS`` (a
-    tuple of :class:`Option`; empty: none) and implement :meth:`_step`."""
+    """Base class.  Subclasses set ``name``, declare their options in ``OPTIONS`` (a tuple of
+    :class:`Option`; empty: none) and either a :class:`StepSpec` in ``STEP`` (then :meth:`step`
+    runs the generic driver) or override :meth:`_step`."""
 
     name = "?"
     implicit = False
     OPTIONS: tuple = ()
+    STEP: StepSpec | None = None
 
     def __init__(self, model, scene: Scene | None = None, **options):
         self.model = model
         self.scene = scene if scene is not None else Scene()
         self.options = options
+        self._scratch_key = None
 
     def step(self, state: State, control: Control | None, dt: float):
         dt = check_dt(dt)
@@ -121,8 +138,44 @@ class Integrator:
             control = self.__dict__.setdefault("_no_control", Control())
         return self._step(state, control, dt)
 
-    def _step(self, state, control, dt):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def scratch(self, B: int, dense: bool = False):
+        """``(w, sw, ks, x)`` for ``B`` trajectories: dynamics workspace, step scratch, scene
+        arrays and the method's own ``x`` (kept while B stays the same)."""
+        from pbsim.control.stepwork import make_step_work
+        from pbsim.dynamics.workspace import work_for
+
+        if self._scratch_key != B or (dense and self._sw.Md.shape[1] < self.model.nv):
+            self._scratch_key = B
+            self._sw = make_step_work(self.model, B, dense=True if dense else None)
+            self._ks = self.scene.kernel_arrays(self.model)
+            self._x = self.STEP.make_extra(self, B) if self.STEP is not None else None
+        return work_for(self.model, B), self._sw, self._ks, self._x
+
+    def _step(self, state, control, dt):
+        """One step of every trajectory through the generic driver and ``STEP``."""
+        from pbsim.control.control import SPD
+        from pbsim.integrators.driver import driver, step_batch
+
+        spec = self.STEP
+        if spec is None:  # pragma: no cover - a subclass without STEP overrides _step
+            raise NotImplementedError(f"integrator {self.name!r} has neither STEP nor _step")
+        B = state.batch
+        kc = control.kernel_arrays(self.model, B)
+        w, sw, ks, x = self.scratch(B, dense=kc.mode == SPD and kc.solver != 0)
+        qn = np.empty_like(state.q)
+        vn = np.empty_like(state.v)
+        e = np.empty((B, 2))
+        used = spec.used(self, kc, ks) if spec.used is not None else None
+        driver(step_batch, spec.step, spec.features, used)(self.model.k, ks, kc, w, sw, x, state.q, state.v, dt,
+                                                             qn, vn, e)
+        nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
+        d = Diagnostics(energy=e.sum(axis=1), nan=nan)
+        if spec.info is not None:
+            info = getattr(x, spec.info)
+            d.iterations, d.residual = info[:, 0].astype(int), info[:, 1].copy()
+            d.converged = (info[:, 2] > 0.5) & ~nan
+            d.extra["objective"] = info[:, 3].copy()
+        return State(qn, vn, state.t + dt, q_prev=state.q.copy()), d
 
 
 def register(name: str, doc: str = "", **defaults):
@@ -133,6 +186,24 @@ def register(name: str, doc: str = "", **defaults):
         return cls
 
     return deco
+
+
+def step_spec(name: str) -> StepSpec | None:
+    """Integrator ``name``'s :class:`StepSpec` (None: it has no single step kernel, so no batch
+    driver on the CPU or the GPU runs it)."""
+    return _entry(name)[0].STEP
+
+
+def make_batched(name: str, model, scene, options: dict, where: str):
+    """``(make(name, model, scene, **options), its StepSpec)`` for a batch driver (``where``
+    names it in the error); InputError listing the methods with a step kernel when it has none."""
+    integ = make(name, model, scene, **options)
+    spec = step_spec(name)
+    if spec is None:
+        have = [n for n in available() if step_spec(n) is not None]
+        raise InputError(f"integrator {name!r} has no step kernel for {where}; it supports "
+                         f"{', '.join(have)} (use the integrator's step for the others)")
+    return integ, spec
 
 
 def available() -> list[str]:
@@ -156,8 +227,6 @@ def _entry(name: str):
 def describe_options(name: str) -> dict[str, Option]:
     """The options integrator ``name`` takes, ``{name: Option}`` in declaration order, with the
     defaults ``register`` presets for this name (e.g. ``method`` of variational_newton)."""
-    from dataclasses import replace
-
     cls, presets, _ = _entry(name)
     spec = {o.name: o for o in cls.OPTIONS}
     for k, v in presets.items():
@@ -198,5 +267,5 @@ def _load_all():
     import pkgutil
 
     for mod in pkgutil.iter_modules([os.path.dirname(__file__)]):
-        if mod.name not in ("base",) and not mod.name.startswith("_"):
+        if mod.name not in ("base", "options", "driver") and not mod.name.startswith("_"):
             importlib.import_module(f"{__package__}.{mod.name}")

@@ -208,7 +208,8 @@ def cpu_reference(humanoid="") -> dict:
 def device_check(ref) -> dict:
     """Run the CUDA path on ``ref``'s inputs: ``{check: relative error vs the CPU outputs}``."""
     from pbsim.backends import cuda as pc
-    from pbsim.backends.cpu import euler_step, noop_step, rk_step
+    from pbsim.backends.cpu import noop_step
+    from pbsim.integrators.explicit.step import euler_step, rk_step
     from pbsim.backends.kernel import cuda_twin, is_kernel
     from pbsim.rollout_gpu import rollout_cuda
 
@@ -217,7 +218,7 @@ def device_check(ref) -> dict:
     pc.kernels()
     # every kernel a twin calls must itself be a twin (a CPU dispatcher left in would mean the
     # simulator ran CPU code, or a real GPU build fails)
-    from pbsim.backends.pbad_gpu import pbad_begin, pbad_end, pbad_iterate, pbad_step
+    from pbsim.integrators.pbad.step import pbad_begin, pbad_end, pbad_iterate, pbad_step
 
     twins = (
         pc._fk,
@@ -265,7 +266,15 @@ def device_check(ref) -> dict:
                         rel(qg, ref[f"{k}/q"]), rel(vg, ref[f"{k}/v"]), rel(eg, ref[f"{k}/e"])
                     )
     # per-launch scheduling (one phase per launch) reproduces the in-kernel step and the CPU
-    pc.register_stepper("euler_split", euler_step, per_launch=(euler_step, noop_step, noop_step, 2))
+    # a method added through the contract alone (a class with a StepSpec): the drivers run it unedited
+    from pbsim.integrators import StepSpec, register
+    from pbsim.integrators.explicit import SemiImplicitEuler
+
+    @register("euler_split", doc="test: semi-implicit Euler with a per-launch schedule")
+    class EulerSplit(SemiImplicitEuler):
+        name = "euler_split"
+        STEP = StepSpec(euler_step, per_launch=(euler_step, noop_step, noop_step, 2))
+
     m = ms["swimmer"]
     ctrl = pbsim.Control(mode="spd", kp=40.0, kd=4.0, q_ref=m.neutral())
     for integ, sched in (("euler", "kernel"), ("euler_split", "launch")):

@@ -77,10 +77,13 @@ def test_pbad3_energy_error_second_order_and_velocity_from_polynomial():
     dt = 0.01
     s1, _ = integ.step(s, None, dt)
     qprev0 = integ._prev_node(s, dt)  # the node at -dt/2 the first step used (rebuilt: not carried)
-    assert integ._prev_node(s1, dt) is s1.q_prev  # carried between steps, not rebuilt
-    copied = State(s1.q, s1.v, s1.t, s1.q_prev.copy())
-    rebuilt = integ._prev_node(copied, dt)  # an equal copy is not the carried node: rebuilt from (q, v)
-    assert rebuilt is not copied.q_prev and rebuilt is not s1.q_prev
+    node1 = s1.carry["pbad3"][1]
+    assert integ._prev_node(s1, dt) is node1  # carried between steps in the integrator's slot, not rebuilt
+    assert np.allclose(s1.q_prev, s.q)  # q_prev means q_k for every method
+    fresh = State(s1.q, s1.v, s1.t, s1.q_prev.copy())  # (q, v) set by hand: no carry
+    rebuilt = integ._prev_node(fresh, dt)  # rebuilt from (q, v)
+    assert rebuilt is not node1
+    assert integ._prev_node(State(s1.q, s1.v, s1.t, carry={"pbad3": (2 * dt, node1)}), dt) is not node1  # other dt
     s_half = integ.tau[0] * dt  # -dt/2: q_k (+) (s v + s^2/2 ABA(q, v, 0))
     a = pbsim.aba(model, s1.q, s1.v, np.zeros_like(s1.v))
     assert integ.tau[0] == -0.5
@@ -88,9 +91,9 @@ def test_pbad3_energy_error_second_order_and_velocity_from_polynomial():
     assert np.allclose(rebuilt, taylor, rtol=0, atol=1e-12)
     # the Taylor node is the carried one up to O(dt^3): measured 1.7e-6 (vs 7.7e-3 from q_k, 2.0e-3
     # without the acceleration term)
-    assert np.linalg.norm(pbsim.difference(model, s1.q_prev[0], rebuilt[0])) < 2e-5
+    assert np.linalg.norm(pbsim.difference(model, node1[0], rebuilt[0])) < 2e-5
     s2, d = integ.step(s1, None, dt)
-    nodes = [s1.q_prev[0], s1.q[0], s2.q_prev[0], s2.q[0]]
+    nodes = [node1[0], s1.q[0], s2.carry["pbad3"][1][0], s2.q[0]]
     v = sum(integ.C1[3, j] * pbsim.difference(model, nodes[3], nodes[j]) for j in range(3)) / dt
     assert np.allclose(s2.v[0], v, atol=1e-10)
     assert np.isclose(d.energy[0], pbsim.energy(model, s2.q[0], s2.v[0]).sum())
@@ -135,8 +138,8 @@ def test_substep_carries_mid_state_as_previous_node():
     s1, _ = plain.step(s0, None, dt / 2)
     s2, _ = plain.step(s1, None, dt / 2)
     assert np.allclose(s.q, s2.q, atol=1e-12) and np.allclose(s.v, s2.v, atol=1e-9)
-    assert np.allclose(s.q_prev, s1.q, atol=1e-12)
-    assert forced._prev_node(s, dt) is s.q_prev
+    assert np.allclose(s.carry["pbad3"][1], s1.q, atol=1e-12)
+    assert forced._prev_node(s, dt) is s.carry["pbad3"][1]
 
 
 @pytest.mark.parametrize("name", ["pbad3", "pbad4"])
@@ -154,8 +157,9 @@ def test_fallback_takes_the_pbad2_step_and_rebuilds_the_node(name):
     assert d.converged[0]
     assert np.allclose(s.q, s2.q, atol=1e-10) and np.allclose(s.v, s2.v, atol=1e-8)
     assert np.isclose(d.energy[0], d2.energy[0])
-    assert forced._prev_node(s, dt) is s.q_prev and np.isfinite(s.q_prev).all()
-    back = pbsim.difference(model, s.q[0], s.q_prev[0])  # node at tau_0 dt < 0 behind q_{k+1}
+    node = s.carry[name][1]
+    assert forced._prev_node(s, dt) is node and np.isfinite(node).all()
+    back = pbsim.difference(model, s.q[0], node[0])  # node at tau_0 dt < 0 behind q_{k+1}
     full = pbsim.difference(model, s.q[0], s0.q[0])
     assert 0.0 < np.linalg.norm(back) < np.linalg.norm(full)
     # an ordinary step is not a fallback

@@ -9,8 +9,10 @@ import pytest
 import pbsim
 import pbsim_models
 from pbsim.backends.kernel import Variants, unused
-from pbsim.integrators import explicit as ex
-from pbsim.integrators.forces import FEATURES, features_used
+from pbsim.dynamics import energy as en
+from pbsim.integrators.driver import driver, step_batch
+from pbsim.integrators.explicit import step as ex
+from pbsim.integrators.explicit.forces import FEATURES, features_used
 
 
 def _kc(m, **kw):
@@ -30,13 +32,17 @@ def test_features_follow_the_flags_the_kernels_branch_on():
 
 
 def test_variant_swaps_only_the_named_kernels():
-    v = Variants(ex.euler_batch, FEATURES)
-    assert v(spd_extra=True, contact=True) is ex.euler_batch
+    full = driver(step_batch, ex.euler_step)
+    v = Variants(full, FEATURES)
+    assert v(spd_extra=True, contact=True) is full
     lean = v(spd_extra=False, contact=False)
-    assert lean is v(spd_extra=False, contact=False) and lean is not ex.euler_batch
+    assert lean is v(spd_extra=False, contact=False) and lean is not full
     g = lean.rows.py_func.__globals__
-    assert g["euler_state"] is not ex.euler_state  # the tree above a swapped kernel is copied ...
-    fd = g["euler_state"].py_func.__globals__["forward_dynamics"]
+    step = g["_step"]
+    assert step is not ex.euler_step  # the tree above a swapped kernel is copied ...
+    st = step.py_func.__globals__["euler_state"]
+    assert st is not ex.euler_state
+    fd = st.py_func.__globals__["forward_dynamics"]
     assert fd.py_func.__globals__["contact_generalized_forces"] is unused
     from pbsim.control import solve
 
@@ -44,7 +50,7 @@ def test_variant_swaps_only_the_named_kernels():
     assert sc["clamp_active_set"] is unused
     assert sc["accel_solve"].py_func.__globals__["spd_dense"] is unused
     # ... and kernels outside it are shared, not copied
-    assert g["energy_state"] is ex.energy_state and solve.accel_solve is not sc["accel_solve"]
+    assert g["energy_state"] is en.energy_state and solve.accel_solve is not sc["accel_solve"]
     with pytest.raises(KeyError):
         v(bogus=True)
 
@@ -56,11 +62,12 @@ def test_lean_variant_equals_the_full_kernel():
     integ = pbsim.integrators.make("euler", m)
     st = pbsim.State.make(m, m.random_configuration(np.random.default_rng(1)), np.ones(m.nv))
     kc = _kc(m, tau=np.linspace(-1, 1, m.nv))
-    w, sw, ks = integ._buffers(1)
+    w, sw, ks, x = integ.scratch(1)
     out = []
-    for drv in (ex.EULER_BATCH(spd_extra=False, contact=False), ex.euler_batch):
+    lean = driver(step_batch, ex.euler_step, FEATURES, dict(spd_extra=False, contact=False))
+    for drv in (lean, driver(step_batch, ex.euler_step)):
         qn, vn, e = np.empty_like(st.q), np.empty_like(st.v), np.empty((1, 2))
-        drv(m.k, ks, kc, w, sw, st.q, st.v, 1e-3, qn, vn, e)
+        drv(m.k, ks, kc, w, sw, x, st.q, st.v, 1e-3, qn, vn, e)
         out.append(np.concatenate([qn.ravel(), vn.ravel(), e.ravel()]))
     assert np.array_equal(out[0], out[1]) and np.all(np.isfinite(out[0]))
 
@@ -68,7 +75,7 @@ def test_lean_variant_equals_the_full_kernel():
 def test_pbad_step_compiles_one_optimizer():
     """PBAD2's step keeps its runtime optimizer switch, but an LM run's build stands in for LBFGS
     (and its M^-1 factor) and the reverse, so neither compiles the other."""
-    from pbsim.integrators import pbad as P
+    from pbsim.integrators.pbad import order2 as P
 
     for lm in (True, False):
         drv = P.PBAD2(points=True, lm=lm, lbfgs=not lm)

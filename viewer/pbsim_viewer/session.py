@@ -104,7 +104,7 @@ class Session:
         self._integrator, self._integrator_key, self.integrator_name = integ, name, name
         self._warm = False
         self.message = ""
-        self.state.q_prev = None  # two-step methods restart from the current state
+        self.state.reset_history()  # two-step methods restart from the current state
         self.failed = False
         return True
 
@@ -113,7 +113,7 @@ class Session:
         if not math.isfinite(dt):
             return self.dt
         self.dt = float(min(max(dt, DT_MIN), DT_MAX))
-        self.state.q_prev = None
+        self.state.reset_history()
         return self.dt
 
     def set_kp(self, kp: float, dof: int | None = None):

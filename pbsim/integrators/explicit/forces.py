@@ -1,4 +1,4 @@
-"""Generalized forces and accelerations shared by the explicit integrators."""
+"""Generalized forces and accelerations of the explicit integrators (control, damping, contact)."""
 from pbsim.backends.kernel import kernel
 from pbsim.contact.penalty import contact_generalized_forces
 from pbsim.control.control import DF, SF, SPD

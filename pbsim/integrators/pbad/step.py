@@ -1,6 +1,7 @@
-"""PBAD order 2 with Levenberg-Marquardt (paper 000 Eq. 5, Sec. 5) as a device stepper.
+"""PBAD order 2 with Levenberg-Marquardt (paper 000 Eq. 5, Sec. 5) as the contract's step kernel
+(:class:`pbsim.integrators.base.StepSpec`), run by the generic CPU batch and GPU drivers.
 
-Two schedules of the same per-trajectory LM (the kernels of :mod:`pbsim.integrators.pbad`):
+Two schedules of the same per-trajectory LM (the kernels of :mod:`.order2`):
 
 - ``pbad_step`` ("kernel" schedule): one thread runs a whole step, LM loop included
   (``pbad2_prepare`` + ``pbad2_lm``), like the CPU ``pbad`` integrator.
@@ -10,8 +11,7 @@ Two schedules of the same per-trajectory LM (the kernels of :mod:`pbsim.integrat
   skip their iterations.  ``pbad_iterate`` is one pass of ``pbad2_lm``'s ``while`` loop, so
   both schedules give the same iterates as the CPU (bit for bit under the simulator).
 
-Only order 2 with LM on an empty scene or PBAD's own points model (``make_pbad_model``);
-LBFGS, orders 3/4 and penalty contact through ``pbsim.contact`` scenes stay on the CPU.
+Only order 2 with LM; LBFGS and orders 3/4 run through the integrator's own ``step`` (CPU).
 """
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.integrators.pbad import make_pbad_work, pbad2_eval, pbad2_finish, pbad2_lm, pbad2_prepare, pbad2_trial
+from pbsim.errors import InputError
+from pbsim.integrators.base import StepSpec
+from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_eval, pbad2_finish, pbad2_lm, pbad2_prepare, pbad2_trial
 from pbsim.optim.linalg import inf_norm
 from pbsim.optim.lm import lm_stalled_converged
 
@@ -31,17 +33,16 @@ PbadX = namedtuple("PbadX", "pm pw st info done maxit gtol xtol exact_h")
 BATCHED = ("pw", "st", "info", "done")
 
 
-def make_pbad_extra(model, B, scene=None, **options) -> PbadX:
-    """The stepper's ``x`` for ``B`` trajectories; ``options`` as the CPU ``pbad`` integrator's."""
-    from pbsim.errors import InputError
-    from pbsim.integrators import make
-
-    I = make("pbad", model, scene, **options)  # validates the options exactly like the CPU path
+def pbad_extra(integrator, B) -> PbadX:
+    """The step's ``x`` for ``B`` trajectories of a made ``pbad`` integrator (options checked by make())."""
+    I = integrator
     if I.optimizer != "lm":
-        raise InputError("device='cuda' runs pbad with optimizer='lm' only (LBFGS stays on the CPU)")
+        raise InputError("the batch drivers (CpuBatch, device='cuda') run pbad with optimizer='lm' only "
+                         "(LBFGS: use the integrator's step)")
     if I.substeps_on_failure:
-        raise InputError("device='cuda' pbad has no substep-on-failure fallback (substep=0)")
-    pw = make_pbad_work(model, I.pm, B, 2, lbfgs_m=1)
+        raise InputError("the batch drivers (CpuBatch, device='cuda') run pbad without the substep-on-failure "
+                         "fallback (substep=0)")
+    pw = make_pbad_work(I.model, I.pm, B, 2, lbfgs_m=1)
     z = np.zeros
     pw = pw._replace(J=z((B, 1, 1)), S=z((B, 1, 1)), Y=z((B, 1, 1)), rho=z((B, 1)), alpha=z((B, 1)),
                      r=z((B, 1)), rt=z((B, 1)))  # unused by order-2 LM: keep device memory small
@@ -133,7 +134,6 @@ def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
-# ``pbad``'s device path (both schedules), as :func:`pbsim.backends.cuda.register_stepper`'s
-# arguments; cuda registers it (this module does not import cuda, which imports it)
-STEPPER = dict(step=pbad_step, make_extra=make_pbad_extra, batched=BATCHED,
-               per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")
+# order-2 LM as the contract's step, with both GPU schedules
+STEP = StepSpec(pbad_step, extra=pbad_extra, batched=BATCHED, info="info",
+                per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")

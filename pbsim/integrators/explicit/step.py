@@ -1,0 +1,80 @@
+"""Step kernels of the baseline integrators: semi-implicit Euler (paper 000 Eq. 3), explicit
+Euler and explicit Runge-Kutta 2/3/4 on the generalized-coordinate equations.
+
+Runge-Kutta stages live in the tangent space at q_k (Runge-Kutta-Munthe-Kaas): the stage
+configuration is ``q_k (+) dq`` and the stage derivative of ``dq`` is ``dexp^-1_dq(v)`` for ball
+and free joints, so RK keeps its order with quaternions.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from pbsim.backends.kernel import kernel
+from pbsim.dynamics.joints import integrate_config
+from pbsim.dynamics.liegroup import dexpinv_velocity
+from pbsim.integrators.explicit.forces import forward_dynamics
+
+# Butcher tableaus (A strictly lower triangular, weights b)
+TABLEAUS = {
+    "explicit_euler": (np.zeros((1, 1)), np.array([1.0])),
+    "rk2": (np.array([[0.0, 0.0], [0.5, 0.0]]), np.array([0.0, 1.0])),  # midpoint
+    "rk3": (np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [-1.0, 2.0, 0.0]]), np.array([1 / 6, 2 / 3, 1 / 6])),
+    "rk4": (np.array([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1.0, 0]], float),
+            np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])),
+}
+
+
+@kernel
+def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
+    """Semi-implicit Euler (paper 000 Eq. 3): v+ = v + dt qdd(q, v); q+ = q (+) dt v+."""
+    qdd = sw.kv[b, 0]
+    forward_dynamics(m, s, c, w, sw, b, q[b], v[b], dt, True, qdd)
+    for j in range(m.nv):
+        vn[b, j] = v[b, j] + dt * qdd[j]
+        sw.dq[b, j] = dt * vn[b, j]
+    integrate_config(m, q[b], sw.dq[b], qn[b], w.Rj[b])
+
+
+@kernel
+def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
+    """One explicit Runge-Kutta-Munthe-Kaas step with tableau (A, wts)."""
+    ns = wts.shape[0]
+    dqs = sw.dqs[b]
+    for st in range(ns):
+        for j in range(m.nv):
+            sq = 0.0
+            sv = 0.0
+            for k in range(st):
+                sq += A[st, k] * sw.kq[b, k, j]
+                sv += A[st, k] * sw.kv[b, k, j]
+            dqs[j] = dt * sq
+            sw.va[b, j] = v[b, j] + dt * sv
+        integrate_config(m, q[b], dqs, sw.qa[b], w.Rj[b])
+        forward_dynamics(m, s, c, w, sw, b, sw.qa[b], sw.va[b], dt, False, sw.kv[b, st])
+        dexpinv_velocity(m, dqs, sw.va[b], sw.kq[b, st])
+    for j in range(m.nv):
+        sq = 0.0
+        sv = 0.0
+        for k in range(ns):
+            sq += wts[k] * sw.kq[b, k, j]
+            sv += wts[k] * sw.kv[b, k, j]
+        dqs[j] = dt * sq
+        vn[b, j] = v[b, j] + dt * sv
+    integrate_config(m, q[b], dqs, qn[b], w.Rj[b])
+
+
+RKExtra = namedtuple("RKExtra", "A wts")  # the Butcher tableau, the ``x`` of the RK step
+
+
+@kernel
+def euler_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """The contract's step (pbsim.integrators.base.StepSpec): semi-implicit Euler."""
+    euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn)
+
+
+@kernel
+def rk_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """The contract's step: explicit Runge-Kutta-Munthe-Kaas with the tableau in ``x`` (A, wts)."""
+    rk_state(m, s, c, w, sw, b, q, v, dt, x.A, x.wts, qn, vn)

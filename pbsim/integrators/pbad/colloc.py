@@ -1,0 +1,386 @@
+"""PBAD orders 3 and 4 (paper 000 Eq. 6-7): Legendre collocation, LM over all unknown nodes.
+
+Orders K = 3, 4 fit a degree-K polynomial through the previous step's last interior node, q_k
+and the K - 1 unknown nodes (Legendre roots, Sec. 4.1) and solve the stacked residuals of Eq. 6
+in the least-squares form Eq. 7 by LM, all nodes at once; the Jacobian's diagonal blocks use
+Algorithm 2, the off-diagonal blocks Algorithm 3 (Sec. 5.1).  The previous interior node is the
+integrator's carry in ``State.carry`` (reconstructed from (q, v) and ABA when absent).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from pbsim.backends.kernel import kernel
+from pbsim.control.control import PD, SPD
+from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
+from pbsim.dynamics.kinematics import fk_state
+from pbsim.errors import InputError
+from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
+                                           inertial_gravity_terms, poses_from_work, world_twists)
+from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
+from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
+
+# initial guess of the unknown collocation nodes (colloc_state)
+GUESS_VELOCITY, GUESS_PBAD2, GUESS_EXTRAPOLATE = 0, 1, 2
+_GUESS = {"velocity": GUESS_VELOCITY, "pbad2": GUESS_PBAD2, "extrapolate": GUESS_EXTRAPOLATE}
+
+# ---------------------------------------------------------------------------------------------
+# orders 3, 4: collocation residuals (Eq. 6) and their least squares (Eq. 7)
+
+def collocation_nodes(K: int) -> np.ndarray:
+    """Node times in units of dt relative to t_k: previous interior node, 0, alpha_1..alpha_{K-1}=1."""
+    if K < 3:
+        raise InputError(f"collocation order must be >= 3, got {K}")
+    roots = np.polynomial.legendre.legroots([0] * (K - 2) + [1])  # L_{K-2}
+    alphas = np.sort((roots + 1.0) / 2.0)
+    return np.concatenate([[alphas[-1] - 1.0, 0.0], alphas, [1.0]])
+
+
+def lagrange_derivatives(tau: np.ndarray):
+    """C1[u, j] = L_j'(tau_u), C2[u, j] = L_j''(tau_u) for the Lagrange basis on nodes ``tau``."""
+    n = len(tau)
+    C1 = np.zeros((n, n))
+    C2 = np.zeros((n, n))
+    for j in range(n):
+        y = np.zeros(n)
+        y[j] = 1.0
+        p = np.polynomial.polynomial.Polynomial.fit(tau, y, n - 1, domain=[-1, 1], window=[-1, 1])
+        d1, d2 = p.deriv(1), p.deriv(2)
+        C1[:, j] = d1(tau)
+        C2[:, j] = d2(tau)
+    return C1, C2
+
+
+def linear_spectral_radius(K: int, wdt: float) -> float:
+    """Spectral radius of one PBAD step on x'' = -w^2 x at w dt = ``wdt`` (a mode's energy is
+    multiplied by its square per step): K = 2 is Eq. 4, (x_{k+1} - 2 x_k + x_{k-1}) / dt^2 =
+    -w^2 x_{k+1}; K >= 3 is Eq. 6 at the unknown nodes, the map (previous node, x_k) -> (next
+    step's previous node, x_{k+1})."""
+    if K == 2:
+        step = np.array([[0.0, 1.0], [-1.0, 2.0]]) / np.array([[1.0], [1.0 + wdt ** 2]])
+        return float(max(abs(np.linalg.eigvals(step))))
+    _, C2 = lagrange_derivatives(collocation_nodes(K))
+    A = C2[2:, 2:] + wdt ** 2 * np.eye(K - 1)  # sum_j C2[u, j] x_j + (w dt)^2 x_u = 0 at u >= 2
+    T = np.linalg.solve(A, -C2[2:, :2])
+    return float(max(abs(np.linalg.eigvals(T[-2:]))))
+
+
+@kernel
+def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
+    """Stacked residuals of Eq. 6 at the unknown nodes (rows nodes[2:]) and their Jacobian.
+
+    Node configurations are in ``nodes`` (K+1, nq); the poses of the two known nodes must already
+    be in pw.T[b, 0:2].  r[u*nv + a] is the generalized force residual of DOF a at node u + 2."""
+    nn = nodes.shape[0]
+    nu = nn - 2
+    nv = m.nv
+    inv2 = 1.0 / (dt * dt)
+    A = pw.A[b]
+    G = pw.G[b]
+    bt = b if c.tau.shape[0] > 1 else 0
+    bp = b if c.kp.shape[0] > 1 else 0
+    bd = b if c.kd.shape[0] > 1 else 0
+    bq = b if c.q_ref.shape[0] > 1 else 0
+    bv = b if c.v_ref.shape[0] > 1 else 0
+    for u in range(2, nn):
+        fk_state(m, w, b, nodes[u])
+        poses_from_work(m, w, b, pw.T[b, u])
+        world_twists(m, pw.T[b, u], pw.xi[b, u - 2])
+    if want_j:
+        for a in range(nu * nv):
+            for cc in range(nu * nv):
+                J[a, cc] = 0.0
+    for u in range(2, nn):
+        T = pw.T[b, u]
+        xi = pw.xi[b, u - 2]
+        ru = r[(u - 2) * nv:(u - 1) * nv]
+        for i in range(m.nb):
+            for rr in range(3):
+                for cc in range(4):
+                    s = 0.0
+                    for j in range(nn):
+                        s += C2[u, j] * pw.T[b, j, i, rr, cc]
+                    A[i, rr, cc] = s
+        inertial_gravity_terms(m, pm, T, A, inv2, True, G)
+        adjoint_gradient(m, T, G, xi, pw.W[b], ru)
+        # joint-space forces at node u: velocity and acceleration from the polynomial (tangent at q_u)
+        vel = pw.v1[b]
+        acc = pw.v2[b]
+        tmp = pw.v3[b]
+        for a in range(nv):
+            vel[a] = 0.0
+            acc[a] = 0.0
+        for j in range(nn):
+            if j != u:
+                difference_config(m, nodes[u], nodes[j], tmp, w.Rj[b])
+                for a in range(nv):
+                    vel[a] += C1[u, j] * tmp[a] / dt
+                    acc[a] += C2[u, j] * tmp[a] * inv2
+        for a in range(nv):
+            kd = c.kd[bd, a] if (c.mode == PD or c.mode == SPD) else 0.0
+            ru[a] += -c.tau[bt, a] + (m.damping[a] + kd) * vel[a] - kd * c.v_ref[bv, a] + m.armature[a] * acc[a]
+        if c.mode == PD or c.mode == SPD:
+            difference_config(m, c.q_ref[bq], nodes[u], tmp, w.Rj[b])
+            for a in range(nv):
+                ru[a] += c.kp[bp, a] * tmp[a]
+        if want_j:
+            r0 = (u - 2) * nv
+            # diagonal block: Algorithm 2 (second derivatives, W from this node) + GN with weight C2[u,u]
+            hessian_second_order(m, xi, pw.W[b], pw.H[b], False)
+            for a in range(nv):
+                for cc in range(nv):
+                    J[r0 + a, r0 + cc] += pw.H[b, a, cc]
+            for v2 in range(2, nn):
+                c0 = (v2 - 2) * nv
+                composite_moments(m, pm, T, pw.T[b, v2], C2[u, v2] * inv2, pw.C[b])
+                gn_block(m, xi, pw.xi[b, v2 - 2], pw.C[b], J, r0, c0, True)
+                for a in range(nv):
+                    kd = c.kd[bd, a] if (c.mode == PD or c.mode == SPD) else 0.0
+                    J[r0 + a, c0 + a] += (m.damping[a] + kd) * C1[u, v2] / dt + m.armature[a] * C2[u, v2] * inv2
+                    if v2 == u and (c.mode == PD or c.mode == SPD):
+                        J[r0 + a, c0 + a] += c.kp[bp, a]
+
+
+@kernel
+def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
+    """LM on Eq. 7 (1/2 sum ||r_u||^2) over all unknown nodes at once."""
+    nodes = pw.qn[b]
+    trial = pw.qt[b]
+    nn = nodes.shape[0]
+    nv = m.nv
+    n = (nn - 2) * nv
+    r = pw.r[b]
+    J = pw.J[b]
+    g = pw.g[b]
+    H = pw.H[b]
+    dx = pw.dx[b]
+    colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
+    E = 0.5 * dot(r, r, n)
+    lam = 1e-6
+    it = 0
+    conv = False
+    rn = inf_norm(r, n)
+    for k in range(2):
+        for a in range(m.nq):
+            trial[k, a] = nodes[k, a]
+    E_ref = E
+    while it < maxit:
+        if rn < gtol:
+            conv = True
+            break
+        if it > 0 and it % 10 == 0:  # stalled at a local minimum of Eq. 7 that is not a root of Eq. 6
+            if E > 0.5 * E_ref:
+                break
+            E_ref = E
+        it += 1
+        accepted = False
+        small = False
+        # square system: try the Newton step J dx = -r first (LU; no squared conditioning)
+        M2 = pw.M2[b]
+        for a in range(n):
+            dx[a] = -r[a]
+            for cc in range(n):
+                M2[a, cc] = J[a, cc]
+        if lu_solve_inplace(M2, dx, n):
+            for u in range(2, nn):
+                integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+            colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
+            Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
+            if Et <= E:
+                accepted = True
+            elif inf_norm(dx, n) < xtol:  # Newton step below xtol: at the root, r is rounding noise
+                conv = True
+                break
+        if not accepted:  # normal equations J^T J, J^T r (O(n^3): only when the Newton step fails)
+            for a in range(n):
+                s = 0.0
+                for k in range(n):
+                    s += J[k, a] * r[k]
+                g[a] = s
+                for cc in range(a, n):
+                    s = 0.0
+                    for k in range(n):
+                        s += J[k, a] * J[k, cc]
+                    H[a, cc] = s
+                    H[cc, a] = s
+        for _tries in range(0 if accepted else 30):
+            if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+                for u in range(2, nn):
+                    integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+                colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
+                Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
+                if Et <= E:
+                    accepted = True
+                    lam = lm_accept(lam)
+                    break
+                if inf_norm(dx, n) < xtol:
+                    small = True
+                    break
+            lam = lm_reject(lam)
+        if not accepted:
+            conv = small and rn < 1e3 * gtol
+            break
+        for u in range(2, nn):
+            for a in range(m.nq):
+                nodes[u, a] = trial[u, a]
+        step = inf_norm(dx, n)
+        colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
+        E = 0.5 * dot(r, r, n)
+        rn = inf_norm(r, n)
+        if step < xtol:
+            conv = True
+            break
+    if rn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = rn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def colloc_max_rotation(m, w, pw, b, nn):
+    """Largest rotation [rad] between two consecutive collocation nodes, over all joints (tangent
+    difference: sees a revolute angle that jumped by 2 pi) and all bodies (world frame).  A root of
+    Eq. 6 with a large value is aliased: the Cartesian polynomial through the nodes cannot follow
+    a body turning by ~pi or more between nodes (e.g. one revolution per step looks like rest)."""
+    nodes = pw.qn[b]
+    d = pw.d[b]
+    for u in range(2, nn):
+        fk_state(m, w, b, nodes[u])
+        poses_from_work(m, w, b, pw.T[b, u])
+    mx = 0.0
+    for u in range(nn - 1):
+        difference_config(m, nodes[u], nodes[u + 1], d, w.Rj[b])
+        T0 = pw.T[b, u]
+        T1 = pw.T[b, u + 1]
+        for i in range(m.nb):
+            jt = m.jtype[i]
+            j = m.iv[i]
+            a = 0.0
+            if jt == REVOLUTE:
+                a = abs(d[j])
+            elif jt == BALL:
+                a = math.sqrt(d[j] * d[j] + d[j + 1] * d[j + 1] + d[j + 2] * d[j + 2])
+            elif jt == FREE:
+                a = math.sqrt(d[j + 3] * d[j + 3] + d[j + 4] * d[j + 4] + d[j + 5] * d[j + 5])
+            if a > mx:
+                mx = a
+            tr = 0.0  # trace(R0^T R1) = 1 + 2 cos(angle)
+            for r in range(3):
+                for cc in range(3):
+                    tr += T0[i, r, cc] * T1[i, r, cc]
+            ca = 0.5 * (tr - 1.0)
+            if ca > 1.0:
+                ca = 1.0
+            if ca < -1.0:
+                ca = -1.0
+            a = math.acos(ca)
+            if a > mx:
+                mx = a
+    return mx
+
+
+@kernel
+def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+                 qlast, e, info):
+    nn = tau.shape[0]
+    for k in range(m.nq):
+        pw.qn[b, 0, k] = qprev[b, k]
+        pw.qn[b, 1, k] = q[b, k]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    d = pw.d[b]
+    if guess == GUESS_PBAD2:  # on the geodesic q_k -> qguess (a PBAD2 step: in the right basin at large dt)
+        difference_config(m, q[b], qguess[b], pw.v3[b], w.Rj[b])
+        for u in range(2, nn):
+            for j in range(m.nv):
+                d[j] = tau[u] * pw.v3[b, j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    else:
+        # q_k (+) (s v_k + s^2 c), s = tau_u dt: velocity only (c = 0), or the quadratic through the
+        # previous node q(tau_0 dt) with slope v_k at q_k (c = (q_prev (-) q_k - s_0 v_k) / s_0^2)
+        s0 = tau[0] * dt
+        cq = pw.v3[b]
+        if guess == GUESS_EXTRAPOLATE:
+            difference_config(m, q[b], qprev[b], cq, w.Rj[b])
+            for j in range(m.nv):
+                cq[j] = (cq[j] - s0 * v[b, j]) / (s0 * s0)
+        else:
+            for j in range(m.nv):
+                cq[j] = 0.0
+        for u in range(2, nn):
+            s = tau[u] * dt
+            for j in range(m.nv):
+                d[j] = s * v[b, j] + s * s * cq[j]
+            integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
+    colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
+    rot = colloc_max_rotation(m, w, pw, b, nn)
+    info[b, 4] = rot
+    if not (rot <= maxrot):  # aliased root (or NaN): rejected like a non-converged step
+        info[b, 2] = 0.0
+    last = nn - 1
+    for k in range(m.nq):
+        qn[b, k] = pw.qn[b, last, k]
+        qlast[b, k] = pw.qn[b, last - 1, k]
+    # velocity at the end node from the polynomial
+    for j in range(m.nv):
+        vn[b, j] = 0.0
+    for jn in range(nn - 1):
+        difference_config(m, pw.qn[b, last], pw.qn[b, jn], d, w.Rj[b])
+        for j in range(m.nv):
+            vn[b, j] += C1[last, jn] * d[j] / dt
+    energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel(parallel=True)
+def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+                 qlast, e, info):
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
+                     vn, qlast, e, info)
+
+
+@kernel
+def colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J):
+    for k in range(nodes.shape[1]):
+        for a in range(m.nq):
+            pw.qn[b, k, a] = nodes[b, k, a]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    colloc_residual(m, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r[b], J[b])
+
+
+@kernel(parallel=True)
+def colloc_eval_batch(m, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
+    """Residuals and Jacobian of Eq. 6 at given nodes (B, K+1, nq) (tests, tools)."""
+    for i in prange(nodes.shape[0]):
+        b = np.int64(i)
+        colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
+
+
+@kernel
+def colloc_rotation_state(m, w, pw, b, nodes, rot):
+    nn = nodes.shape[1]
+    for k in range(nn):
+        for a in range(m.nq):
+            pw.qn[b, k, a] = nodes[b, k, a]
+    for k in range(2):
+        fk_state(m, w, b, pw.qn[b, k])
+        poses_from_work(m, w, b, pw.T[b, k])
+    rot[b] = colloc_max_rotation(m, w, pw, b, nn)
+
+
+@kernel(parallel=True)
+def colloc_rotation_batch(m, w, pw, nodes, rot):
+    """Largest rotation between consecutive nodes (B, K+1, nq) (tests, tools)."""
+    for i in prange(nodes.shape[0]):
+        b = np.int64(i)
+        colloc_rotation_state(m, w, pw, b, nodes, rot)

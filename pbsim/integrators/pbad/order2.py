@@ -1,0 +1,376 @@
+"""PBAD order 2 (paper 000 Eq. 5): the step objective, its LM and LBFGS solvers, the integrator.
+
+Order 2 minimises E(q_{k+1}) = inertial term (Eq. 5, through Eq. 8's M~) + gravity potential
+- work of joint torques + implicit damping / SPD / drag / penalty contact (Sec. 6.2, Eq. 9), by
+Levenberg-Marquardt (exact Hessian, Algorithms 1-3) or LBFGS with Armijo backtracking, over a
+tangent increment around the current iterate (re-centred every iteration).  With
+``q_{k-1} = q_k (+) (-dt v_k)`` and ``v_{k+1} = (q_{k+1} (-) q_k) / dt`` it is backward Euler on
+(q, v) written in positions, hence stateless and first-order accurate (the paper: order K has
+the accuracy of Runge-Kutta K - 1).  Orders 3 and 4 are in :mod:`.colloc`.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import prange
+
+from pbsim.backends.kernel import Variants, kernel, unused, unused_float
+from pbsim.control.control import PD, SPD
+from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.joints import difference_config, integrate_config
+from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.liegroup import dexpinv_velocity
+from pbsim.dynamics.minv import minv_factor, minv_solve
+from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block,
+                                           hessian_second_order, inertial_gravity_terms, point_hessian, point_terms, poses_from_work, world_twists)
+from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
+from pbsim.optim.linalg import dot, inf_norm
+from pbsim.optim.lm import lm_accept, lm_reject, lm_solve, lm_stalled_converged
+
+PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
+
+
+def make_pbad_work(model, pm, B, K, lbfgs_m=8):
+    nb, nq, nv = max(model.nb, 1), model.nq, model.nv
+    nu = K - 1
+    n = nu * nv
+    z = np.zeros
+    npts = max(pm.npts, 1)
+    return PbadWork(T=z((B, K + 1, nb, 3, 4)), A=z((B, nb, 3, 4)), G=z((B, nb, 3, 4)), W=z((B, nb, 3, 4)),
+                    C=z((B, nb, 4, 4)), xi=z((B, nu + 1, nv, 6)), qn=z((B, K + 1, nq)), qt=z((B, K + 1, nq)),
+                    r=z((B, n)), rt=z((B, n)), J=z((B, n, n)), H=z((B, n, n)), L=z((B, n, n)), M2=z((B, n, n)), g=z((B, n)),
+                    gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
+                    vel=z((B, nv, 3)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
+                    S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)),
+                    P=z((B, n)))
+
+
+# ---------------------------------------------------------------------------------------------
+# order 2: energy, gradient, Hessian (Eq. 5)
+
+@kernel
+def pbad2_eval(m, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H):
+    """E(q) of Eq. 5 for the step from (q_{k-1}, q_k) (poses in pw.T[b, 0], pw.T[b, 1]) to ``q``.
+
+    With ``want_g`` fills the tangent gradient ``g`` (nv), with ``want_h`` the Hessian ``H``
+    (exact second derivatives of the poses when ``exact_h``, else Gauss-Newton).  Joint-space
+    terms (torques, damping, armature, SPD) are exact for 1-DOF joints; for ball/free joints their
+    gradient is exact (through dexp^-1) and their Hessian keeps the leading diagonal term."""
+    T = pw.T[b, 2]
+    Tk = pw.T[b, 1]
+    Tp = pw.T[b, 0]
+    A = pw.A[b]
+    G = pw.G[b]
+    fk_state(m, w, b, q)
+    poses_from_work(m, w, b, T)
+    inv2 = 1.0 / (dt * dt)
+    for i in range(m.nb):
+        for r in range(3):
+            for cc in range(4):
+                A[i, r, cc] = T[i, r, cc] - 2.0 * Tk[i, r, cc] + Tp[i, r, cc]
+    e = inertial_gravity_terms(m, pm, T, A, inv2, True, G)
+    if pm.npts > 0:
+        e += point_terms(m, pm, T, Tk, dt, G, pw.F[b], pw.K[b])
+    # joint-space terms: h = dE/dd for d = q (-) q_k; kp part through e_ref = q (-) q_ref
+    d = pw.d[b]
+    h = pw.v1[b]
+    difference_config(m, qk, q, d, w.Rj[b])
+    bt = b if c.tau.shape[0] > 1 else 0
+    bp = b if c.kp.shape[0] > 1 else 0
+    bd = b if c.kd.shape[0] > 1 else 0
+    bq = b if c.q_ref.shape[0] > 1 else 0
+    bv = b if c.v_ref.shape[0] > 1 else 0
+    spd = c.mode == SPD
+    for j in range(m.nv):
+        tau = c.tau[bt, j]
+        kd = 0.0
+        if c.mode == PD:  # plain PD: explicit, at (q_k, v_k)
+            tau += -c.kd[bd, j] * (vk[j] - c.v_ref[bv, j])
+        elif spd:
+            kd = c.kd[bd, j]
+            tau += kd * c.v_ref[bv, j]
+        dd = d[j]
+        dprev = dt * vk[j]
+        cdamp = (m.damping[j] + kd) / dt
+        carm = m.armature[j] * inv2
+        e += -tau * dd + 0.5 * cdamp * dd * dd + 0.5 * carm * (dd - dprev) * (dd - dprev)
+        h[j] = -tau + cdamp * dd + carm * (dd - dprev)
+    if c.mode == PD or spd:
+        eref = pw.v2[b]
+        q_at = qk if c.mode == PD else q
+        difference_config(m, c.q_ref[bq], q_at, eref, w.Rj[b])
+        for j in range(m.nv):
+            kp = c.kp[bp, j]
+            if c.mode == PD:
+                h[j] += kp * eref[j]  # constant torque -kp e(q_k): linear work
+                e += kp * eref[j] * d[j]
+            else:
+                e += 0.5 * kp * eref[j] * eref[j]
+    if want_g:
+        xi = pw.xi[b, 0]
+        world_twists(m, T, xi)
+        adjoint_gradient(m, T, G, xi, pw.W[b], g)
+        tmp = pw.v3[b]
+        for j in range(m.nv):
+            tmp[j] = -d[j]
+        dexpinv_velocity(m, tmp, h, h)  # J_r^-T(d) h = J_r^-1(-d) h (in place is safe)
+        for j in range(m.nv):
+            g[j] += h[j]
+        if spd:
+            eref = pw.v2[b]
+            difference_config(m, c.q_ref[bq], q, eref, w.Rj[b])
+            for j in range(m.nv):
+                tmp[j] = -eref[j]
+                h[j] = c.kp[bp, j] * eref[j]
+            dexpinv_velocity(m, tmp, h, h)
+            for j in range(m.nv):
+                g[j] += h[j]
+        if want_h:
+            if exact_h:
+                hessian_second_order(m, xi, pw.W[b], H, False)
+            composite_moments(m, pm, T, T, inv2, pw.C[b])
+            gn_block(m, xi, xi, pw.C[b], H, 0, 0, exact_h)
+            if pm.npts > 0:
+                point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.vel[b])
+            for j in range(m.nv):
+                kd = c.kd[bd, j] if spd else 0.0
+                kp = c.kp[bp, j] if spd else 0.0
+                H[j, j] += (m.damping[j] + kd) / dt + m.armature[j] * inv2 + kp
+    return e
+
+
+@kernel
+def pbad2_prepare(m, w, pw, b, q, v, dt):
+    """Poses of q_{k-1} = q_k (+) (-dt v_k) and q_k into pw.T[b, 0:2]; initial guess q_k (+) dt v_k."""
+    d = pw.d[b]
+    for j in range(m.nv):
+        d[j] = -dt * v[b, j]
+    integrate_config(m, q[b], d, pw.qn[b, 0], w.Rj[b])
+    fk_state(m, w, b, pw.qn[b, 0])
+    poses_from_work(m, w, b, pw.T[b, 0])
+    fk_state(m, w, b, q[b])
+    poses_from_work(m, w, b, pw.T[b, 1])
+    for j in range(m.nv):
+        d[j] = dt * v[b, j]
+    integrate_config(m, q[b], d, pw.qn[b, 2], w.Rj[b])
+
+
+@kernel
+def pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E):
+    """The trial loop of one LM iteration on Eq. 5 at the iterate ``pw.qn[b, 2]`` (with its E, g, H):
+    damped solve, contact step limit (points entering the ground land just inside), accept on a
+    decrease of E, else raise lambda and retry (30 tries).  Returns ``(lam, accepted, small)``;
+    ``small``: the last rejected step was below ``xtol``.  An accepted iterate is in ``pw.qt[b, 2]``."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    H = pw.H[b]
+    dx = pw.dx[b]
+    for tries in range(30):
+        if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
+            if pm.contact:  # land points entering the ground just inside
+                if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
+                    fk_state(m, w, b, qi)
+                    poses_from_work(m, w, b, pw.T[b, 2])
+                alpha = contact_step_limit(m, pm, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+                if alpha < 1.0:
+                    for k in range(n):
+                        dx[k] *= alpha
+            integrate_config(m, qi, dx, qt, w.Rj[b])
+            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
+            if Et <= E + 1e-15 * abs(E):
+                return lm_accept(lam), True, False
+            if inf_norm(dx, n) < xtol:
+                return lam, False, True
+        lam = lm_reject(lam)
+    return lam, False, False
+
+
+@kernel
+def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
+    """Levenberg-Marquardt on Eq. 5 for trajectory b.  info = [iterations, |g|_inf, converged, E]."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    H = pw.H[b]
+    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
+    lam = 1e-6
+    it = 0
+    conv = False
+    gn = inf_norm(g, n)
+    while it < maxit:
+        if gn < gtol:
+            conv = True
+            break
+        it += 1
+        lam, accepted, small = pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E)
+        if not accepted:
+            conv = lm_stalled_converged(H, n, small, gn, gtol)
+            break
+        for k in range(m.nq):
+            qi[k] = qt[k]
+        step = inf_norm(pw.dx[b], n)
+        E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
+        gn = inf_norm(g, n)
+        if step < xtol:
+            conv = True
+            break
+    if gn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = gn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def lbfgs_h0_apply(m, wf, b, h0, dt, d, tmp):
+    """d <- h0 dt^2 M(q_k)^-1 d: PBAD's LBFGS initial inverse Hessian (Eq. 5's Hessian is
+    M / dt^2 + O(1)), O(n) through the articulated factor in ``wf``."""
+    minv_solve(m, wf, b, d, tmp)
+    s = h0 * dt * dt
+    for j in range(m.nv):
+        d[j] = s * tmp[j]
+
+
+@kernel
+def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
+    """LBFGS with Armijo backtracking on Eq. 5, preconditioned by the inertial part of the Hessian:
+    H0 = h0 dt^2 M(q_k)^-1 applied in O(n) (articulated factor of M at q_k in ``wf``, a second
+    dynamics workspace: ``w`` is overwritten by every energy evaluation); h0 = s.y / y.H0 y from the
+    newest stored pair."""
+    n = m.nv
+    qi = pw.qn[b, 2]
+    qt = pw.qt[b, 2]
+    g = pw.g[b]
+    gt = pw.gt[b]
+    dx = pw.dx[b]
+    s_new = pw.r[b]
+    y_new = pw.rt[b]
+    P = pw.P[b]
+    for j in range(n):
+        P[j] = 0.0
+    minv_factor(m, wf, b, q[b], P, P)  # zero velocity, no extra diagonal
+    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
+    head = 0
+    count = 0
+    h0 = 1.0
+    gn = inf_norm(g, n)
+    it = 0
+    conv = False
+    mm = pw.S.shape[1]
+    while it < maxit:
+        if gn < gtol:
+            conv = True
+            break
+        it += 1
+        lbfgs_first_loop(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
+        lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
+        lbfgs_second_loop(pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
+        slope = dot(g, dx, n)
+        if not (slope < 0.0):  # not a descent direction: preconditioned steepest descent
+            for j in range(n):
+                dx[j] = -g[j]
+            lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
+            slope = dot(g, dx, n)
+        step = 1.0
+        ok = False
+        Et = E
+        for _ls in range(40):
+            for j in range(n):
+                s_new[j] = step * dx[j]
+            integrate_config(m, qi, s_new, qt, w.Rj[b])
+            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, gt, pw.H[b])
+            if Et <= E + 1e-4 * step * slope + 1e-15 * abs(E):
+                ok = True
+                break
+            step *= 0.5
+        if not ok:
+            conv = inf_norm(s_new, n) < xtol
+            break
+        # tangent-space pair (gradients at different base points: first-order consistent)
+        for j in range(n):
+            y_new[j] = gt[j] - g[j]
+        head2 = lbfgs_push(pw.S[b], pw.Y[b], pw.rho[b], s_new, y_new, head, n)
+        if head2 != head:
+            head = head2
+            if count < mm:
+                count += 1
+            for j in range(n):
+                dx[j] = y_new[j]
+            lbfgs_h0_apply(m, wf, b, 1.0, dt, dx, P)
+            h0 = dot(s_new, y_new, n) / dot(y_new, dx, n)
+        for k in range(m.nq):
+            qi[k] = qt[k]
+        for j in range(n):
+            g[j] = gt[j]
+        E = Et
+        gn = inf_norm(g, n)
+        if inf_norm(s_new, n) < xtol:
+            conv = True
+            break
+    if gn < gtol:
+        conv = True
+    info[0] = it
+    info[1] = gn
+    info[2] = 1.0 if conv else 0.0
+    info[3] = E
+
+
+@kernel
+def pbad2_finish(m, w, pw, b, q, dt, qn, vn):
+    """(q_{k+1}, v_{k+1} = (q_{k+1} (-) q_k) / dt) from the iterate (Eq. 5's velocity update)."""
+    for k in range(m.nq):
+        qn[b, k] = pw.qn[b, 2, k]
+    difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
+    for j in range(m.nv):
+        vn[b, j] /= dt
+
+
+@kernel
+def pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    """One PBAD2 step for trajectory b: ``method`` 0 = Levenberg-Marquardt, 1 = LBFGS (``wf``: a
+    second dynamics workspace for LBFGS's M^-1 factor)."""
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    if method == 0:
+        pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+    else:
+        pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+    pbad2_finish(m, w, pw, b, q, dt, qn, vn)
+    energy_state(m, w, b, qn[b], vn[b], e[b])
+
+
+@kernel(parallel=True)
+def pbad2_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+    """One PBAD2 step per trajectory."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
+
+
+@kernel(parallel=True)
+def pbad2_eval_batch(m, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g, H):
+    """Energy, gradient and Hessian of Eq. 5 at ``qeval`` for the step from (q, v) (tests, tools)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H)
+
+
+@kernel
+def pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    E[b] = pbad2_eval(m, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
+
+
+# Sample points (drag, penalty contact: Eq. 9, Sec. 6.2) are compiled only into runs that have
+# some (pbsim.backends.kernel.Variants): a chain without contact skips their energy, Hessian
+# and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
+# every LM run (+40 % first-run compile).
+PBAD2 = Variants(pbad2_batch, {
+    "points": {"point_terms": unused_float, "point_hessian": unused, "contact_step_limit": unused_float},
+    "lm": ("pbad2_lm",),
+    "lbfgs": ("pbad2_lbfgs",),
+})
