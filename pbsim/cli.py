@@ -135,40 +135,7 @@ def cmd_rollout(args):
             spacing=args.terrain_spacing,
             **kw,
         )
-    opts = {}
-    if args.integrator.startswith("variational"):
-        opts = {
-            k: v
-            for k, v in (
-                ("method", args.vi_method),
-                ("ig", args.vi_ig),
-                ("tol", args.vi_tol),
-                ("max_iter", args.vi_max_iter),
-            )
-            if v is not None
-        }
-    elif args.integrator.startswith("pbad"):
-        opts = {
-            k: v
-            for k, v in (
-                ("optimizer", args.optimizer),
-                ("max_iterations", args.max_iterations),
-                ("gtol", args.gtol),
-                ("xtol", args.xtol),
-                ("hessian", args.hessian),
-                ("substep", args.substep),
-            )
-            if v is not None
-        }
-        for key, val in (
-            ("init", args.pbad_init),
-            ("fallback", args.pbad_fallback),
-            ("energy_guard", args.pbad_energy_guard),
-        ):
-            if val is not None:
-                if args.integrator == "pbad":
-                    raise PbsimError(f"--pbad-{key.replace('_', '-')} applies to pbad3/pbad4 only")
-                opts[key] = val
+    opts = integrator_options_from_args(args)
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
     elif args.layout or args.schedule:
@@ -263,6 +230,8 @@ def cmd_integrators(args):
             print(f"    {o.name}={o.default!r}  ({o.describe_kind()}) {o.doc}")
         if not spec:
             print("    (no options)")
+        if pbsim.integrators.step_spec(n) is not None:
+            print("    (one step kernel: also runs batched by CpuBatch and on device='cuda')")
 
 
 def cmd_warmup(args):
@@ -273,6 +242,92 @@ def cmd_warmup(args):
     res = warmup(names, configs, jobs=args.jobs)
     if any("error" in r for r in res.values()):
         raise PbsimError("warmup failed for " + ", ".join(n for n, r in res.items() if "error" in r))
+
+
+# flags of earlier versions, kept as aliases of the generated ones
+OLD_FLAGS = {
+    "init": ["--pbad-init"],
+    "fallback": ["--pbad-fallback"],
+    "energy_guard": ["--pbad-energy-guard"],
+    "method": ["--vi-method"],
+    "xtol": ["--vi-tol"],
+    "max_iterations": ["--vi-max-iter"],
+}
+
+
+def _bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+class _OptionFlag(argparse.Action):
+    """Stores the value and the flag spelling used (for messages that quote the user's flag)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        used = dict(getattr(namespace, "_flag_used", None) or {})
+        used[self.dest] = option_string
+        namespace._flag_used = used
+
+
+def add_integrator_args(p):
+    """One flag per integrator option, generated from the union of every registered method's
+    option spec (``--max-iterations`` for ``max_iterations`` ...), so a new method's options get
+    flags with no edit here and every method names the same thing the same way.  A flag given
+    for an integrator that lacks the option is an error naming the methods that have it."""
+    from pbsim.integrators import available, describe_options
+
+    uses: dict[str, list] = {}
+    for n in available():
+        for o in describe_options(n).values():
+            if o.cli and o.kind in ("int", "float", "str", "bool"):
+                uses.setdefault(o.name, []).append((n, o))
+    g = p.add_argument_group("integrator options (each method's option spec; `pbsim integrators` lists them)")
+    taken = {s for a in p._actions for s in a.option_strings}  # noqa: SLF001 - argparse has no public query
+    for name, us in uses.items():
+        kinds = {o.kind for _, o in us}
+        kind = kinds.pop() if len(kinds) == 1 else "str"
+        choices = None
+        if all(o.choices for _, o in us):
+            choices = list(dict.fromkeys(c for _, o in us for c in o.choices))
+        flag = "--" + name.replace("_", "-")
+        if flag in taken:  # an option named like a rollout flag
+            flag = "--integrator-" + name.replace("_", "-")
+        names = [flag] + [f for f in OLD_FLAGS.get(name, []) if f not in taken]
+        doc = us[0][1].doc.replace("%", "%%")
+        g.add_argument(
+            *names,
+            action=_OptionFlag,
+            dest=f"opt_{name}",
+            default=None,
+            choices=choices,
+            type={"int": int, "float": float, "bool": _bool}.get(kind, str),
+            metavar=None if choices else name.upper(),
+            help=f"{doc} [{', '.join(n for n, _ in us)}]",
+        )
+    g.add_argument("--vi-ig", dest="opt_ig", type=int, choices=[1, 2, 3], help=argparse.SUPPRESS)  # old --init
+    p.set_defaults(_option_users={k: [n for n, _ in us] for k, us in uses.items()} | {"ig": ["variational"]})
+
+
+def integrator_options_from_args(args) -> dict:
+    """The integrator options given on the command line, checked against ``args.integrator``."""
+    from pbsim.integrators import describe_options
+
+    have = describe_options(args.integrator, aliases=True)
+    opts = {}
+    for name, users in args._option_users.items():
+        val = getattr(args, f"opt_{name}", None)
+        if val is None:
+            continue
+        if name not in have:
+            flag = (getattr(args, "_flag_used", None) or {}).get(f"opt_{name}") or "--" + name.replace("_", "-")
+            raise PbsimError(f"{flag} applies to {'/'.join(users)} only (not to --integrator {args.integrator})")
+        opts[name] = val
+    return opts
 
 
 def build_parser():
@@ -356,36 +411,7 @@ def build_parser():
     k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
     k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
     k.add_argument("--contact-points", type=int, help="max contact points per body")
-    pb = pr.add_argument_group("position-based integrators pbad, pbad3, pbad4 (paper 000)")
-    pb.add_argument("--optimizer", choices=["lm", "lbfgs"], help="Levenberg-Marquardt (default) or LBFGS")
-    pb.add_argument("--max-iterations", type=int)
-    pb.add_argument("--gtol", type=float, help="gradient tolerance")
-    pb.add_argument("--xtol", type=float, help="step tolerance")
-    pb.add_argument("--hessian", choices=["exact", "gn"], help="exact (Alg. 2-3) or Gauss-Newton")
-    pb.add_argument("--substep", type=int, help="re-run non-converged steps in up to 2^N sub-steps")
-    pb.add_argument(
-        "--pbad-init",
-        choices=["auto", "extrapolate", "pbad2", "velocity"],
-        help="initial guess of pbad3/pbad4 (pbad2 recommended for dt >= 0.05)",
-    )
-    pb.add_argument(
-        "--pbad-fallback",
-        choices=["substep", "pbad2"],
-        help="pbad3/pbad4 step with no acceptable root: take the order-2 step (default: "
-        "stable and fast at large dt) or split it (--substep levels)",
-    )
-    pb.add_argument(
-        "--pbad-energy-guard",
-        type=float,
-        metavar="G",
-        help="pbad3/pbad4 without actuation: reject a step that gains more than "
-        "G x (kinetic energy before + after), e.g. 0 for never gaining energy",
-    )
-    v = pr.add_argument_group("variational integrator (paper 004)")
-    v.add_argument("--vi-method", choices=["riqn", "newton", "broyden"])
-    v.add_argument("--vi-ig", type=int, choices=[1, 2, 3])
-    v.add_argument("--vi-tol", type=float)
-    v.add_argument("--vi-max-iter", type=int)
+    add_integrator_args(pr)
     pr.set_defaults(fn=cmd_rollout)
 
     pv = sub.add_parser("view", help="interactive viewer (needs the [viewer] extra)", add_help=False)

@@ -19,7 +19,7 @@ from pbsim.trajectory import Trajectory  # not pbsim.rollout: that module dispat
 
 def rollout_cuda(
     model,
-    integrator: str = "euler",
+    integrator: str = "rk4",
     dt: float = 1e-3,
     steps: int = 1000,
     q0=None,

@@ -224,11 +224,12 @@ def _entry(name: str):
     return _REGISTRY[name]
 
 
-def describe_options(name: str) -> dict[str, Option]:
+def describe_options(name: str, aliases: bool = False) -> dict[str, Option]:
     """The options integrator ``name`` takes, ``{name: Option}`` in declaration order, with the
-    defaults ``register`` presets for this name (e.g. ``method`` of variational_newton)."""
+    defaults ``register`` presets for this name (e.g. ``method`` of variational_newton); old
+    names (``Option.alias_of``) only with ``aliases=True``."""
     cls, presets, _ = _entry(name)
-    spec = {o.name: o for o in cls.OPTIONS}
+    spec = {o.name: o for o in cls.OPTIONS if aliases or o.alias_of is None}
     for k, v in presets.items():
         if k in spec:
             spec[k] = replace(spec[k], default=v)
@@ -239,14 +240,18 @@ def validate_options(name: str, options: dict) -> dict:
     """InputError unless every key of ``options`` is an option of integrator ``name`` (the
     message lists the valid ones and suggests the closest) with a value of the declared kind;
     returns ``options`` unchanged."""
-    spec = describe_options(name)
+    spec = describe_options(name, aliases=True)
     for k, v in options.items():
         if k not in spec:
             close = difflib.get_close_matches(k, list(spec), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            valid = ", ".join(spec) if spec else "none (it takes no options)"
+            canon = [n for n, o in spec.items() if o.alias_of is None]
+            valid = ", ".join(canon) if canon else "none (it takes no options)"
             raise InputError(f"integrator {name!r} has no option {k!r}{hint}; valid options: {valid}")
         spec[k].check(name, v)
+        a = spec[k].alias_of
+        if a is not None and a in options:
+            raise InputError(f"integrator {name!r}: give {a!r} or its old name {k!r}, not both")
     return options
 
 

@@ -20,7 +20,9 @@ class Option:
     ``kind`` of value ("int", "float", "str", "bool", "dict" or "any") and, for "str"/"int"
     options with a closed set of values, the allowed ``choices``.  ``None`` is accepted when
     the default is None (None then means "automatic", as the doc says) or ``nullable`` is set.
-    Range checks (``tol > 0`` ...) stay in the integrator's constructor."""
+    Range checks (``tol > 0`` ...) stay in the integrator's constructor.  ``alias_of``: an old
+    name kept for callers of earlier versions (accepted, not listed, no CLI flag).  ``cli``:
+    False for options a command line cannot express (dicts of arrays ...)."""
 
     name: str
     default: object
@@ -28,10 +30,12 @@ class Option:
     kind: str = "any"
     choices: tuple | None = None
     nullable: bool = False
+    alias_of: str | None = None
+    cli: bool = True
 
     def check(self, integrator: str, value):
         """InputError naming the option unless ``value`` has the declared kind / is a choice."""
-        if value is None and (self.default is None or self.nullable):
+        if value is None and self.alias_of is None and (self.default is None or self.nullable):
             return
         ok = {
             "int": lambda x: isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)),

@@ -9,9 +9,9 @@ Each step finds ``q_k+1`` with ``f(q_k+1) = 0`` (Eq. 3/17, evaluated by DRNEA, A
 - ``broyden``: exact Jacobian at the first iteration of the step, then Broyden's rank-one
   updates of its inverse (O(n^2) per iteration).
 
-Initial guesses (§3.3): ``ig=1`` q_k; ``ig=2`` explicit Euler ``q_k (+) dt v_k``;
-``ig=3`` semi-implicit Euler with ABA.  Convergence: the update's max-norm (rad / m) <= ``tol``,
-at most ``max_iter`` updates; ``Diagnostics.iterations/residual/converged`` report it, and the
+Initial guesses (§3.3, option ``init``): "current" (IG1) q_k; "velocity" (IG2) explicit Euler
+``q_k (+) dt v_k``; "semi_implicit" (IG3) semi-implicit Euler with ABA.  Convergence: the update's
+max-norm (rad / m) <= ``xtol``, at most ``max_iterations`` updates; ``Diagnostics.iterations/residual/converged`` report it, and the
 integrator warns (or raises, ``on_fail="raise"``) when a step did not converge.
 
 State: each step is the forced DEL in position-momentum form, ``p_k + D1 Ld(q_k, q_k+1) + F^-_k = 0``
@@ -45,27 +45,38 @@ from pbsim.errors import InputError, SimulationError, check_dt
 from pbsim.integrators.base import Diagnostics, Integrator, Option, State, register
 from pbsim.integrators.variational.step import METHODS, VI_BATCH, VI_ROLLOUT, make_vwork
 
+INITS = {"current": 1, "velocity": 2, "semi_implicit": 3}  # paper 004 Sec. 3.3: IG1, IG2, IG3
+
 @register("variational", doc="variational integrator (paper 004): DEL by DRNEA, solved by RIQN (O(n))",
           method="riqn")
 class Variational(Integrator):
     """Variational integrator on the trapezoidal discrete Lagrangian (paper 004).
 
-    Options: ``method`` ("riqn" | "newton" | "broyden"), ``ig`` (1, 2, 3: initial guess of §3.3,
-    default 3), ``tol`` (max-norm of the update, rad/m; default 1e-12), ``max_iter`` (default 50),
-    ``on_fail`` ("warn" | "raise" | "ignore") for steps that did not converge.
+    Options: ``method`` ("riqn" | "newton" | "broyden"), ``init`` ("current", "velocity",
+    "semi_implicit": IG1-3 of §3.3, default "semi_implicit"), ``xtol`` (max-norm of the update,
+    rad/m; default 1e-12), ``max_iterations`` (default 50), ``on_fail`` ("warn" | "raise" |
+    "ignore") for steps that did not converge.  The names of earlier versions (``ig`` 1-3,
+    ``tol``, ``max_iter``) are still accepted.
     """
 
     implicit = True
     OPTIONS = (
         Option("method", "riqn", "root finder of the DEL equations", "str", tuple(METHODS)),
-        Option("ig", 3, "initial guess of paper 004 Sec. 3.3", "int", (1, 2, 3)),
-        Option("tol", 1e-12, "converged when the update's max-norm is below this (rad/m)", "float"),
-        Option("max_iter", 50, "solver iteration limit", "int"),
+        Option("init", "semi_implicit", "initial guess of paper 004 Sec. 3.3 (IG1, IG2, IG3)", "str", tuple(INITS)),
+        Option("xtol", 1e-12, "converged when the update's max-norm is below this (rad/m)", "float"),
+        Option("max_iterations", 50, "solver iteration limit", "int"),
         Option("on_fail", "warn", "what a step that did not converge does", "str", ("warn", "raise", "ignore")),
+        Option("ig", None, "old name of init: 1, 2, 3", "int", (1, 2, 3), alias_of="init"),
+        Option("tol", None, "old name of xtol", "float", alias_of="xtol"),
+        Option("max_iter", None, "old name of max_iterations", "int", alias_of="max_iterations"),
     )
 
-    def __init__(self, model, scene=None, method="riqn", ig=3, tol=1e-12, max_iter=50, on_fail="warn", **options):
+    def __init__(self, model, scene=None, method="riqn", init="semi_implicit", xtol=1e-12, max_iterations=50,
+                 on_fail="warn", ig=None, tol=None, max_iter=None, **options):
         super().__init__(model, scene, **options)
+        ig = INITS[init] if ig is None else ig
+        tol = xtol if tol is None else tol
+        max_iter = max_iterations if max_iter is None else max_iter
         if method not in METHODS:
             raise InputError(f"unknown variational method {method!r}; expected one of {sorted(METHODS)}")
         if int(ig) not in (1, 2, 3):
