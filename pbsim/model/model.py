@@ -13,7 +13,8 @@ from pbsim.model.geometry import Frame, Geometry
 # What the kernels see: a namedtuple of arrays (passes to numba njit and CUDA kernels alike).
 KModel = namedtuple(
     "KModel",
-    "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping",
+    "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping "
+    "lower upper limit_kp limit_kd",
 )
 
 
@@ -45,6 +46,14 @@ class Model:
     q_default: np.ndarray | None = None  # the file's reference configuration (MJCF qpos0)
     source: str = ""
     notes: list[str] = field(default_factory=list)  # what the loader changed or assumed
+    # Passive joint forces the files describe (kept for the dynamics; not in the kernels' KModel):
+    stiffness: np.ndarray | None = None  # (nv,) joint spring stiffness (1-DOF joints), 0 where none
+    springref: np.ndarray | None = None  # (nq,) the spring's rest configuration (MJCF qpos_spring); neutral()
+    frictionloss: np.ndarray | None = None  # (nv,) dry joint friction torque/force (MJCF frictionloss,
+    #                                          URDF <dynamics friction>), 0 where none
+    # joint-limit spring-damper (N m/rad, N m s/rad; N/m for prismatic): None = pbsim.model.limits defaults
+    limit_stiffness: np.ndarray | None = None
+    limit_damping: np.ndarray | None = None
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -61,6 +70,11 @@ class Model:
         for a in ("axis", "tree_R", "tree_p", "mass", "com", "inertia_com", "lower", "upper",
                   "effort_limit", "velocity_limit", "damping", "armature", "gravity"):
             setattr(self, a, np.ascontiguousarray(getattr(self, a), dtype=np.float64))
+        for a, n in (("stiffness", self.nv), ("frictionloss", self.nv)):
+            x = np.zeros(n) if getattr(self, a) is None else getattr(self, a)
+            setattr(self, a, np.ascontiguousarray(x, dtype=np.float64).reshape(n))
+        self.springref = np.ascontiguousarray(self.neutral() if self.springref is None else self.springref,
+                                              dtype=np.float64).reshape(self.nq)
         from pbsim.model.inertia import spatial_inertia
 
         self.inertia = np.stack([spatial_inertia(self.mass[i], self.com[i], self.inertia_com[i])
@@ -76,10 +90,24 @@ class Model:
     def k(self) -> KModel:
         """The arrays the kernels read, as one namedtuple."""
         if self._k is None:
+            kp, kd = self.limit_gains()
             self._k = KModel(self.nb, self.nq, self.nv, self.parent, self.jtype, self.iq, self.iv,
                              self.nqj, self.nvj, self.tree_R, self.tree_p, self.axis, self.S,
-                             self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping)
+                             self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
+                             self.lower, self.upper, kp, kd)
         return self._k
+
+    def limit_gains(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(kp, kd)`` (nv,) of the joint-limit spring-damper: ``limit_stiffness``/``limit_damping``
+        where given, else :func:`pbsim.model.limits.default_limit_gains` (0 where no finite limit)."""
+        from pbsim.model.limits import default_limit_gains
+
+        kp, kd = default_limit_gains(self)
+        if self.limit_stiffness is not None:
+            kp = np.ascontiguousarray(np.broadcast_to(self.limit_stiffness, (self.nv,)), np.float64)
+        if self.limit_damping is not None:
+            kd = np.ascontiguousarray(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
+        return np.ascontiguousarray(kp), np.ascontiguousarray(kd)
 
     # ------------------------------------------------------------------ configurations
     def neutral(self) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
+from pbsim.dynamics.passive import limit_project
 from pbsim.integrators.explicit.forces import forward_dynamics
 
 # Butcher tableaus (A strictly lower triangular, weights b)
@@ -63,6 +64,7 @@ def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
         dqs[j] = dt * sq
         vn[b, j] = v[b, j] + dt * sv
     integrate_config(m, q[b], dqs, qn[b], w.Rj[b])
+    limit_project(m, qn[b], vn[b])  # the RK family cannot bend q within the step (dynamics/passive.py)
 
 
 RKExtra = namedtuple("RKExtra", "A wts")  # the Butcher tableau, the ``x`` of the RK step
