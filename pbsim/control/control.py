@@ -61,6 +61,9 @@ class Control:
     the torque depends on the new acceleration, so clamping runs standalone MABA passes: joints
     whose SPD torque exceeds the limit get the limit as a fixed (explicit) torque and lose their
     implicit ``Kd dt`` term; the others stay stable-PD (an active set, at most 4 passes).
+    ``ctrl``: the model's actuator inputs (``model.actuators``, from MJCF ``<actuator>``), (nu,) or
+    (B, nu): motors add torque, position/velocity actuators run as stable PD
+    (:mod:`pbsim.control.actuators`); ``tau`` still adds to them; not combined with mode pd/spd.
     """
 
     tau: np.ndarray | float | None = None
@@ -72,6 +75,7 @@ class Control:
     spd_solver: str = "maba"
     clamp: bool = False
     spd_predict: str = "linear"
+    ctrl: np.ndarray | None = None
 
     def kernel_arrays(self, model, batch: int) -> KControl:
         """Validated arrays for the kernels (cached: treat a Control as immutable once used,
@@ -104,6 +108,8 @@ class Control:
                 raise InputError(f"control {name} holds NaN or inf")
             return np.array(a, np.float64, order="C")  # a copy: a read-only array would recompile
 
+        if self.ctrl is not None:
+            return self._actuator_arrays(model, batch, arr)
         kp = arr(self.kp, model.nv, "kp", 0.0)
         kd = arr(self.kd, model.nv, "kd", 0.0)
         if np.any(kp < 0) or np.any(kd < 0):
@@ -117,3 +123,19 @@ class Control:
                         arr(self.v_ref, model.nv, "v_ref", 0.0),
                         SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"],
                         PREDICTIONS[self.spd_predict])
+
+    def _actuator_arrays(self, model, batch, arr):
+        from pbsim.control.actuators import actuator_targets
+
+        if self.mode not in ("torque", "none"):
+            raise InputError("Control(ctrl=...) drives the model's actuators; it cannot be combined with "
+                             f"mode={self.mode!r} (give tau, or use kp/kd/q_ref without ctrl)")
+        tau, kp, kd, q_ref, v_ref, uses_pd = actuator_targets(model, self.ctrl, batch)
+        extra = arr(self.tau, model.nv, "tau", 0.0)
+        tau = np.ascontiguousarray(tau + extra)
+        cache = model.__dict__.setdefault("_control_cache", {})
+        if "lam" not in cache:
+            cache["lam"] = dof_parents(model)
+            cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
+        return KControl(SPD if uses_pd else TORQUE, tau, kp, kd, q_ref, v_ref, SOLVERS[self.spd_solver],
+                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict])

@@ -169,6 +169,10 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     model = b.build(floating_base=floating_base, default_floating=False)
     model.body_names = [rename.get(n, n) for n in model.body_names]
     model.q_default = np.array(mj.qpos0, float)
+    from pbsim.io.mjcf_actuators import actuators_from_mjmodel
+
+    model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
+    model.notes.extend(act_notes)
     return model
 
 

@@ -6,7 +6,7 @@ A revolute/prismatic joint past (or about to pass) a finite limit gets the torqu
 gains make the limit a critically damped oscillator with time constant ``LIMIT_TIMECONST``
 (0.02 s, MuJoCo's default ``solref``) on the joint's inertia: ``kp = I w^2``, ``kd = 2 I w``,
 ``w = 2 pi / T``, with ``I`` the inertia of the joint's subtree about its axis at the neutral
-pose (subtree mass for a prismatic joint).  A 6 rad/s swing into a limit then overshoots by
+pose (subtree mass for a prismatic joint) plus the joint's armature.  A 6 rad/s swing into a limit then overshoots by
 about ``v / w`` ~ 0.02 rad at most; larger dt damps it further (implicit).
 """
 
@@ -60,7 +60,7 @@ def subtree_axis_inertia(model) -> np.ndarray:
 def default_limit_gains(model, timeconst: float = LIMIT_TIMECONST) -> tuple[np.ndarray, np.ndarray]:
     """``(kp, kd)`` (nv,) of the limit spring-damper; zero where a DOF has no finite limit."""
     w = 2.0 * np.pi / timeconst
-    inertia = np.maximum(subtree_axis_inertia(model), 1e-9)
+    inertia = np.maximum(subtree_axis_inertia(model) + np.asarray(model.armature, float), 1e-9)  # rotor too
     limited = np.isfinite(model.lower) | np.isfinite(model.upper)
     kp = np.where(limited, inertia * w * w, 0.0)
     kd = np.where(limited, 2.0 * inertia * w, 0.0)

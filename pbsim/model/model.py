@@ -54,6 +54,7 @@ class Model:
     # joint-limit spring-damper (N m/rad, N m s/rad; N/m for prismatic): None = pbsim.model.limits defaults
     limit_stiffness: np.ndarray | None = None
     limit_damping: np.ndarray | None = None
+    actuators: object = None  # pbsim.control.actuators.Actuators (MJCF <actuator>); None: none
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -108,6 +109,15 @@ class Model:
         if self.limit_damping is not None:
             kd = np.ascontiguousarray(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
         return np.ascontiguousarray(kp), np.ascontiguousarray(kd)
+
+    @property
+    def nu(self) -> int:
+        """Number of actuators (``Control(ctrl=u)`` takes u of this length)."""
+        return 0 if self.actuators is None else self.actuators.nu
+
+    @property
+    def actuator_names(self) -> list[str]:
+        return [] if self.actuators is None else list(self.actuators.names)
 
     # ------------------------------------------------------------------ configurations
     def neutral(self) -> np.ndarray:

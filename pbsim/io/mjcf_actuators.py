@@ -1,0 +1,61 @@
+"""MJCF ``<actuator>`` -> :class:`pbsim.control.actuators.Actuators`, read from MuJoCo's compiled
+model (so defaults, classes and the ``motor``/``position``/``velocity`` shortcuts resolve exactly
+as MuJoCo does).  Supported: joint transmissions on hinge/slide joints with a fixed gain and no
+bias (motor) or the affine bias of ``position`` (``-kp`` on length) / ``velocity`` (``-kv`` on
+velocity).  Anything else is left out and named in the returned notes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pbsim.control.actuators import Actuators
+
+
+def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
+    """``(actuators, notes)``: ``name_of(kind, index, default)`` gives MuJoCo object names."""
+    import mujoco
+
+    O = mujoco.mjtObj
+    items, skipped = [], []
+    for a in range(mj.nu):
+        name = name_of(O.mjOBJ_ACTUATOR, a, f"actuator{a}")
+        jid = int(mj.actuator_trnid[a, 0])
+        if int(mj.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT) or jid < 0:
+            skipped.append(f"{name} (transmission is not a joint)")
+            continue
+        if int(mj.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            skipped.append(f"{name} (on a ball/free joint)")
+            continue
+        jname = name_of(O.mjOBJ_JOINT, jid, f"joint{jid}")
+        try:
+            dof = int(model.iv[model.joint_index(jname)])
+        except KeyError:
+            skipped.append(f"{name} (joint {jname!r} not in the model)")
+            continue
+        gear = float(mj.actuator_gear[a, 0])
+        gt, bt = int(mj.actuator_gaintype[a]), int(mj.actuator_biastype[a])
+        gp, bp = mj.actuator_gainprm[a], mj.actuator_biasprm[a]
+        if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+            skipped.append(f"{name} (activation dynamics)")
+            continue
+        if gt != int(mujoco.mjtGain.mjGAIN_FIXED):
+            skipped.append(f"{name} (gain type {gt})")
+            continue
+        ctrl = tuple(mj.actuator_ctrlrange[a]) if mj.actuator_ctrllimited[a] else (-np.inf, np.inf)
+        force = tuple(mj.actuator_forcerange[a]) if mj.actuator_forcelimited[a] else (-np.inf, np.inf)
+        it = dict(name=name, dof=dof, gear=gear, ctrlrange=ctrl, forcerange=force)
+        if bt == int(mujoco.mjtBias.mjBIAS_NONE):
+            it.update(kind="motor", gain=float(gp[0]))
+        elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[0] == 0 and np.isclose(bp[1], -gp[0]) and bp[2] == 0:
+            it.update(kind="position", kp=float(gp[0]))
+        elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[0] == 0 and bp[1] == 0 and np.isclose(bp[2], -gp[0]):
+            it.update(kind="velocity", kv=float(gp[0]))
+        else:
+            skipped.append(f"{name} (general gain/bias {list(gp[:3])}/{list(bp[:3])})")
+            continue
+        items.append(it)
+    notes = []
+    if skipped:
+        shown = ", ".join(skipped[:12]) + (f" and {len(skipped) - 12} more" if len(skipped) > 12 else "")
+        notes.append(f"{len(skipped)} actuator(s) not imported: {shown}")
+    return Actuators.build(items), notes
