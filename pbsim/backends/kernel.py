@@ -307,6 +307,36 @@ def bind(driver: BatchKernel, **kernels) -> BatchKernel:
     return _BOUND[key]
 
 
+_SPECIALIZED: dict = {}  # hook bindings -> (tag, memo: id(kernel) -> its copy)
+
+
+def specialize(k, tag: str, **names):
+    """A copy of kernel ``k`` (not a batch driver: see :func:`bind`) in which the global names in
+    ``names`` are the given kernels, in ``k`` and in every kernel below it that uses them (those
+    are copied likewise; kernels that reach none of the names are shared, not copied): how one
+    generic kernel, e.g. the LM loop of :mod:`pbsim.optim.lm`, runs several problems whose
+    pieces it calls through global names.
+
+    Copies are built once per set of ``names`` and shared between the kernels specialized with
+    it: ``specialize(loop, t, **h)`` calls the very kernel ``specialize(iterate, t, **h)`` returns
+    when ``loop`` calls ``iterate``.  ``tag`` names the binding: every copy's qualified name gets
+    ``__tag`` (its own cache entries when called from Python; one tag per set of names)."""
+    key = tuple(sorted((n, id(v)) for n, v in names.items()))
+    t, memo = _SPECIALIZED.setdefault(key, (tag, {}))
+    if t != tag:
+        raise ValueError(f"specialize: these names are already bound under the tag {t!r}, not {tag!r}")
+    if any(t2 == tag and key2 != key for key2, (t2, _) in _SPECIALIZED.items()):
+        raise ValueError(f"specialize: tag {tag!r} already names another binding")
+    before = set(memo)
+    out = _substituted(k, names, memo)
+    for kid in set(memo) - before:  # the copies made now (a kernel that changed maps to a new object)
+        c = memo[kid]
+        if id(c) != kid:
+            f = _PY_FUNCS[id(c)]
+            f.__qualname__ = f"{f.__qualname__}__{tag}"
+    return out
+
+
 class Variants:
     """Builds of a batch driver that compile only the optional features a run uses.
 

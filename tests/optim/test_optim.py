@@ -1,7 +1,13 @@
-"""Per-trajectory optimiser kernels: dense solves against numpy, LM damping rule, LBFGS on a quadratic."""
+"""Per-trajectory optimiser kernels: dense solves against numpy, LM damping rule, LBFGS on a quadratic,
+the generic LM loop on a test problem and as the one loop PBAD runs."""
+
+import math
+import re
 
 import numpy as np
 
+from pbsim.backends.kernel import kernel, python_source, specialize
+from pbsim.optim import lm
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve, lu_solve_inplace
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
@@ -63,3 +69,123 @@ def test_lbfgs_recovers_newton_step_on_quadratic(rng):
     assert np.allclose(-d2, S[head - 1], rtol=1e-10)  # secant condition H_k y = s for the newest pair
     # with the exact inverse Hessian as H0, every update keeps it: the direction is the Newton step
     assert np.allclose(direction(g, np.linalg.inv(H)), -np.linalg.solve(H, g), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic LM loop (pbsim.optim.lm) on a problem of its own, and the one loop PBAD runs
+
+
+@kernel
+def _toy_objective(x, A, c, g, H, n, want):
+    """f = 1/2 x^T A x + c^T x + sum exp(x_i), its gradient and Hessian (with ``want``)."""
+    e = 0.0
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += A[i, j] * x[j]
+            if want:
+                H[i, j] = A[i, j]
+        ex = math.exp(x[i])
+        e += 0.5 * x[i] * s + c[i] * x[i] + ex
+        if want:
+            g[i] = s + c[i] + ex
+            H[i, i] += ex
+    return e
+
+
+@kernel
+def _toy_eval(P, b):
+    X, Xt, A, c, G, Hs, DX = P
+    n = X.shape[1]
+    E = _toy_objective(X[b], A, c, G[b], Hs[b], n, True)
+    gn = 0.0
+    for i in range(n):
+        gn = max(gn, abs(G[b, i]))
+    return E, gn
+
+
+@kernel
+def _toy_try(P, b, tries):
+    X, Xt, A, c, G, Hs, DX = P
+    for i in range(X.shape[1]):
+        Xt[b, i] = X[b, i] + DX[b, i]
+    return _toy_objective(Xt[b], A, c, G[b], Hs[b], X.shape[1], False)
+
+
+@kernel
+def _toy_take(P, b):
+    X, Xt = P[0], P[1]
+    for i in range(X.shape[1]):
+        X[b, i] = Xt[b, i]
+
+
+_toy_lm = specialize(lm.lm_loop, "toy", lm_eval=_toy_eval, lm_try=_toy_try, lm_take=_toy_take)
+
+
+def test_generic_lm_loop_on_a_problem_of_its_own(rng):
+    """The loop PBAD runs, bound to a smooth convex test function: converges to its minimiser
+    (the root of the gradient, checked against numpy's Newton iteration)."""
+    n, B = 4, 2
+    Q = rng.normal(size=(n, n))
+    A = Q @ Q.T + np.eye(n)
+    c = rng.normal(size=n) * 3
+    X = rng.normal(size=(B, n)) * 2
+    z = np.zeros
+    G, Hs, M2, L, DX, Xt = z((B, n)), z((B, n, n)), z((B, n, n)), z((B, n, n)), z((B, n)), z((B, n))
+    info = z((B, 4))
+    P = (X, Xt, A, c, G, Hs, DX)
+    for b in range(B):
+        _toy_lm(P, (G[b], Hs[b], M2[b], L[b], DX[b]), b, n, 50, 1e-10, 1e-14, 1e-15, 0, info[b])
+    x = np.zeros(n)
+    for _ in range(50):  # Newton on grad f = A x + c + exp(x)
+        x -= np.linalg.solve(A + np.diag(np.exp(x)), A @ x + c + np.exp(x))
+    assert np.all(info[:, 2] == 1.0) and np.all(info[:, 1] < 1e-10) and np.all(info[:, 0] >= 2), info
+    assert np.allclose(X, x, atol=1e-9)
+    info2 = info.copy()
+    for b in range(B):  # from the minimiser: no iteration
+        _toy_lm(P, (G[b], Hs[b], M2[b], L[b], DX[b]), b, n, 50, 1e-10, 1e-14, 1e-15, 0, info2[b])
+    assert np.all(info2[:, 0] == 0) and np.all(info2[:, 2] == 1.0)
+    # maxit = 1 stops after one iteration, unconverged
+    X[:] = rng.normal(size=(B, n)) * 2
+    _toy_lm(P, (G[0], Hs[0], M2[0], L[0], DX[0]), 0, n, 1, 1e-10, 1e-14, 1e-15, 0, info[0])
+    assert info[0, 0] == 1 and info[0, 2] == 0.0
+
+
+def test_pbad_solvers_reach_one_lm_loop():
+    """The LM loop is written once: PBAD2's in-kernel solve (pbad2_lm), the GPU's per-launch phases
+    (pbad_begin / pbad_iterate) and the collocation solve (colloc_lm) all run copies of
+    pbsim.optim.lm's kernels (same code objects) that differ only in the bound problem hooks; no
+    kernel outside pbsim/optim calls the damped solve or the lambda rule."""
+    from pathlib import Path
+
+    import pbsim
+    from pbsim.integrators.pbad import colloc, order2, step
+
+    def gl(k):
+        return python_source(k).__globals__
+
+    def code(k):
+        return python_source(k).__code__
+
+    loop2 = gl(order2.pbad2_lm)["pbad2_lm_loop"]
+    loopc = gl(colloc.colloc_lm)["colloc_lm_loop"]
+    it2, itc = gl(loop2)["lm_iterate"], gl(loopc)["lm_iterate"]
+    assert code(loop2) is code(loopc) is code(lm.lm_loop)
+    assert code(it2) is code(itc) is code(lm.lm_iterate)
+    assert it2 is gl(step.pbad_iterate)["pbad2_lm_iterate"]  # the per-launch phase: the very same kernel
+    assert gl(loop2)["lm_begin"] is gl(step.pbad_begin)["pbad2_lm_begin"]
+    tr2, trc = gl(it2)["lm_trial"], gl(itc)["lm_trial"]
+    assert code(tr2) is code(trc) is code(lm.lm_trial)
+    assert gl(tr2)["lm_try"] is order2.pbad2_trial and gl(trc)["lm_try"] is colloc.colloc_trial
+    assert gl(tr2)["lm_first"] is lm.lm_no_first and gl(trc)["lm_first"] is colloc.colloc_newton
+    assert gl(it2)["lm_stalled"] is lm.lm_stalled_converged and gl(itc)["lm_stalled"] is lm.lm_stalled_small
+    assert gl(it2)["lm_eval"] is order2.pbad2_lm_eval and gl(itc)["lm_eval"] is colloc.colloc_lm_eval
+    assert gl(lm.lm_trial)["lm_solve"] is gl(tr2)["lm_solve"] is lm.lm_solve  # shared, not copied
+    root = Path(pbsim.__file__).parent
+    for p in root.rglob("*.py"):
+        if p.parent.name != "optim":
+            src = p.read_text()
+            for name in ("lm_solve", "lm_accept", "lm_reject", "lm_iterate", "lm_trial"):
+                assert not re.search(rf"\b{name}\(", src), (
+                    f"{p.relative_to(root)} calls {name}: the LM loop is pbsim.optim.lm's"
+                )
