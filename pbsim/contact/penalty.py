@@ -8,7 +8,7 @@ applied at the deepest point ``x - r n`` of the point's sphere; ``tau += J_lin^T
 import math
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import contact_point_world, env_sdf, point_force_jt
+from pbsim.contact.query import contact_detect, point_force_jt
 
 
 @kernel
@@ -17,16 +17,14 @@ def contact_generalized_forces(m, s, w, b, q, v, tau):
 
     Expects ``velocity_pass`` and ``world_pass`` done for state b."""
     for k in range(s.npts):
-        x, y, z = contact_point_world(s, w, b, k)
-        phi, nx, ny, nz = env_sdf(s, x, y, z)
-        r = s.pt_radius[k]
-        d = r - phi
-        if d <= 0.0:
-            continue
         body = s.pt_body[k]
-        cx, cy, cz = x - r * nx, y - r * ny, z - r * nz  # contact point on the robot's surface
         R = w.Rw[b, body]
         pw = w.pw[b, body]
+        x, y, z, d, nx, ny, nz = contact_detect(s, k, R, pw)  # the one detection (query.py)
+        if d <= 0.0:
+            continue
+        r = s.pt_radius[k]
+        cx, cy, cz = x - r * nx, y - r * ny, z - r * nz  # contact point on the robot's surface
         vel = w.vel[b, body]  # [omega; v] of the body in body coordinates
         lx = R[0, 0] * (cx - pw[0]) + R[1, 0] * (cy - pw[1]) + R[2, 0] * (cz - pw[2])
         ly = R[0, 1] * (cx - pw[0]) + R[1, 1] * (cy - pw[1]) + R[2, 1] * (cz - pw[2])

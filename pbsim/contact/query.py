@@ -1,6 +1,10 @@
 """Contact queries (one numba source for CPU and CUDA): environment signed distance and normal,
 and per contact point world position, penetration depth ``d >= 0``, normal ``n`` and ``dd/dv``.
 
+:func:`contact_detect` is the one detection every contact model calls (the penalty forces of
+:mod:`.penalty`, the PBAD energy of :mod:`.energy`, :func:`contact_query_state`): for contact
+point ``k`` on its body at any pose, its world position ``x``, signed depth ``r - phi(x)`` and
+normal, for every environment shape (:func:`env_sdf`).
 ``d = max(0, r - phi(x))`` for a contact point at world position ``x`` with radius ``r`` (the
 offset surface of a sphere/capsule); ``n = grad phi(x)`` (unit, out of the environment).
 ``dd/dv = -n^T J_lin(x)`` where ``J_lin`` is the point's linear-velocity Jacobian (as
@@ -136,15 +140,18 @@ def env_sdf_points(s, X, out):
 
 
 @kernel
-def contact_point_world(s, w, b, k):
-    """World position of contact point k (needs world poses of state b)."""
-    body = s.pt_body[k]
-    R = w.Rw[b, body]
-    p = w.pw[b, body]
+def contact_detect(s, k, R, p):
+    """The contact detection: contact point k on its body at world pose ``(R, p)`` (``R`` indexed
+    ``[r, c]`` for c < 3, e.g. a 3x3 rotation or a 3x4 pose; ``p`` (3,)).  Returns ``(x, y, z, sd,
+    nx, ny, nz)``: world point ``x = p + R l_k``, signed depth ``sd = r_k - phi(x)`` (the depth is
+    ``d = max(0, sd)``, in contact when ``sd > 0``) and the environment normal ``n = grad phi(x)``
+    (:func:`env_sdf`: every environment shape)."""
     l = s.pt_local[k]
-    return (p[0] + R[0, 0] * l[0] + R[0, 1] * l[1] + R[0, 2] * l[2],
-            p[1] + R[1, 0] * l[0] + R[1, 1] * l[1] + R[1, 2] * l[2],
-            p[2] + R[2, 0] * l[0] + R[2, 1] * l[1] + R[2, 2] * l[2])
+    x = p[0] + R[0, 0] * l[0] + R[0, 1] * l[1] + R[0, 2] * l[2]
+    y = p[1] + R[1, 0] * l[0] + R[1, 1] * l[1] + R[1, 2] * l[2]
+    z = p[2] + R[2, 0] * l[0] + R[2, 1] * l[1] + R[2, 2] * l[2]
+    phi, nx, ny, nz = env_sdf(s, x, y, z)
+    return x, y, z, s.pt_radius[k] - phi, nx, ny, nz
 
 
 @kernel
@@ -176,16 +183,15 @@ def contact_query_state(m, s, w, b, X, D, N, dD):
     """For state b (world poses done): X (npts, 3) world points, D (npts,) depth >= 0, N (npts, 3)
     normals, dD (npts, nv) = dd/dv (zero rows where d == 0)."""
     for k in range(s.npts):
-        x, y, z = contact_point_world(s, w, b, k)
-        phi, nx, ny, nz = env_sdf(s, x, y, z)
-        d = s.pt_radius[k] - phi
+        body = s.pt_body[k]
+        x, y, z, d, nx, ny, nz = contact_detect(s, k, w.Rw[b, body], w.pw[b, body])
         X[k, 0], X[k, 1], X[k, 2] = x, y, z
         N[k, 0], N[k, 1], N[k, 2] = nx, ny, nz
         for j in range(m.nv):
             dD[k, j] = 0.0
         if d > 0.0:
             D[k] = d
-            point_force_jt(m, w, b, s.pt_body[k], x, y, z, -nx, -ny, -nz, dD[k])
+            point_force_jt(m, w, b, body, x, y, z, -nx, -ny, -nz, dD[k])
         else:
             D[k] = 0.0
 

@@ -20,6 +20,7 @@ from pbsim.integrators.pbad.colloc import (_GUESS, collocation_nodes, colloc_bat
 from pbsim.integrators.pbad.energy import make_pbad_model
 from pbsim.integrators.pbad.order2 import PBAD2, make_pbad_work, pbad2_eval_batch
 from pbsim.integrators.pbad.step import STEP
+from pbsim.optim.substep import failed, substep
 
 # ---------------------------------------------------------------------------------------------
 # integrator classes
@@ -53,10 +54,15 @@ class _PbadBase(Integrator):
         if self.hessian not in ("exact", "gn"):
             raise InputError(f"pbad hessian must be 'exact' or 'gn', got {self.hessian!r}")
         self.substeps_on_failure = int(o.pop("substep", 0))
-        pts = o.pop("points", None)  # dict for make_pbad_model (drag / contact sample points)
-        if pts is None and self.scene is not None:
-            pts = scene_points(model, self.scene)
-        self.pm = make_pbad_model(model, **(pts or {}))
+        pts = o.pop("points", None)  # dict: drag sample points, and/or contact points against a plane
+        drag, cscene, D1, D2 = points_contact(model, pts or {})
+        # a points dict with contact=True replaces the scene's contact (the integrator's step only:
+        # the batch drivers read their own scene's arrays, see step.pbad_extra)
+        self.points_contact_override = cscene is not None
+        if cscene is not None:
+            self.scene = cscene
+        self.ks, D1s, D2s = scene_points(model, self.scene)  # the scene arrays s PBAD's kernels read
+        self.pm = make_pbad_model(model, D1=D1s if cscene is None else D1, D2=D2s if cscene is None else D2, **drag)
         for k in ("order",):
             o.pop(k, None)
         if o:
@@ -76,29 +82,51 @@ class _PbadBase(Integrator):
 
 def scene_points(model, scene):
     """PBAD's penalty contact (paper 000 Eq. 9) from a :class:`pbsim.Scene`: the scene's contact
-    points (sphere points keep their radius) against its ground plane.  Eq. 9's energy
+    points (sphere points keep their radius) against its whole environment (planes in any number,
+    boxes, spheres, capsules, heightfields, mesh terrain: the contact layer's one detection).  Eq. 9's energy
     ``D1 d^2`` is the spring energy ``k d^2 / 2`` of the explicit integrators' penalty model, so
     ``D1 = k / 2`` with the scene's per-point stiffness ``k``; ``D2`` (tangential damping of
     Eq. 9) is taken as ``mu k / (2 v_ref)`` with ``v_ref = 0.1`` m/s, i.e. the friction of a
-    point sliding at 0.1 m/s matches Coulomb friction at the same depth.  Only planes are
-    supported (PBAD's depth has no terrain grid yet); None when the scene has no contact."""
-    from pbsim.contact.environment import Plane
+    point sliding at 0.1 m/s matches Coulomb friction at the same depth.  Returns ``(ks, D1, D2)``:
+    the scene arrays (:class:`pbsim.contact.KScene`, no contact when ``ks.npts == 0``) and the
+    per-point parameters (:func:`pbsim.contact.energy.energy_parameters`)."""
+    from pbsim.contact.energy import energy_parameters
 
-    pts = scene.contact_points()
-    planes = [e for e in scene.all_environment() if isinstance(e, Plane)]
-    if not len(pts) or not planes:
-        if len(pts) and scene.all_environment():
-            raise InputError("pbad supports ground planes only (no terrain/static shapes yet); "
-                             "use euler/rk4 for terrain")
-        return None
-    if len(scene.all_environment()) > 1:
-        raise InputError("pbad supports a single ground plane (no terrain/static shapes yet)")
-    plane = planes[0]
-    k, _ = scene.point_parameters(model, pts)
-    k = float(np.mean(k)) if len(k) else 0.0
-    return dict(points_body=pts.body, points_local=pts.local, points_radius=pts.radius, contact=True,
-                plane_normal=np.asarray(plane.normal, float), plane_offset=float(plane.offset),
-                D1=0.5 * k, D2=scene.mu * k / (2 * 0.1))
+    ks = scene.kernel_arrays(model)
+    D1, D2 = energy_parameters(ks)
+    return ks, D1, D2
+
+
+_DRAG_KEYS = ("points_body", "points_local", "points_axis", "drag_n", "drag_t")
+_CONTACT_KEYS = ("contact", "plane_normal", "plane_offset", "D1", "D2", "points_radius")
+
+
+def points_contact(model, pts: dict):
+    """Split the ``points`` option: ``(drag, scene, D1, D2)`` with ``drag`` the keys of
+    :func:`make_pbad_model`'s drag points, and, when ``contact`` is true, the contact as the contact
+    layer sees it: a :class:`pbsim.Scene` with the plane ``plane_normal . x = plane_offset``
+    (default z = 0) and the same points (radius ``points_radius``), and Eq. 9's ``D1``, ``D2`` per
+    point (the given numbers); ``scene`` None without contact."""
+    from pbsim.contact.environment import Plane
+    from pbsim.contact.points import ContactPoints
+    from pbsim.contact.scene import Scene
+
+    bad = set(pts) - set(_DRAG_KEYS) - set(_CONTACT_KEYS)
+    if bad:
+        raise InputError(f"unknown pbad points keys {sorted(bad)}; valid: {', '.join(_DRAG_KEYS + _CONTACT_KEYS)}")
+    drag = {k: pts[k] for k in _DRAG_KEYS if k in pts}
+    body = pts.get("points_body")
+    n = 0 if body is None else len(body)
+    if not pts.get("contact", False) or n == 0:
+        return drag, None, None, None
+    local = np.asarray(pts["points_local"], np.float64).reshape(n, 3)
+    rad = pts.get("points_radius")
+    rad = np.zeros(n) if rad is None else np.array(np.broadcast_to(rad, (n,)), np.float64)
+    plane = Plane(np.asarray(pts.get("plane_normal", (0.0, 0.0, 1.0)), np.float64), float(pts.get("plane_offset", 0.0)))
+    scene = Scene(environment=[plane], points=ContactPoints(np.asarray(body, np.int32), local, rad))
+    D1 = np.full(n, float(pts.get("D1", 0.0)))
+    D2 = np.full(n, float(pts.get("D2", 0.0)))
+    return drag, scene, D1, D2
 
 
 @register("pbad", doc="PBAD order 2 (paper 000 Eq. 5): implicit position-based step, LM/LBFGS, stable at large dt")
@@ -117,32 +145,36 @@ class Pbad2(_PbadBase):
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
         lm = self.optimizer == "lm"
-        run = PBAD2(points=self.pm.npts > 0, lm=lm, lbfgs=not lm)
-        run(self.model.k, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
+        run = PBAD2(points=self.pm.npts > 0, contact=self.ks.npts > 0, lm=lm, lbfgs=not lm)
+        run(self.model.k, self.ks, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
             self.gtol, self.xtol, 0 if lm else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info
 
     def _step(self, state, control, dt):
         qn, vn, e, info = self._run(state, control, dt)
         conv = info[:, 2] > 0.5
-        if self.substeps_on_failure and not conv.all():
-            bad = ~conv
-            sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
-            ns = 2 ** self.substeps_on_failure
-            its = info[bad, 0].copy()
-            ok = np.ones(bad.sum(), bool)
-            for _ in range(ns):
-                q2, v2, e2, i2 = self._run(sub, _sub_control(control, bad), dt / ns)
-                sub = State(q2, v2, sub.t)
-                its += i2[:, 0]
-                ok &= i2[:, 2] > 0.5
-            qn[bad], vn[bad], e[bad] = q2, v2, e2
-            info[bad, 0], info[bad, 1], info[bad, 2] = its, i2[:, 1], ok
+        substeps = np.ones(state.batch, int)
+        bad = failed(conv, 0, self.substeps_on_failure)
+        if bad is not None:  # the failed steps again as 2**substep equal sub-steps
+            ctl = _sub_control(control, bad)
+
+            def sub_step(x, h, level, anchor):
+                q2, v2, e2, i2 = self._run(x, ctl, h)
+                return State(q2, v2, x.t), Diagnostics(energy=e2.sum(axis=1), nan=None, iterations=i2[:, 0],
+                                                       residual=i2[:, 1], converged=i2[:, 2] > 0.5)
+
+            r = substep(sub_step, State(state.q[bad], state.v[bad], state.t), dt, self.substeps_on_failure,
+                        halves=False)
+            qn[bad], vn[bad], e[bad, 0], e[bad, 1] = r.state.q, r.state.v, r.energy, 0.0
+            info[bad, 0] += r.iterations
+            info[bad, 1], info[bad, 2] = r.residual, r.converged
+            substeps[bad] = r.substeps
             conv = info[:, 2] > 0.5
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         new = State(qn, vn, state.t + dt, q_prev=state.q.copy())
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),
-                                residual=info[:, 1], converged=conv & ~nan, extra={"objective": info[:, 3]})
+                                residual=info[:, 1], converged=conv & ~nan,
+                                extra={"objective": info[:, 3], "substeps": substeps})
 
     # tools for tests and scripts -------------------------------------------------------------
     def objective(self, q, v, qeval, dt, control=None, exact=True, hessian=True):
@@ -156,7 +188,7 @@ class Pbad2(_PbadBase):
         E = np.zeros(B)
         g = np.zeros((B, self.model.nv))
         H = np.zeros((B, self.model.nv, self.model.nv))
-        pbad2_eval_batch(self.model.k, self.pm, kc, w, pw, q, v, qeval, float(dt), bool(hessian), bool(exact), E, g, H)
+        pbad2_eval_batch(self.model.k, self.ks, self.pm, kc, w, pw, q, v, qeval, float(dt), bool(hessian), bool(exact), E, g, H)
         return E, g, H
 
 
@@ -251,7 +283,7 @@ class _PbadColloc(_PbadBase):
         self._p2 = Pbad2(model, scene, **o) if self.init in ("auto", "pbad2") or self.fallback == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
-        if self.pm.npts:
+        if self.pm.npts or self.ks.npts:
             raise InputError("high-order PBAD does not support drag/contact points yet; use 'pbad'")
         self.tau = collocation_nodes(self.order)
         self.C1, self.C2 = lagrange_derivatives(self.tau)
@@ -346,33 +378,24 @@ class _PbadColloc(_PbadBase):
             info[bad, 1], info[bad, 2], info[bad, 4] = i2[bad, 1], i2[bad, 2], np.nan
             fell_back = bad
             conv = info[:, 2] > 0.5
-        if level < self.substeps_on_failure and not conv.all() and self.fallback == "substep":
+        bad = failed(conv, level, self.substeps_on_failure) if self.fallback == "substep" else None
+        if bad is not None:
             # no acceptable root of Eq. 6 (not converged, or aliased: rotation between nodes above
-            # max_rotation): redo the step as two half steps, recursively
-            bad = ~conv
-            sub = State(state.q[bad].copy(), state.v[bad].copy(), state.t)
+            # max_rotation): redo the step as two half steps, recursively (each half is this _step
+            # one level down); the first half rebuilds its previous node from the full step's
             ctl = _sub_control(control, bad)
-            its = info[bad, 0].copy()
-            ok = np.ones(bad.sum(), bool)
-            rot = np.zeros(bad.sum())
-            ns = np.zeros(bad.sum(), int)
-            anc = (qprev[bad], self.tau[0] * dt)  # the previous node of the full step, for the first half
-            for _ in range(2):
-                mid = sub.q
-                sub, d = self._step(sub, ctl, dt / 2, level + 1, anc)
-                anc = (mid, -dt / 2)
-                its += d.iterations
-                ok &= d.converged
-                rot = np.maximum(rot, d.extra["rotation"])
-                ns += d.extra["substeps"]
+            r = substep(lambda x, h, lev, anc: self._step(x, ctl, h, lev, anc),
+                        State(state.q[bad], state.v[bad], state.t), dt, self.substeps_on_failure, level=level,
+                        anchor=(qprev[bad], self.tau[0] * dt), maxima=("rotation",))
             # this dt's previous node for the next step: cubic through (q, v, a) at the end, fitted
             # to the mid-step state (exact for pbad3, whose node is at -dt/2)
             ql = self._node(new)
-            ql[bad] = self._node_at(sub.q, sub.v, self.tau[0] * dt, (mid, -dt / 2))
-            new.q[bad], new.v[bad] = sub.q, sub.v
-            e[bad, 0], e[bad, 1] = d.energy, 0.0
-            info[bad, 0], info[bad, 1], info[bad, 2], info[bad, 4] = its, d.residual, ok, rot
-            substeps[bad] = ns
+            ql[bad] = self._node_at(r.state.q, r.state.v, self.tau[0] * dt, (r.start, -r.h))
+            new.q[bad], new.v[bad] = r.state.q, r.state.v
+            e[bad, 0], e[bad, 1] = r.energy, 0.0
+            info[bad, 0] += r.iterations
+            info[bad, 1], info[bad, 2], info[bad, 4] = r.residual, r.converged, r.maxima["rotation"]
+            substeps[bad] = r.substeps
             conv = info[:, 2] > 0.5
         nan = ~(np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1))
         return new, Diagnostics(energy=e.sum(axis=1), nan=nan, iterations=info[:, 0].astype(int),

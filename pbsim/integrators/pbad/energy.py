@@ -17,18 +17,23 @@ Algorithm 1 expressed in world coordinates), so ``dE/dd_a = <hat(xi_a), W_body(a
 the second-derivative part of the Hessian is ``<hat(xi_a) hat(xi_b), W_body(b)>`` (Algorithm 2).
 The Gauss-Newton / cross-configuration blocks ``sum tr(hat(xi_a) C hat(xi_b)^T)`` with
 ``C = sum_subtree T(q_i) M~ T(q_j)^T`` are Algorithm 3.
+
+Penalty contact (Eq. 9) is the contact layer's energy model (:mod:`pbsim.contact.energy`) at the
+contact points of the scene arrays ``s`` (:class:`pbsim.contact.KScene`: every environment shape,
+through the one detection); drag (Sec. 6.2) is PBAD's own, here.
 """
-import math
 from collections import namedtuple
 
 import numpy as np
 
 from pbsim.backends.kernel import kernel
+from pbsim.contact.energy import contact_energy, contact_step_fraction
+from pbsim.contact.query import contact_detect
 from pbsim.dynamics.joints import BALL, FREE
 
-# Model-side constants of PBAD (per body M~; sample points for drag / contact, Eq. 9 and Sec. 6.2)
-PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t "
-                                    "contact plane_n plane_d D1 D2 pt_radius")
+# Model-side constants of PBAD: per body M~; drag sample points (Sec. 6.2); per contact point of the
+# scene (``s``, a KScene) the Eq. 9 parameters D1, D2 (:mod:`pbsim.contact.energy`)
+PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2")
 
 
 def second_moments(model) -> np.ndarray:
@@ -48,8 +53,9 @@ def second_moments(model) -> np.ndarray:
 
 
 def make_pbad_model(model, points_body=None, points_local=None, points_axis=None, drag_n=None, drag_t=None,
-                    contact=False, plane_normal=(0.0, 0.0, 1.0), plane_offset=0.0, D1=0.0, D2=0.0,
-                    points_radius=None) -> PbadModel:
+                    D1=None, D2=None) -> PbadModel:
+    """PBAD's constants: drag points (``points_*``, ``drag_n``/``drag_t``) and the contact energy's
+    per-point ``D1``, ``D2`` (arrays over the scene's contact points, :mod:`pbsim.contact.energy`)."""
     n = 0 if points_body is None else len(points_body)
     z = np.zeros
     pb = z(0, np.int32) if n == 0 else np.ascontiguousarray(points_body, np.int32)
@@ -58,11 +64,9 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     # np.array copies: a read-only broadcast view is another numba type (a second compilation)
     dn = z(n) if drag_n is None else np.array(np.broadcast_to(drag_n, (n,)), np.float64)
     dtg = z(n) if drag_t is None else np.array(np.broadcast_to(drag_t, (n,)), np.float64)
-    pn = np.asarray(plane_normal, np.float64)
-    pn = pn / np.linalg.norm(pn)
-    pr = z(n) if points_radius is None else np.array(np.broadcast_to(points_radius, (n,)), np.float64)
-    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, bool(contact), pn, float(plane_offset),
-                     float(D1), float(D2), pr)
+    d1 = z(0) if D1 is None else np.array(D1, np.float64).reshape(-1)
+    d2 = z(len(d1)) if D2 is None else np.array(np.broadcast_to(D2, d1.shape), np.float64)
+    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,10 +182,10 @@ def point_xyz(T, i, pl):
 
 @kernel
 def point_terms(m, pm, T, Tk, dt, G, F, K):
-    """Anisotropic drag (Sec. 6.2, axis frozen at q_k) and penalty contact (Eq. 9) at sample points.
+    """Anisotropic drag (Sec. 6.2, axis frozen at q_k) at the drag sample points of ``pm``.
 
     Adds dE/dx [p;1]^T to ``G``; returns the energy; stores per point the force dE/dx in ``F``
-    (npts, 3) and the (Gauss-Newton) Hessian d2E/dx2 in ``K`` (npts, 3, 3)."""
+    (npts, 3) and the Hessian d2E/dx2 in ``K`` (npts, 3, 3)."""
     e = 0.0
     for k in range(pm.npts):
         i = pm.pt_body[k]
@@ -209,66 +213,33 @@ def point_terms(m, pm, T, Tk, dt, G, F, K):
             for r in range(3):
                 F[k, r] += K[k, r, 0] * d0 + K[k, r, 1] * d1 + K[k, r, 2] * d2
             e += 0.5 * (F[k, 0] * d0 + F[k, 1] * d1 + F[k, 2] * d2)
-        # penalty contact, Eq. 9: D1 d^2 + D2 d^2 ||P_par dx/dt||^2 with depth d = -(n.x - off) > 0
-        if pm.contact:
-            n0, n1, n2 = pm.plane_n[0], pm.plane_n[1], pm.plane_n[2]
-            dep = pm.plane_d + pm.pt_radius[k] - (n0 * x0 + n1 * x1 + n2 * x2)  # sphere points: surface depth
-            if dep > 0.0:
-                dn = n0 * d0 + n1 * d1 + n2 * d2
-                t0 = (d0 - dn * n0) / dt  # tangential velocity
-                t1 = (d1 - dn * n1) / dt
-                t2 = (d2 - dn * n2) / dt
-                tt = t0 * t0 + t1 * t1 + t2 * t2
-                e += pm.D1 * dep * dep + pm.D2 * dep * dep * tt
-                # dE/dx = -2 dep (D1 + D2 tt) n + 2 D2 dep^2 P_par dx / dt^2
-                fn = -2.0 * dep * (pm.D1 + pm.D2 * tt)
-                ft = 2.0 * pm.D2 * dep * dep / dt
-                F[k, 0] += fn * n0 + ft * t0
-                F[k, 1] += fn * n1 + ft * t1
-                F[k, 2] += fn * n2 + ft * t2
-                kt = 2.0 * pm.D2 * dep * dep / (dt * dt)
-                kn = 2.0 * (pm.D1 + pm.D2 * tt)
-                for r in range(3):
-                    nr = n0 if r == 0 else (n1 if r == 1 else n2)
-                    for c in range(3):
-                        nc = n0 if c == 0 else (n1 if c == 1 else n2)
-                        K[k, r, c] += kn * nr * nc + kt * ((1.0 if r == c else 0.0) - nr * nc)
-                # exact Hessian of Eq. 9 also has the cross term -4 D2 dep/dt (n u^T + u n^T), u = P_par dx/dt;
-                # in the (n, u/|u|) plane the 2x2 block [[kn, -x], [-x, kt]] (x = 4 D2 dep |u| / dt) is
-                # indefinite when sliding: add the cross term and clamp the block's negative eigenvalue
-                # to 0 (projected Newton: exact where convex, PSD everywhere)
-                su = math.sqrt(tt)
-                if su > 0.0:
-                    xc = 4.0 * pm.D2 * dep * su / dt
-                    h0 = t0 / su
-                    h1 = t1 / su
-                    h2 = t2 / su
-                    mid = 0.5 * (kn + kt)
-                    rad = math.sqrt(0.25 * (kn - kt) * (kn - kt) + xc * xc)
-                    lmin = mid - rad
-                    # eigenvector of the small eigenvalue in (n, h) coordinates: (xc, kn - lmin) normalized
-                    ea = -xc
-                    eb = lmin - kn
-                    en = math.sqrt(ea * ea + eb * eb)
-                    if en > 0.0:
-                        ea /= en
-                        eb /= en
-                    # block' = block - min(lmin, 0) e e^T  (removes the negative part only)
-                    cut = lmin if lmin < 0.0 else 0.0
-                    for r in range(3):
-                        nr = n0 if r == 0 else (n1 if r == 1 else n2)
-                        hr = h0 if r == 0 else (h1 if r == 1 else h2)
-                        er = ea * nr + eb * hr
-                        for c in range(3):
-                            nc = n0 if c == 0 else (n1 if c == 1 else n2)
-                            hc = h0 if c == 0 else (h1 if c == 1 else h2)
-                            ec = ea * nc + eb * hc
-                            K[k, r, c] += -xc * (nr * hc + hr * nc) - cut * er * ec
         for r in range(3):
             G[i, r, 0] += F[k, r] * pl[0]
             G[i, r, 1] += F[k, r] * pl[1]
             G[i, r, 2] += F[k, r] * pl[2]
             G[i, r, 3] += F[k, r]
+    return e
+
+
+@kernel
+def contact_terms(m, pm, s, T, Tk, dt, G, F, K):
+    """Penalty contact (Eq. 9, :func:`pbsim.contact.energy.contact_energy`: depth and normal from
+    the scene's detection, every environment shape) at the contact points of the scene arrays
+    ``s``, with the per-point ``pm.D1``, ``pm.D2``.  Adds dE/dx [p;1]^T to ``G``; returns the
+    energy; point k's dE/dx and Hessian go to ``F[pm.npts + k]``, ``K[pm.npts + k]`` (after the
+    drag points')."""
+    e = 0.0
+    k0 = pm.npts
+    for k in range(s.npts):
+        i = s.pt_body[k]
+        pl = s.pt_local[k]
+        Fk = F[k0 + k]
+        e += contact_energy(s, k, pm.D1[k], pm.D2[k], T[i], T[i, :, 3], Tk[i], Tk[i, :, 3], dt, Fk, K[k0 + k])
+        for r in range(3):
+            G[i, r, 0] += Fk[r] * pl[0]
+            G[i, r, 1] += Fk[r] * pl[1]
+            G[i, r, 2] += Fk[r] * pl[2]
+            G[i, r, 3] += Fk[r]
     return e
 
 
@@ -386,16 +357,17 @@ def gn_block(m, xa, xb, C, H, r0, c0, add):
 
 
 @kernel
-def point_hessian(m, pm, T, xi, K, H, r0, vel):
-    """Add sum_points J_x^T K J_x (the point terms' Gauss-Newton Hessian); ``vel`` (nv, 3) scratch."""
-    for k in range(pm.npts):
-        i = pm.pt_body[k]
-        pl = pm.pt_local[k]
+def points_jtkj(m, npts, pt_body, pt_local, k0, T, xi, K, H, r0, vel):
+    """Add sum_k J_x^T K[k0 + k] J_x over the points (body ``pt_body[k]``, local ``pt_local[k]``)
+    (the point terms' Gauss-Newton Hessian); ``vel`` (nv, 3) scratch."""
+    for k in range(npts):
+        i = pt_body[k]
+        pl = pt_local[k]
         x0, x1, x2 = point_xyz(T, i, pl)
         nz = 0.0
         for r in range(3):
             for c in range(3):
-                nz += abs(K[k, r, c])
+                nz += abs(K[k0 + k, r, c])
         if nz == 0.0:
             continue
         # velocities of the point for every ancestor DOF
@@ -413,9 +385,9 @@ def point_hessian(m, pm, T, xi, K, H, r0, vel):
             ja0 = m.iv[ja_body]
             for ka in range(m.nvj[ja_body]):
                 a = ja0 + ka
-                kv0 = K[k, 0, 0] * vel[a, 0] + K[k, 0, 1] * vel[a, 1] + K[k, 0, 2] * vel[a, 2]
-                kv1 = K[k, 1, 0] * vel[a, 0] + K[k, 1, 1] * vel[a, 1] + K[k, 1, 2] * vel[a, 2]
-                kv2 = K[k, 2, 0] * vel[a, 0] + K[k, 2, 1] * vel[a, 1] + K[k, 2, 2] * vel[a, 2]
+                kv0 = K[k0 + k, 0, 0] * vel[a, 0] + K[k0 + k, 0, 1] * vel[a, 1] + K[k0 + k, 0, 2] * vel[a, 2]
+                kv1 = K[k0 + k, 1, 0] * vel[a, 0] + K[k0 + k, 1, 1] * vel[a, 1] + K[k0 + k, 1, 2] * vel[a, 2]
+                kv2 = K[k0 + k, 2, 0] * vel[a, 0] + K[k0 + k, 2, 1] * vel[a, 1] + K[k0 + k, 2, 2] * vel[a, 2]
                 jb_body = i
                 while jb_body >= 0:
                     jb0 = m.iv[jb_body]
@@ -427,23 +399,31 @@ def point_hessian(m, pm, T, xi, K, H, r0, vel):
 
 
 @kernel
-def contact_step_limit(m, pm, T, xi, dx, frac):
-    """Largest ``alpha`` in (0, 1] such that no contact point outside the ground at the current
-    poses ``T`` sinks, along the linearised step ``alpha * dx``, deeper than ``frac`` times the
-    depth the full step predicts for it (``xi``: world twists at ``T``).  Eq. 9's energy is C1
-    but its curvature jumps from 0 to 2 (D1 + D2 |u|^2) when a point enters the ground, so a
-    Newton step from outside overshoots into the stiff region; limiting it lands the point just
-    inside, where the next step sees the contact curvature (a CCD-like step filter; the
-    objective and its gradient are unchanged)."""
+def point_hessian(m, pm, T, xi, K, H, r0, vel):
+    """Add the drag points' J^T K J (:func:`points_jtkj`)."""
+    points_jtkj(m, pm.npts, pm.pt_body, pm.pt_local, 0, T, xi, K, H, r0, vel)
+
+
+@kernel
+def contact_hessian(m, pm, s, T, xi, K, H, r0, vel):
+    """Add the contact points' J^T K J (:func:`points_jtkj`; their K after the drag points')."""
+    points_jtkj(m, s.npts, s.pt_body, s.pt_local, pm.npts, T, xi, K, H, r0, vel)
+
+
+@kernel
+def contact_step_limit(m, s, T, xi, dx, frac):
+    """Largest ``alpha`` in (0, 1] such that no contact point of the scene arrays ``s`` outside the
+    environment at the current poses ``T`` sinks, along the linearised step ``alpha * dx``, deeper
+    than ``frac`` times the depth the full step predicts for it (``xi``: world twists at ``T``;
+    :func:`pbsim.contact.energy.contact_step_fraction`).  Eq. 9's energy is C1 but its curvature
+    jumps from 0 to 2 (D1 + D2 |u|^2) when a point enters the environment, so a Newton step from
+    outside overshoots into the stiff region; limiting it lands the point just inside, where the
+    next step sees the contact curvature (a CCD-like step filter; the objective and its gradient
+    are unchanged)."""
     alpha = 1.0
-    if not pm.contact:
-        return alpha
-    n0, n1, n2 = pm.plane_n[0], pm.plane_n[1], pm.plane_n[2]
-    for k in range(pm.npts):
-        i = pm.pt_body[k]
-        pl = pm.pt_local[k]
-        x0, x1, x2 = point_xyz(T, i, pl)
-        dep0 = pm.plane_d + pm.pt_radius[k] - (n0 * x0 + n1 * x1 + n2 * x2)
+    for k in range(s.npts):
+        i = s.pt_body[k]
+        x0, x1, x2, dep0, n0, n1, n2 = contact_detect(s, k, T[i], T[i, :, 3])
         if dep0 > 0.0:
             continue
         # point velocity along dx: sum over ancestor DOFs of (w_a x x + u_a) dx_a
@@ -455,14 +435,12 @@ def contact_step_limit(m, pm, T, xi, dx, frac):
             jj = m.iv[j]
             for a in range(m.nvj[j]):
                 x = xi[jj + a]
-                s = dx[jj + a]
-                v0 += (x[1] * x2 - x[2] * x1 + x[3]) * s
-                v1 += (x[2] * x0 - x[0] * x2 + x[4]) * s
-                v2 += (x[0] * x1 - x[1] * x0 + x[5]) * s
+                sa = dx[jj + a]
+                v0 += (x[1] * x2 - x[2] * x1 + x[3]) * sa
+                v1 += (x[2] * x0 - x[0] * x2 + x[4]) * sa
+                v2 += (x[0] * x1 - x[1] * x0 + x[5]) * sa
             j = m.parent[j]
-        dep1 = dep0 - (n0 * v0 + n1 * v1 + n2 * v2)
-        if dep1 > 0.0:
-            a = (frac * dep1 - dep0) / (dep1 - dep0)
-            if a < alpha:
-                alpha = a
+        a = contact_step_fraction(dep0, n0 * v0 + n1 * v1 + n2 * v2, frac)
+        if a < alpha:
+            alpha = a
     return alpha

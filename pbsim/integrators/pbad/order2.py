@@ -15,18 +15,19 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, kernel, unused, unused_float
+from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.liegroup import dexpinv_velocity
 from pbsim.dynamics.minv import minv_factor, minv_solve
-from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block,
-                                           hessian_second_order, inertial_gravity_terms, point_hessian, point_terms, poses_from_work, world_twists)
+from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_hessian, contact_step_limit,
+                                           contact_terms, gn_block, hessian_second_order, inertial_gravity_terms,
+                                           point_hessian, point_terms, poses_from_work, world_twists)
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import dot, inf_norm
-from pbsim.optim.lm import lm_accept, lm_reject, lm_solve, lm_stalled_converged
+from pbsim.optim.lm import lm_begin, lm_iterate, lm_loop
 
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
 
@@ -36,7 +37,7 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
     nu = K - 1
     n = nu * nv
     z = np.zeros
-    npts = max(pm.npts, 1)
+    npts = max(pm.npts + len(pm.D1), 1)  # drag points, then the scene's contact points
     return PbadWork(T=z((B, K + 1, nb, 3, 4)), A=z((B, nb, 3, 4)), G=z((B, nb, 3, 4)), W=z((B, nb, 3, 4)),
                     C=z((B, nb, 4, 4)), xi=z((B, nu + 1, nv, 6)), qn=z((B, K + 1, nq)), qt=z((B, K + 1, nq)),
                     r=z((B, n)), rt=z((B, n)), J=z((B, n, n)), H=z((B, n, n)), L=z((B, n, n)), M2=z((B, n, n)), g=z((B, n)),
@@ -50,8 +51,9 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
 # order 2: energy, gradient, Hessian (Eq. 5)
 
 @kernel
-def pbad2_eval(m, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H):
-    """E(q) of Eq. 5 for the step from (q_{k-1}, q_k) (poses in pw.T[b, 0], pw.T[b, 1]) to ``q``.
+def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H):
+    """E(q) of Eq. 5 for the step from (q_{k-1}, q_k) (poses in pw.T[b, 0], pw.T[b, 1]) to ``q``
+    (``s``: the scene arrays, whose contact points get Eq. 9's energy).
 
     With ``want_g`` fills the tangent gradient ``g`` (nv), with ``want_h`` the Hessian ``H``
     (exact second derivatives of the poses when ``exact_h``, else Gauss-Newton).  Joint-space
@@ -72,6 +74,8 @@ def pbad2_eval(m, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H)
     e = inertial_gravity_terms(m, pm, T, A, inv2, True, G)
     if pm.npts > 0:
         e += point_terms(m, pm, T, Tk, dt, G, pw.F[b], pw.K[b])
+    if s.npts > 0:
+        e += contact_terms(m, pm, s, T, Tk, dt, G, pw.F[b], pw.K[b])
     # joint-space terms: h = dE/dd for d = q (-) q_k; kp part through e_ref = q (-) q_ref
     d = pw.d[b]
     h = pw.v1[b]
@@ -133,6 +137,8 @@ def pbad2_eval(m, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H)
             gn_block(m, xi, xi, pw.C[b], H, 0, 0, exact_h)
             if pm.npts > 0:
                 point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.vel[b])
+            if s.npts > 0:
+                contact_hessian(m, pm, s, T, xi, pw.K[b], H, 0, pw.vel[b])
             for j in range(m.nv):
                 kd = c.kd[bd, j] if spd else 0.0
                 kp = c.kp[bp, j] if spd else 0.0
@@ -156,74 +162,59 @@ def pbad2_prepare(m, w, pw, b, q, v, dt):
     integrate_config(m, q[b], d, pw.qn[b, 2], w.Rj[b])
 
 
+# order 2: Levenberg-Marquardt, the generic loop of pbsim.optim.lm on the problem
+# P = (m, s, pm, c, w, pw, q, v, dt, exact_h), iterate pw.qn[b, 2], trial pw.qt[b, 2]
+
 @kernel
-def pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E):
-    """The trial loop of one LM iteration on Eq. 5 at the iterate ``pw.qn[b, 2]`` (with its E, g, H):
-    damped solve, contact step limit (points entering the ground land just inside), accept on a
-    decrease of E, else raise lambda and retry (30 tries).  Returns ``(lam, accepted, small)``;
-    ``small``: the last rejected step was below ``xtol``.  An accepted iterate is in ``pw.qt[b, 2]``."""
+def pbad2_lm_eval(P, b):
+    """LM hook: E, g, H of Eq. 5 at the iterate and |g|_inf."""
+    m, s, pm, c, w, pw, q, v, dt, exact_h = P
+    E = pbad2_eval(m, s, pm, c, w, pw, b, pw.qn[b, 2], q[b], v[b], dt, True, True, exact_h, pw.g[b], pw.H[b])
+    return E, inf_norm(pw.g[b], m.nv)
+
+
+@kernel
+def pbad2_trial(P, b, tries):
+    """LM hook: the trial iterate qi (+) dx and its E; contact points entering the environment
+    land just inside (dx shortened in place by the contact step limit)."""
+    m, s, pm, c, w, pw, q, v, dt, exact_h = P
     n = m.nv
     qi = pw.qn[b, 2]
     qt = pw.qt[b, 2]
-    g = pw.g[b]
-    H = pw.H[b]
     dx = pw.dx[b]
-    for tries in range(30):
-        if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
-            if pm.contact:  # land points entering the ground just inside
-                if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
-                    fk_state(m, w, b, qi)
-                    poses_from_work(m, w, b, pw.T[b, 2])
-                alpha = contact_step_limit(m, pm, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
-                if alpha < 1.0:
-                    for k in range(n):
-                        dx[k] *= alpha
-            integrate_config(m, qi, dx, qt, w.Rj[b])
-            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, g, H)
-            if Et <= E + 1e-15 * abs(E):
-                return lm_accept(lam), True, False
-            if inf_norm(dx, n) < xtol:
-                return lam, False, True
-        lam = lm_reject(lam)
-    return lam, False, False
+    if s.npts > 0:  # land points entering the environment just inside
+        if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
+            fk_state(m, w, b, qi)
+            poses_from_work(m, w, b, pw.T[b, 2])
+        alpha = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+        if alpha < 1.0:
+            for k in range(n):
+                dx[k] *= alpha
+    integrate_config(m, qi, dx, qt, w.Rj[b])
+    return pbad2_eval(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, False, False, exact_h, pw.g[b], pw.H[b])
 
 
 @kernel
-def pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
+def pbad2_take(P, b):
+    """LM hook: the trial iterate becomes the iterate."""
+    m = P[0]
+    pw = P[5]
+    for k in range(m.nq):
+        pw.qn[b, 2, k] = pw.qt[b, 2, k]
+
+
+LM_RTOL = 1e-15  # a trial is accepted when E does not grow by more than this, relatively
+PBAD2_LM = dict(lm_eval=pbad2_lm_eval, lm_try=pbad2_trial, lm_take=pbad2_take)
+pbad2_lm_loop = specialize(lm_loop, "pbad2", **PBAD2_LM)
+pbad2_lm_begin = specialize(lm_begin, "pbad2", **PBAD2_LM)  # the GPU's per-launch schedule (.step)
+pbad2_lm_iterate = specialize(lm_iterate, "pbad2", **PBAD2_LM)
+
+
+@kernel
+def pbad2_lm(m, s, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info):
     """Levenberg-Marquardt on Eq. 5 for trajectory b.  info = [iterations, |g|_inf, converged, E]."""
-    n = m.nv
-    qi = pw.qn[b, 2]
-    qt = pw.qt[b, 2]
-    g = pw.g[b]
-    H = pw.H[b]
-    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
-    lam = 1e-6
-    it = 0
-    conv = False
-    gn = inf_norm(g, n)
-    while it < maxit:
-        if gn < gtol:
-            conv = True
-            break
-        it += 1
-        lam, accepted, small = pbad2_trial(m, pm, c, w, pw, b, q, v, dt, exact_h, xtol, lam, E)
-        if not accepted:
-            conv = lm_stalled_converged(H, n, small, gn, gtol)
-            break
-        for k in range(m.nq):
-            qi[k] = qt[k]
-        step = inf_norm(pw.dx[b], n)
-        E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, exact_h, g, H)
-        gn = inf_norm(g, n)
-        if step < xtol:
-            conv = True
-            break
-    if gn < gtol:
-        conv = True
-    info[0] = it
-    info[1] = gn
-    info[2] = 1.0 if conv else 0.0
-    info[3] = E
+    pbad2_lm_loop((m, s, pm, c, w, pw, q, v, dt, exact_h), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, m.nv,
+                  maxit, gtol, xtol, LM_RTOL, 0, info)
 
 
 @kernel
@@ -237,7 +228,7 @@ def lbfgs_h0_apply(m, wf, b, h0, dt, d, tmp):
 
 
 @kernel
-def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
+def pbad2_lbfgs(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
     """LBFGS with Armijo backtracking on Eq. 5, preconditioned by the inertial part of the Hessian:
     H0 = h0 dt^2 M(q_k)^-1 applied in O(n) (articulated factor of M at q_k in ``wf``, a second
     dynamics workspace: ``w`` is overwritten by every energy evaluation); h0 = s.y / y.H0 y from the
@@ -254,7 +245,7 @@ def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
     for j in range(n):
         P[j] = 0.0
     minv_factor(m, wf, b, q[b], P, P)  # zero velocity, no extra diagonal
-    E = pbad2_eval(m, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
+    E = pbad2_eval(m, s, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
     head = 0
     count = 0
     h0 = 1.0
@@ -283,7 +274,7 @@ def pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
             for j in range(n):
                 s_new[j] = step * dx[j]
             integrate_config(m, qi, s_new, qt, w.Rj[b])
-            Et = pbad2_eval(m, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, gt, pw.H[b])
+            Et = pbad2_eval(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, gt, pw.H[b])
             if Et <= E + 1e-4 * step * slope + 1e-15 * abs(E):
                 ok = True
                 break
@@ -331,46 +322,47 @@ def pbad2_finish(m, w, pw, b, q, dt, qn, vn):
 
 
 @kernel
-def pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+def pbad2_state(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
     """One PBAD2 step for trajectory b: ``method`` 0 = Levenberg-Marquardt, 1 = LBFGS (``wf``: a
     second dynamics workspace for LBFGS's M^-1 factor)."""
     pbad2_prepare(m, w, pw, b, q, v, dt)
     if method == 0:
-        pbad2_lm(m, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
+        pbad2_lm(m, s, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
     else:
-        pbad2_lbfgs(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
+        pbad2_lbfgs(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
     energy_state(m, w, b, qn[b], vn[b], e[b])
 
 
 @kernel(parallel=True)
-def pbad2_batch(m, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
+def pbad2_batch(m, s, pm, c, w, wf, pw, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
     """One PBAD2 step per trajectory."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_state(m, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
+        pbad2_state(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info)
 
 
 @kernel(parallel=True)
-def pbad2_eval_batch(m, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g, H):
+def pbad2_eval_batch(m, s, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g, H):
     """Energy, gradient and Hessian of Eq. 5 at ``qeval`` for the step from (q, v) (tests, tools)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H)
+        pbad2_eval_state(m, s, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H)
 
 
 @kernel
-def pbad2_eval_state(m, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
+def pbad2_eval_state(m, s, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    E[b] = pbad2_eval(m, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
+    E[b] = pbad2_eval(m, s, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
 
 
-# Sample points (drag, penalty contact: Eq. 9, Sec. 6.2) are compiled only into runs that have
-# some (pbsim.backends.kernel.Variants): a chain without contact skips their energy, Hessian
-# and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
+# Drag sample points (Sec. 6.2) and the scene's contact points (Eq. 9, pbsim.contact.energy) are
+# compiled only into runs that have some (pbsim.backends.kernel.Variants): a chain without contact
+# skips their energy, Hessian and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
 # every LM run (+40 % first-run compile).
 PBAD2 = Variants(pbad2_batch, {
-    "points": {"point_terms": unused_float, "point_hessian": unused, "contact_step_limit": unused_float},
+    "points": {"point_terms": unused_float, "point_hessian": unused},
+    "contact": {"contact_terms": unused_float, "contact_hessian": unused, "contact_step_limit": unused_float},
     "lm": ("pbad2_lm",),
     "lbfgs": ("pbad2_lbfgs",),
 })

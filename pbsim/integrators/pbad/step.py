@@ -8,8 +8,9 @@ Two schedules of the same per-trajectory LM (the kernels of :mod:`.order2`):
 - ``pbad_begin`` / ``pbad_iterate`` / ``pbad_end`` ("launch" schedule, paper 000 Fig. 1): one
   LM iteration per launch across all trajectories; the LM state of each trajectory (lambda,
   E, |g|, iteration count, flags) lives in ``x.st`` between launches and converged trajectories
-  skip their iterations.  ``pbad_iterate`` is one pass of ``pbad2_lm``'s ``while`` loop, so
-  both schedules give the same iterates as the CPU (bit for bit under the simulator).
+  skip their iterations.  ``pbad_iterate`` calls the iteration kernel that ``pbad2_lm``'s loop
+  calls (:func:`pbsim.optim.lm.lm_iterate`, bound to Eq. 5's hooks), so both schedules give the
+  same iterates as the CPU (bit for bit under the simulator).
 
 Only order 2 with LM; LBFGS and orders 3/4 run through the integrator's own ``step`` (CPU).
 """
@@ -22,12 +23,12 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
-from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_eval, pbad2_finish, pbad2_lm, pbad2_prepare, pbad2_trial
-from pbsim.optim.linalg import inf_norm
-from pbsim.optim.lm import lm_stalled_converged
+from pbsim.integrators.pbad.order2 import (LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_begin,
+                                           pbad2_lm_iterate, pbad2_prepare)
+from pbsim.optim.lm import lm_end
 
 # pm: PbadModel (shared); pw: PbadWork (batched); st: (B, 8) LM state [lam, E, gn, it, conv, done,
-# -, -]; info: (B, 4) [iterations, |g|_inf, converged, E] like the CPU integrator's; done: (B,)
+# E_ref, -] (pbsim.optim.lm.lm_iterate's); info: (B, 4) [iterations, |g|_inf, converged, E] like the CPU integrator's; done: (B,)
 # 1.0 once a trajectory's LM has stopped (the host polls it to stop launching iterations).
 PbadX = namedtuple("PbadX", "pm pw st info done maxit gtol xtol exact_h")
 BATCHED = ("pw", "st", "info", "done")
@@ -42,6 +43,10 @@ def pbad_extra(integrator, B) -> PbadX:
     if I.substeps_on_failure:
         raise InputError("the batch drivers (CpuBatch, device='cuda') run pbad without the substep-on-failure "
                          "fallback (substep=0)")
+    if I.points_contact_override:
+        raise InputError("the batch drivers (CpuBatch, device='cuda') take pbad's contact from their scene: give the "
+                         "plane and contact points as a scene (pbsim.make_scene / pbsim.Scene) instead of "
+                         "points=dict(contact=...) (that is for the integrator's step)")
     pw = make_pbad_work(I.model, I.pm, B, 2, lbfgs_m=1)
     z = np.zeros
     pw = pw._replace(J=z((B, 1, 1)), S=z((B, 1, 1)), Y=z((B, 1, 1)), rho=z((B, 1)), alpha=z((B, 1)),
@@ -54,70 +59,44 @@ def pbad_extra(integrator, B) -> PbadX:
 def pbad_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One whole PBAD step, the LM loop inside (in-kernel schedule)."""
     pbad2_prepare(m, w, x.pw, b, q, v, dt)
-    pbad2_lm(m, x.pm, c, w, x.pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.exact_h, x.info[b])
+    pbad2_lm(m, s, x.pm, c, w, x.pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.exact_h, x.info[b])
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
 @kernel
 def pbad_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
-    """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, initial guess, E/g/H there."""
+    """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, initial guess, the LM state there."""
     pw = x.pw
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    E = pbad2_eval(m, x.pm, c, w, pw, b, pw.qn[b, 2], q[b], v[b], dt, True, True, x.exact_h, pw.g[b], pw.H[b])
+    lam, E, gn = pbad2_lm_begin((m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), b)
     st = x.st[b]
-    st[0] = 1e-6  # lambda
+    st[0] = lam
     st[1] = E
-    st[2] = inf_norm(pw.g[b], m.nv)
+    st[2] = gn
     st[3] = 0.0  # iterations
     st[4] = 0.0  # converged
     st[5] = 0.0  # stopped
+    st[6] = E  # E at the start of the stall window (unused by order 2)
     x.done[b] = 0.0
 
 
 @kernel
 def pbad_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
-    """Per-launch schedule, phase 2: one LM iteration (one pass of pbad2_lm's loop)."""
+    """Per-launch schedule, phase 2: one LM iteration, the kernel that pbad2_lm's loop runs."""
     st = x.st[b]
     if st[5] != 0.0:
         return
     pw = x.pw
-    n = m.nv
-    qi = pw.qn[b, 2]
-    qt = pw.qt[b, 2]
-    g = pw.g[b]
-    H = pw.H[b]
-    dx = pw.dx[b]
-    lam = st[0]
-    E = st[1]
-    gn = st[2]
-    it = st[3]
-    if it >= x.maxit:
-        st[5] = 1.0
-        x.done[b] = 1.0
-        return
-    if gn < x.gtol:
-        st[4] = 1.0
-        st[5] = 1.0
-        x.done[b] = 1.0
-        return
-    it += 1.0
-    st[3] = it
-    lam, accepted, small = pbad2_trial(m, x.pm, c, w, pw, b, q, v, dt, x.exact_h, x.xtol, lam, E)
+    lam, E, gn, it, E_ref, conv, stop = pbad2_lm_iterate(
+        (m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, m.nv,
+        st[0], st[1], st[2], int(st[3]), st[6], x.maxit, x.gtol, x.xtol, LM_RTOL, 0)
     st[0] = lam
-    if not accepted:
-        st[4] = 1.0 if lm_stalled_converged(H, n, small, gn, x.gtol) else 0.0
-        st[5] = 1.0
-        x.done[b] = 1.0
-        return
-    for k in range(m.nq):
-        qi[k] = qt[k]
-    step = inf_norm(dx, n)
-    E = pbad2_eval(m, x.pm, c, w, pw, b, qi, q[b], v[b], dt, True, True, x.exact_h, g, H)
-    gn = inf_norm(g, n)
     st[1] = E
     st[2] = gn
-    if step < x.xtol:
-        st[4] = 1.0
+    st[3] = it
+    st[4] = 1.0 if conv else 0.0
+    st[6] = E_ref
+    if stop:
         st[5] = 1.0
         x.done[b] = 1.0
 
@@ -126,11 +105,7 @@ def pbad_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 3: diagnostics (as pbad2_lm's) and (qn, vn)."""
     st = x.st[b]
-    info = x.info[b]
-    info[0] = st[3]
-    info[1] = st[2]
-    info[2] = 1.0 if (st[4] != 0.0 or st[2] < x.gtol) else 0.0
-    info[3] = st[1]
+    lm_end(x.info[b], st[3], st[2], st[4] != 0.0, st[1], x.gtol)
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 

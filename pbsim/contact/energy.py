@@ -1,0 +1,138 @@
+"""Penalty contact as an energy, for the position-based integrators (PBAD, paper 000 Eq. 9): the
+small sibling of :mod:`.penalty` (the explicit integrators' forces), on the same detection.
+
+Per contact point with signed depth ``sd = r - phi(x)`` and normal ``n`` from the one detection
+(:func:`pbsim.contact.query.contact_detect`, every environment shape), depth ``d = max(0, sd)``,
+at world position ``x`` reached in a step of ``dt`` from ``x_k`` (the start of the step):
+
+    E = D1 d^2 + D2 d^2 |u|^2,      u = P (x - x_k) / dt,      P = I - n_k n_k^T
+
+a spring ``D1 d^2`` (``D1 = k / 2``: the penalty spring ``k d^2 / 2`` of :mod:`.penalty`) and a
+tangential damping ``D2 d^2 |u|^2`` (friction growing with the depth).  ``P`` projects on the
+tangent plane at the start of the step (``n_k``: the detection's normal at ``x_k``, frozen over
+the step like the drag axis of Sec. 6.2), so ``E`` is a function of ``x`` alone and
+
+    dE/dx = -2 d (D1 + D2 |u|^2) n + 2 D2 d^2 u / dt
+
+is its exact gradient wherever ``n = grad phi`` (planes, spheres, boxes, capsules, planar
+heightfield patches, and the flat parts of a mesh terrain's grid).  On a plane ``n_k = n`` and
+this is Eq. 9 verbatim.  The 3x3 Hessian is the exact one with the normal taken locally constant
+(the curvature terms ``-2 d (D1 + D2 |u|^2) dn/dx`` and ``kt (n n^T - n_k n_k^T)`` are dropped:
+exact on flat surfaces), projected onto the PSD cone: in the plane of ``n`` and the tangential
+velocity the 2x2 block is indefinite when sliding, its negative eigenvalue is clamped to 0.
+
+:func:`contact_step_fraction` is the step filter of the Newton steps on this energy: the energy is
+C1 but its curvature jumps from 0 to ``2 (D1 + D2 |u|^2)`` when a point enters the environment,
+so a step from outside is limited (on the linearised depth ``sd(x + dx) ~ sd - n.dx``) to land
+the point just inside.
+
+Parameters from a :class:`pbsim.Scene`: :func:`energy_parameters`.
+"""
+import math
+
+import numpy as np
+
+from pbsim.backends.kernel import kernel
+from pbsim.contact.query import contact_detect
+
+V_REF = 0.1  # m/s: D2 = mu k / (2 V_REF), Coulomb friction matched at this sliding speed
+
+
+def energy_parameters(ks, v_ref: float = V_REF):
+    """Per-point ``(D1, D2)`` of Eq. 9 from the scene arrays ``ks`` (:class:`pbsim.contact.KScene`):
+    ``D1 = k / 2`` with the scene's per-point stiffness ``k`` (the spring energy of the penalty
+    model) and ``D2 = mu k / (2 v_ref)``, ``v_ref = 0.1`` m/s (the tangential damping matched to
+    Coulomb friction at that sliding speed, as :func:`pbsim.integrators.pbad.scene_points` states)."""
+    k = np.asarray(ks.pt_k, np.float64)
+    return np.ascontiguousarray(0.5 * k), np.ascontiguousarray(ks.mu * k / (2.0 * v_ref))
+
+
+@kernel
+def contact_energy(s, k, D1, D2, R, p, Rk, pk, dt, F, K):
+    """Eq. 9 for contact point ``k`` on its body at pose ``(R, p)``, which was at ``(Rk, pk)`` at
+    the start of the step (poses as :func:`contact_detect` takes them).  Writes ``F`` (3,) = dE/dx
+    and ``K`` (3, 3) = the PSD-projected Hessian d2E/dx2 (zero out of contact); returns E."""
+    x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    for r in range(3):
+        F[r] = 0.0
+        for c in range(3):
+            K[r, c] = 0.0
+    if dep <= 0.0:
+        return 0.0
+    y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
+    d0, d1, d2 = x0 - y0, x1 - y1, x2 - y2
+    dn = m0 * d0 + m1 * d1 + m2 * d2
+    t0 = (d0 - dn * m0) / dt  # tangential velocity u = P dx / dt
+    t1 = (d1 - dn * m1) / dt
+    t2 = (d2 - dn * m2) / dt
+    tt = t0 * t0 + t1 * t1 + t2 * t2
+    e = D1 * dep * dep + D2 * dep * dep * tt
+    # dE/dx = -2 dep (D1 + D2 tt) n + 2 D2 dep^2 u / dt
+    fn = -2.0 * dep * (D1 + D2 * tt)
+    ft = 2.0 * D2 * dep * dep / dt
+    F[0] = fn * n0 + ft * t0
+    F[1] = fn * n1 + ft * t1
+    F[2] = fn * n2 + ft * t2
+    # Hessian (normal locally constant): kn n n^T + kt (I - n n^T) - c (n u^T + u n^T), c = 4 D2 dep / dt;
+    # with u = (u.n) n + |u_perp| h: kn' = kn - 2 c (u.n) along n, -c |u_perp| between n and h
+    cc = 4.0 * D2 * dep / dt
+    un = n0 * t0 + n1 * t1 + n2 * t2  # 0 on a plane (n = n_k)
+    kt = 2.0 * D2 * dep * dep / (dt * dt)
+    kn = 2.0 * (D1 + D2 * tt) - 2.0 * cc * un
+    for r in range(3):
+        nr = n0 if r == 0 else (n1 if r == 1 else n2)
+        for c in range(3):
+            nc = n0 if c == 0 else (n1 if c == 1 else n2)
+            K[r, c] = kn * nr * nc + kt * ((1.0 if r == c else 0.0) - nr * nc)
+    h0 = t0 - un * n0
+    h1 = t1 - un * n1
+    h2 = t2 - un * n2
+    su = math.sqrt(h0 * h0 + h1 * h1 + h2 * h2)
+    if su > 0.0:
+        # in the (n, h) plane the 2x2 block [[kn, -x], [-x, kt]] (x = c |u_perp|) is indefinite when
+        # sliding: add the cross term and clamp the block's negative eigenvalue to 0 (projected
+        # Newton: exact where convex, PSD everywhere)
+        xc = cc * su
+        h0 /= su
+        h1 /= su
+        h2 /= su
+        mid = 0.5 * (kn + kt)
+        rad = math.sqrt(0.25 * (kn - kt) * (kn - kt) + xc * xc)
+        lmin = mid - rad
+        # eigenvector of the small eigenvalue in (n, h) coordinates: (xc, kn - lmin) normalized
+        ea = -xc
+        eb = lmin - kn
+        en = math.sqrt(ea * ea + eb * eb)
+        if en > 0.0:
+            ea /= en
+            eb /= en
+        # block' = block - min(lmin, 0) e e^T  (removes the negative part only)
+        cut = lmin if lmin < 0.0 else 0.0
+        for r in range(3):
+            nr = n0 if r == 0 else (n1 if r == 1 else n2)
+            hr = h0 if r == 0 else (h1 if r == 1 else h2)
+            er = ea * nr + eb * hr
+            for c in range(3):
+                nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                hc = h0 if c == 0 else (h1 if c == 1 else h2)
+                ec = ea * nc + eb * hc
+                K[r, c] += -xc * (nr * hc + hr * nc) - cut * er * ec
+    elif kn < 0.0:
+        for r in range(3):
+            nr = n0 if r == 0 else (n1 if r == 1 else n2)
+            for c in range(3):
+                nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                K[r, c] -= kn * nr * nc
+    return e
+
+
+@kernel
+def contact_step_fraction(sd0, dn, frac):
+    """The largest ``alpha`` in (0, 1] such that a contact point outside the environment (signed
+    depth ``sd0 <= 0``), moved along ``alpha dx`` with ``dn = n . dx`` (``n``: its normal), sinks no
+    deeper than ``frac`` times the depth the full step predicts for it, on the linearised depth
+    ``sd(x + alpha dx) ~ sd0 - alpha dn``; 1 when the full step keeps it outside."""
+    sd1 = sd0 - dn
+    if sd1 > 0.0:
+        return (frac * sd1 - sd0) / (sd1 - sd0)
+    return 1.0
