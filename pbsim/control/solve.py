@@ -5,7 +5,7 @@ from pbsim.control.dense import spd_dense
 from pbsim.control.sparse import spd_sparse
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
-from pbsim.dynamics.passive import limit_torques
+from pbsim.dynamics.passive import passive_torques
 
 
 @kernel
@@ -67,8 +67,8 @@ def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
 def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     """Generalized joint forces of a step into ``sw.tau[b]`` and the implicit diagonal into
     ``sw.arm[b]``: control torques (SPD: ``dt Kd``, paper 001 Eq. 7), pre-clipping if asked, and
-    joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and joint-limit
-    torques (:func:`pbsim.dynamics.passive.limit_torques`, implicit like SPD).  The control's own
+    joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and the model's
+    springs, dry friction and limits (:func:`pbsim.dynamics.passive.passive_torques`, implicit like SPD).  The control's own
     Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
     tau = sw.tau[b]
     arm = sw.arm[b]
@@ -82,7 +82,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
         tau[j] -= m.damping[j] * v[j]
         if implicit_damping:
             arm[j] += dt * m.damping[j]
-    limit_torques(m, q, v, dt, tau, arm)
+    passive_torques(m, q, v, dt, implicit_damping, tau, arm)
 
 
 @kernel

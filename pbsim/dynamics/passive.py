@@ -1,4 +1,11 @@
-"""Passive joint forces from the model: joint limits (one-sided spring-damper, pbsim.model.limits)."""
+"""Passive joint forces from the model, in the stable-PD form (torque now + an implicit diagonal):
+joint limits (one-sided spring-damper, pbsim.model.limits), joint springs (MJCF stiffness toward
+springref) and dry joint friction (MJCF frictionloss, URDF <dynamics friction>, smoothed).
+
+Every term is ``tau = t0 - a qdd`` with ``a`` added to the diagonal the solver absorbs (as SPD's
+``dt kd``), which keeps a stiff spring or a steep friction curve stable at any dt."""
+import math
+
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import PRISMATIC, REVOLUTE
 
@@ -66,3 +73,65 @@ def limit_project(m, q, v):
             q[k] = m.lower[j]
             if v[j] < 0.0:
                 v[j] = 0.0
+
+
+FRICTION_VEL = 0.01  # m/s or rad/s: dry friction is -f tanh(v / FRICTION_VEL)
+
+
+@kernel
+def passive_torques(m, q, v, dt, implicit, tau, arm):
+    """Joint springs, dry friction and limits of state row (q, v) into ``tau`` / ``arm`` (nv,).
+
+    Spring ``-k (q - q_s)`` on 1-DOF joints, at the predicted ``q + dt v+`` (stable PD):
+    ``-k (q - q_s + dt v)`` now and ``dt^2 k`` on the diagonal.  Dry friction, smoothed:
+    ``-f tanh(v+ / v_f)`` linearised in the new velocity, ``-f tanh(v / v_f)`` now and
+    ``dt f / v_f (1 - tanh^2)`` on the diagonal (``v_f`` = FRICTION_VEL; a joint below its
+    friction torque creeps at most ~v_f).  Limits: :func:`limit_torques`.  With ``implicit``
+    False (the Runge-Kutta stages, which must see the exact ODE to keep their order) the spring
+    is the plain ``-k (q - q_s)``; friction and limits stay linearised (stability first)."""
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt != REVOLUTE and jt != PRISMATIC:
+            continue
+        j = m.iv[i]
+        k = m.stiffness[j]
+        if k != 0.0:
+            x = m.iq[i]
+            if implicit:
+                tau[j] += -k * (q[x] - m.springref[x] + dt * v[j])
+                arm[j] += dt * dt * k
+            else:
+                tau[j] += -k * (q[x] - m.springref[x])
+        f = m.frictionloss[j]
+        if f > 0.0:
+            t = math.tanh(v[j] / FRICTION_VEL)
+            tau[j] += -f * t
+            arm[j] += dt * f / FRICTION_VEL * (1.0 - t * t)
+    limit_torques(m, q, v, dt, tau, arm)
+
+
+@kernel
+def passive_linear(m, q, v, dt, t0, t1):
+    """The same springs, dry friction and limits as :func:`passive_torques`, as a torque affine in
+    the step's displacement ``d = q+ (-) q`` (``v+ = d / dt``): ``t0 + t1 * d`` per DOF added to
+    ``t0``, ``t1`` (nv,): the form the variational integrator's DEL impulse takes."""
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt != REVOLUTE and jt != PRISMATIC:
+            continue
+        j = m.iv[i]
+        x = m.iq[i]
+        k = m.stiffness[j]
+        if k != 0.0:  # -k (q - q_s + d)
+            t0[j] += -k * (q[x] - m.springref[x])
+            t1[j] += -k
+        f = m.frictionloss[j]
+        if f > 0.0:  # -f tanh(v+ / v_f), linearised about v
+            t = math.tanh(v[j] / FRICTION_VEL)
+            s = f / FRICTION_VEL * (1.0 - t * t)
+            t0[j] += -f * t + s * v[j]
+            t1[j] += -s / dt
+        active, e = limit_error(m, i, q, v, dt)
+        if active:  # -kp (e + d) - kd d / dt
+            t0[j] += -m.limit_kp[j] * e
+            t1[j] += -m.limit_kp[j] - m.limit_kd[j] / dt

@@ -14,7 +14,7 @@ from pbsim.model.geometry import Frame, Geometry
 KModel = namedtuple(
     "KModel",
     "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping "
-    "lower upper limit_kp limit_kd",
+    "lower upper limit_kp limit_kd stiffness springref frictionloss",
 )
 
 
@@ -95,7 +95,7 @@ class Model:
             self._k = KModel(self.nb, self.nq, self.nv, self.parent, self.jtype, self.iq, self.iv,
                              self.nqj, self.nvj, self.tree_R, self.tree_p, self.axis, self.S,
                              self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
-                             self.lower, self.upper, kp, kd)
+                             self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss)
         return self._k
 
     def limit_gains(self) -> tuple[np.ndarray, np.ndarray]:

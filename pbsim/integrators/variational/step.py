@@ -15,7 +15,7 @@ from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drn
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.minv import minv_factor, minv_solve
-from pbsim.dynamics.passive import limit_error
+from pbsim.dynamics.passive import passive_linear
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import lu_solve_inplace
 
@@ -113,14 +113,16 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
             lin[j] += dt * kp + kd
         else:
             hq[j] = 0.5 * dt * tau[j]
-    for i in range(m.nb):  # joint limits: the stable-PD impulse toward the limit, -dt kp e - (dt kp + kd) d
-        active, el = limit_error(m, i, q, v, dt)
-        if active:
-            j = m.iv[i]
-            hq[j] += -0.5 * dt * m.limit_kp[j] * el
-            lin[j] += dt * m.limit_kp[j] + m.limit_kd[j]
+    # springs, dry friction, limits: torque t0 + t1 d, impulse dt t0 + dt t1 d (zero: scratch)
     for j in range(nv):
+        zero[j] = 0.0
+        vw.dq[b, j] = 0.0
+    passive_linear(m, q, v, dt, zero, vw.dq[b])
+    for j in range(nv):
+        hq[j] += 0.5 * dt * zero[j]
+        lin[j] -= dt * vw.dq[b, j]
         lin[j] *= 0.5
+        zero[j] = 0.0
     implicit = False
     for j in range(nv):
         if lin[j] != 0.0:
