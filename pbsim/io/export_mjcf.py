@@ -9,7 +9,8 @@ joint's reference configuration, which is what MuJoCo's free-joint ``qpos`` is (
 ``Model.q_default`` for the other joints goes to a keyframe ``default``.  Frames merged
 through fixed joints become ``<site>`` elements; visual shapes get ``contype=conaffinity=0``
 and ``group=1``, collision shapes ``group=0``.  Gravity goes to ``<option>``; damping, armature,
-joint ranges and effort limits (``actuatorfrcrange``) to the joints.
+stiffness/springref, frictionloss, joint ranges and effort limits (``actuatorfrcrange``) to the
+joints.  A massless body that has rotational inertia gets mass 1e-9 kg (MuJoCo refuses mass 0).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
         kids = children.get(i, [])
         return (
             model.mass[i] == 0
+            and not np.any(model.inertia_com[i])
             and model.jtype[i] != FREE
             and len(kids) == 1
             and model.jtype[kids[0]] != FREE
@@ -122,13 +124,18 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                 p = p + R @ q_def[k : k + 3]
                 R = R @ quat_to_rot(q_def[k + 3 : k + 7])
         _pose(el, R, p)
-        if model.mass[tail] > 0:
+        if model.mass[tail] > 0 or np.any(model.inertia_com[tail]):
             I = model.inertia_com[tail]
+            if model.mass[tail] == 0:
+                report.append(
+                    f"MJCF: body {model.body_names[tail]!r} has rotational inertia but no mass: given mass 1e-9 kg "
+                    "(MuJoCo refuses massless moving bodies)"
+                )
             etree.SubElement(
                 el,
                 "inertial",
                 pos=fmt(*model.com[tail]),
-                mass=fmt(model.mass[tail]),
+                mass=fmt(model.mass[tail] if model.mass[tail] > 0 else 1e-9),
                 fullinertia=fmt(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]),
             )
         else:
@@ -160,7 +167,12 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                     if np.isfinite(lo) or np.isfinite(hi):
                         j.set("range", fmt(max(lo, -1e16), min(hi, 1e16)))
                         j.set("limited", "true")
-            for attr, arr in (("damping", model.damping), ("armature", model.armature)):
+            for attr, arr in (
+                ("damping", model.damping),
+                ("armature", model.armature),
+                ("stiffness", model.stiffness),
+                ("frictionloss", model.frictionloss),
+            ):
                 vals = arr[k : k + nv]
                 if np.any(vals):
                     if np.ptp(vals) > 0:
@@ -169,6 +181,8 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                             f"MJCF holds one value per joint, wrote {vals.max()}"
                         )
                     j.set(attr, fmt(vals.max()))
+            if t in (REVOLUTE, PRISMATIC) and model.stiffness[k] and model.springref[model.iq[i]]:
+                j.set("springref", fmt(model.springref[model.iq[i]]))
             if t == FREE and np.any(model.armature[k : k + 3]):
                 report.append(
                     f"MJCF: armature on the linear DOFs of free joint {model.joint_names[i]!r}: MuJoCo "

@@ -224,7 +224,12 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
         name = add_link(model.body_names[i])
         body_link[i] = name
         el = link_el[name]
-        if model.mass[i] > 0:
+        if model.mass[i] > 0 or np.any(model.inertia_com[i]):
+            if model.mass[i] == 0 and floating_root and i == roots[0]:
+                report.append(
+                    f"URDF: floating root body {model.body_names[i]!r} has rotational inertia but no mass: "
+                    "written as mass 0, which pbsim and pybullet read as a static base unless floating_base=True"
+                )
             inert = etree.SubElement(el, "inertial")
             if np.any(model.com[i]):
                 etree.SubElement(inert, "origin", xyz=fmt(*model.com[i]), rpy="0 0 0")
@@ -282,14 +287,20 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                         f"URDF: effort/velocity limits of {model.joint_type_name(i)} joint "
                         f"{model.joint_names[i]!r} dropped"
                     )
-            d = model.damping[k : k + model.nvj[i]]
-            if np.any(d):
-                if np.ptp(d) > 0:
-                    report.append(
-                        f"URDF: joint {model.joint_names[i]!r} has per-DOF damping {d.tolist()}; "
-                        f"URDF holds one value, wrote {d.max()}"
-                    )
-                etree.SubElement(j, "dynamics", damping=fmt(d.max()))
+            dyn = {}
+            for attr, arr in (("damping", model.damping), ("friction", model.frictionloss)):
+                d = arr[k : k + model.nvj[i]]
+                if np.any(d):
+                    if np.ptp(d) > 0:
+                        report.append(
+                            f"URDF: joint {model.joint_names[i]!r} has per-DOF {attr} {d.tolist()}; "
+                            f"URDF holds one value, wrote {d.max()}"
+                        )
+                    dyn[attr] = fmt(d.max())
+            if dyn:
+                etree.SubElement(j, "dynamics", **dyn)
+            if np.any(model.stiffness[k : k + model.nvj[i]]):
+                report.append(f"URDF: joint {model.joint_names[i]!r}: stiffness (joint spring) dropped (URDF has none)")
             if t == BALL:
                 report.append(
                     f"URDF: ball joint {model.joint_names[i]!r} written as type='spherical' "

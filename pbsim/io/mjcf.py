@@ -8,7 +8,16 @@ Mapping:
 - velocities are equal too, except free joints: MuJoCo's qvel is [world linear, body angular],
   pbsim's is [body linear, body angular];
 - geoms that can collide (contype|conaffinity) are collision shapes, the others visual; worldbody
-  geoms are attached to the world (body -1) and become environment geometry.
+  geoms are attached to the world (body -1) and become environment geometry;
+- joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
+  ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
+- whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
+  dropped silently: tendons, equality constraints, sensors, explicit contact pairs/excludes,
+  keyframes, flexes, plugins, gravity compensation, fluid forces, limits of ball joints,
+  stiffness of ball/free joints, hfield/ellipsoid/SDF geoms (sites, cameras, lights, materials
+  and textures are not dynamics and are ignored);
+- a value the compiler accepts but that is NaN or inf (MuJoCo only warns) is a ParseError naming
+  the body, joint or geom.
 """
 
 from __future__ import annotations
@@ -70,7 +79,12 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
         _name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0, os.path.splitext(os.path.basename(source))[0] or "mjcf"), source
     )
     b.fix_inertia = fix_inertia
+    _check_finite(mj, source)
     b.gravity = np.array(mj.opt.gravity, float)
+    if mj.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
+        b.gravity[:] = 0.0
+        b.notes.append("gravity is disabled in <option><flag gravity='disable'/>: Model.gravity is 0")
+    _note_dropped(mj, b.notes)
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
     rename = {}  # last moving link of a MuJoCo body -> the body's name
@@ -114,6 +128,10 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
                 spec.effort = float(max(abs(mj.jnt_actfrcrange[j, 0]), abs(mj.jnt_actfrcrange[j, 1])))
             spec.damping = float(mj.dof_damping[da])
             spec.armature = float(mj.dof_armature[da])
+            spec.frictionloss = float(mj.dof_frictionloss[da])
+            spec.stiffness = float(mj.jnt_stiffness[j])
+            if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+                spec.springref = float(mj.qpos_spring[qa])
             if child != name:
                 b.add_link(LinkSpec(child))
                 if n == jnum - 1:
@@ -132,7 +150,8 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     for g in range(mj.ngeom):
         gt = int(mj.geom_type[g])
         if gt not in _SHAPES:
-            b.notes.append(f"geom {_name(mj, OBJ_GEOM, g, str(g))!r} of type {gt} (hfield/ellipsoid) is not imported")
+            kind = mujoco.mjtGeom(gt).name.removeprefix("mjGEOM_").lower()
+            b.notes.append(f"geom {_name(mj, OBJ_GEOM, g, str(g))!r} of type {kind} is not imported")
             continue
         body = int(mj.geom_bodyid[g])
         role = "collision" if (mj.geom_contype[g] or mj.geom_conaffinity[g]) else "visual"
@@ -166,6 +185,7 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             b.world_geoms.append(geom)
         else:
             b.links[body_names[body]].geoms.append(geom)
+    b.springref = np.array(mj.qpos_spring, float)  # q == qpos, so MuJoCo's spring reference as is
     model = b.build(floating_base=floating_base, default_floating=False)
     model.body_names = [rename.get(n, n) for n in model.body_names]
     model.q_default = np.array(mj.qpos0, float)
@@ -174,6 +194,130 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
     model.notes.extend(act_notes)
     return model
+
+
+def _names(mj, kind, n, prefix) -> list[str]:
+    return [_name(mj, kind, i, f"{prefix}{i}") for i in range(n)]
+
+
+def _listed(names, limit=12) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _note_dropped(mj, notes: list[str]) -> None:
+    """One note per kind of MJCF element the Model cannot hold, naming every element."""
+    import mujoco
+
+    O = mujoco.mjtObj
+    if mj.ntendon:
+        notes.append(
+            f"{mj.ntendon} tendon(s) not imported (pbsim has no tendons): {_listed(_names(mj, O.mjOBJ_TENDON, mj.ntendon, 'tendon'))}"
+        )
+    if mj.neq:
+        eqs = [
+            f"{_name(mj, O.mjOBJ_EQUALITY, i, f'equality{i}')} ({mujoco.mjtEq(int(mj.eq_type[i])).name.removeprefix('mjEQ_').lower()})"
+            for i in range(mj.neq)
+        ]
+        notes.append(
+            f"{mj.neq} equality constraint(s) not imported (pbsim has no equality constraints): {_listed(eqs)}"
+        )
+    if mj.nsensor:
+        notes.append(
+            f"{mj.nsensor} sensor(s) not imported: {_listed(_names(mj, O.mjOBJ_SENSOR, mj.nsensor, 'sensor'))}"
+        )
+    if mj.npair:
+        notes.append(
+            f"{mj.npair} explicit contact pair(s) not imported (pbsim's contact layer decides which shapes touch): "
+            f"{_listed(_names(mj, O.mjOBJ_PAIR, mj.npair, 'pair'))}"
+        )
+    if mj.nexclude:
+        notes.append(
+            f"{mj.nexclude} contact exclude(s) not imported: {_listed(_names(mj, O.mjOBJ_EXCLUDE, mj.nexclude, 'exclude'))}"
+        )
+    if mj.nkey:
+        notes.append(
+            f"{mj.nkey} keyframe(s) not imported (the default configuration is qpos0): "
+            f"{_listed(_names(mj, O.mjOBJ_KEY, mj.nkey, 'key'))}"
+        )
+    if mj.nflex:
+        notes.append(
+            f"{mj.nflex} flex(es) (deformables) not imported: {_listed(_names(mj, O.mjOBJ_FLEX, mj.nflex, 'flex'))}"
+        )
+    if mj.nplugin:
+        notes.append(
+            f"{mj.nplugin} plugin(s) not imported: {_listed(_names(mj, O.mjOBJ_PLUGIN, mj.nplugin, 'plugin'))}"
+        )
+    bodies = _names(mj, O.mjOBJ_BODY, mj.nbody, "body")
+    grav = [bodies[i] for i in range(1, mj.nbody) if mj.body_gravcomp[i] != 0]
+    if grav:
+        notes.append(f"gravity compensation (gravcomp) of {len(grav)} body(ies) not imported: {_listed(grav)}")
+    mocap = [bodies[i] for i in range(1, mj.nbody) if mj.body_mocapid[i] >= 0]
+    if mocap:
+        notes.append(f"mocap bodies are welded where they are (not driven): {_listed(mocap)}")
+    if mj.opt.density > 0 or mj.opt.viscosity > 0:
+        notes.append(
+            f"fluid forces (<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}>) are not modelled"
+        )
+    balls = [
+        _name(mj, O.mjOBJ_JOINT, j, f"joint{j}")
+        for j in range(mj.njnt)
+        if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL and mj.jnt_limited[j]
+    ]
+    if balls:
+        notes.append(f"range limits of ball joint(s) not imported (cone limits): {_listed(balls)}")
+
+
+def _check_finite(mj, source: str) -> None:
+    """MuJoCo compiles NaN/inf in most attributes with a warning; pbsim refuses them by name."""
+    import mujoco
+
+    O = mujoco.mjtObj
+
+    def bad(kind, i, prefix, fields):
+        for label, arr in fields:
+            if not np.all(np.isfinite(arr)):
+                raise ParseError(
+                    f"{source}: {prefix} {_name(mj, kind, i, f'#{i}')!r}: {label} {np.asarray(arr).tolist()} "
+                    "is NaN or inf"
+                )
+
+    bad(O.mjOBJ_MODEL, 0, "option of model", [("gravity", mj.opt.gravity)])
+    for i in range(1, mj.nbody):
+        bad(
+            O.mjOBJ_BODY,
+            i,
+            "body",
+            [
+                ("pos", mj.body_pos[i]),
+                ("quat", mj.body_quat[i]),
+                ("inertial pos", mj.body_ipos[i]),
+                ("inertial quat", mj.body_iquat[i]),
+                ("mass", mj.body_mass[i]),
+                ("inertia", mj.body_inertia[i]),
+            ],
+        )
+    for j in range(mj.njnt):
+        qa, da = mj.jnt_qposadr[j], mj.jnt_dofadr[j]
+        nq = {0: 7, 1: 4}.get(int(mj.jnt_type[j]), 1)
+        nv = {0: 6, 1: 3}.get(int(mj.jnt_type[j]), 1)
+        fields = [
+            ("pos", mj.jnt_pos[j]),
+            ("axis", mj.jnt_axis[j]),
+            ("ref (qpos0)", mj.qpos0[qa : qa + nq]),
+            ("stiffness", mj.jnt_stiffness[j]),
+            ("springref", mj.qpos_spring[qa : qa + nq]),
+            ("damping", mj.dof_damping[da : da + nv]),
+            ("armature", mj.dof_armature[da : da + nv]),
+            ("frictionloss", mj.dof_frictionloss[da : da + nv]),
+        ]
+        if mj.jnt_limited[j]:
+            fields.append(("range", mj.jnt_range[j]))
+        if mj.jnt_actfrclimited[j]:
+            fields.append(("actuatorfrcrange", mj.jnt_actfrcrange[j]))
+        bad(O.mjOBJ_JOINT, j, "joint", fields)
+    for g in range(mj.ngeom):
+        bad(O.mjOBJ_GEOM, g, "geom", [("pos", mj.geom_pos[g]), ("quat", mj.geom_quat[g]), ("size", mj.geom_size[g])])
 
 
 def load_mjcf(path, floating_base: bool | None = None, fix_inertia: bool = False):

@@ -1,13 +1,21 @@
 """URDF -> Model, with our own lxml reader.
 
 Accepted beyond the URDF spec: the pybullet dialect (``spherical`` joints, ``<capsule>``
-geometry, CRLF line ends, bytes after ``</robot>`` such as a trailing NUL), and ``floating``
-joints.  Rules (documented in README and ``pbsim info`` notes):
+geometry, CRLF line ends, bytes after ``</robot>`` such as a trailing NUL, a limit with
+``lower > upper`` meaning "no limit", a mesh ``scale`` with extra numbers), and ``floating``
+joints.  Rules (documented in docs/robots.md and ``pbsim info`` notes):
 - base: a massless root link named ``world`` is the world, and its joint to the robot decides
-  (fixed or floating); otherwise the robot floats (as in pybullet, Gazebo, Drake).
+  (fixed or floating); a root link whose ``<inertial>`` says ``mass="0"`` is static (fixed base,
+  as in pybullet); otherwise the robot floats (as in pybullet, Gazebo, Drake).
   ``floating_base=True/False`` overrides either way;
-- a link without ``<inertial>`` is massless; joint axis defaults to (1, 0, 0) and is normalised;
-- ``mimic`` joints are refused with a named error (pbsim has no coupled-joint constraint yet).
+- a link without ``<inertial>`` is massless; a ``mass="0"`` link keeps its rotational inertia (as
+  Pinocchio); joint axis defaults to (1, 0, 0) and is normalised;
+- ``<dynamics damping friction>``: viscous damping and dry friction (``Model.frictionloss``);
+- ``mimic`` joints: pbsim has no coupled-joint constraint, so ``mimic="error"`` (default) refuses
+  them with a named error and ``mimic="independent"`` loads them as independent joints (as
+  Pinocchio's ``buildModelFromUrdf`` and pybullet do by default), with a warning and a note;
+- relative mesh paths are looked up beside the file, then in its parent folders (pybullet's
+  search path is usually the data root).
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ from lxml import etree
 from pbsim.errors import MeshNotFoundError, ParseError
 from pbsim.model.builder import JOINT_TYPES, JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
+from pbsim.model.notes import warn
+
+MIMIC_MODES = ("error", "independent")
 
 
 def rpy_to_rot(r, p, y):
@@ -35,17 +46,23 @@ def rpy_to_rot(r, p, y):
 
 
 class _Reader:
-    def __init__(self, path: str, package_map: dict[str, str] | None, missing_meshes: str):
+    def __init__(self, path: str, package_map: dict[str, str] | None, missing_meshes: str, mimic: str = "error"):
         self.path = str(path)
         self.dir = Path(path).resolve().parent
         self.package_map = {k: str(v) for k, v in (package_map or {}).items()}
         self.missing_meshes = missing_meshes
+        self.mimic = mimic
+        self.notes: list[str] = []
+
+    def at(self, el) -> str:
+        line = getattr(el, "sourceline", None)
+        return f"{self.path}:{line}" if line else self.path
 
     def err(self, el, msg, cls=ParseError):
         line = getattr(el, "sourceline", None)
         return cls(f"{self.path}:{line}: {msg}" if line else f"{self.path}: {msg}")
 
-    def floats(self, el, attr, n, default=None):
+    def floats(self, el, attr, n, default=None, extra_ok=False):
         s = el.get(attr)
         if s is None:
             if default is None:
@@ -55,6 +72,15 @@ class _Reader:
             v = np.array([float(t) for t in s.replace(",", " ").split()])
         except ValueError:
             raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: not a number list") from None
+        if extra_ok and v.size > n:  # pybullet reads the first n numbers
+            warn(
+                self.notes,
+                f"line {el.sourceline}: <{el.tag} {attr}=\"{s}\"> has {v.size} numbers; the first {n} "
+                "are used (as pybullet does)",
+                self.path,
+                stacklevel=3,
+            )
+            v = v[:n]
         if v.size != n:
             raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: expected {n} numbers, got {v.size}")
         if not np.all(np.isfinite(v)):
@@ -82,8 +108,11 @@ class _Reader:
                     tried.append(str(base / pkg / rel))
         elif filename.startswith("file://"):
             tried.append(filename[len("file://") :])
-        else:
-            tried.append(filename if os.path.isabs(filename) else str(self.dir / filename))
+        elif os.path.isabs(filename):
+            tried.append(filename)
+        else:  # beside the file, then above it (pybullet resolves against its search path)
+            for base in [self.dir, *self.dir.parents[:3]]:
+                tried.append(str(base / filename))
         for t in tried:
             if os.path.isfile(t):
                 return os.path.normpath(t)
@@ -94,9 +123,7 @@ class _Reader:
         )
         if self.missing_meshes == "error":
             raise self.err(el, msg, MeshNotFoundError)
-        import warnings
-
-        warnings.warn(f"{self.path}: {msg}; the shape is skipped", stacklevel=4)
+        warn(self.notes, f"line {el.sourceline}: {msg}; the shape is skipped", self.path, stacklevel=4)
         return None
 
     def geometry(self, el, link: str, role: str, k: int):
@@ -124,12 +151,17 @@ class _Reader:
             path = self.resolve_mesh(shape_el, fn)
             if path is None:
                 return None
-            scale = self.floats(shape_el, "scale", 3, (1, 1, 1)) if shape_el.get("scale") else np.ones(3)
+            scale = self.floats(shape_el, "scale", 3, (1, 1, 1), extra_ok=True) if shape_el.get("scale") else np.ones(3)
             return Geometry(name, "mesh", -1, R, p, scale, role, mesh_path=path, rgba=self.rgba(el))
         elif tag == "plane":
             size, shape = np.zeros(2), "plane"
         else:
-            raise self.err(shape_el, f"link {link!r}: unsupported geometry <{tag}>")
+            warn(
+                self.notes,
+                f"line {shape_el.sourceline}: link {link!r}: unsupported geometry <{tag}> in <{role}>; the shape is skipped",
+                self.path,
+            )
+            return None
         return Geometry(name, shape, -1, R, p, size, role, rgba=self.rgba(el))
 
     def rgba(self, el):
@@ -159,6 +191,8 @@ class _Reader:
             raise ParseError(f"{self.path}:{root.sourceline}: root element is <{root.tag}>, expected <robot>")
         b = ModelBuilder(root.get("name") or Path(self.path).stem, self.path)
         b.fix_inertia = fix_inertia
+        b.notes = self.notes
+        zero_mass = set()  # links whose <inertial> says mass="0"
         for el in root.findall("link"):
             name = el.get("name")
             if not name:
@@ -168,6 +202,8 @@ class _Reader:
             if inert is not None:
                 m_el = inert.find("mass")
                 link.mass = float(self.floats(m_el, "value", 1)[0]) if m_el is not None else 0.0
+                if m_el is not None and link.mass == 0:
+                    zero_mass.add(name)
                 R, p = self.origin(inert)
                 i_el = inert.find("inertia")
                 if i_el is not None:
@@ -197,11 +233,24 @@ class _Reader:
                     f"joint {name!r} has unknown type {jt!r} (supported: revolute, "
                     "continuous, prismatic, fixed, floating, spherical/ball)",
                 )
-            if el.find("mimic") is not None:
-                raise self.err(
-                    el,
-                    f"joint {name!r} is a mimic joint; coupled joints are not supported yet "
-                    "(remove <mimic> to simulate it as an independent joint)",
+            mim = el.find("mimic")
+            if mim is not None:
+                what = (
+                    f"joint {name!r} mimics joint {mim.get('joint')!r} (multiplier {mim.get('multiplier', '1')}, "
+                    f"offset {mim.get('offset', '0')})"
+                )
+                if self.mimic == "error":
+                    raise self.err(
+                        mim,
+                        f"{what}: mimic joints are not supported (pbsim has no coupled-joint constraint yet); "
+                        "pass mimic='independent' to load it as an independent joint, as Pinocchio's "
+                        "buildModelFromUrdf and pybullet do by default",
+                    )
+                warn(
+                    self.notes,
+                    f"line {mim.sourceline}: {what}: loaded as an independent joint (mimic='independent'), "
+                    "the coupling is dropped",
+                    self.path,
                 )
             par, chi = el.find("parent"), el.find("child")
             if par is None or chi is None or not par.get("link") or not chi.get("link"):
@@ -224,13 +273,27 @@ class _Reader:
                 if lim.get("velocity"):
                     j.velocity = float(self.floats(lim, "velocity", 1)[0]) or np.inf
                 if j.lower > j.upper:
-                    raise self.err(lim, f"joint {name!r}: lower limit {j.lower} > upper limit {j.upper}")
+                    warn(
+                        self.notes,
+                        f"line {lim.sourceline}: joint {name!r} has lower limit {j.lower} > upper limit {j.upper}: "
+                        "read as no position limit (pybullet's convention)",
+                        self.path,
+                    )
+                    j.lower, j.upper = -np.inf, np.inf
             dyn = el.find("dynamics")
-            if dyn is not None and dyn.get("damping"):
-                j.damping = float(self.floats(dyn, "damping", 1)[0])
-                if j.damping < 0:
-                    raise self.err(dyn, f"joint {name!r}: negative damping {j.damping}")
+            if dyn is not None:
+                for attr, key in (("damping", "damping"), ("friction", "frictionloss")):
+                    if dyn.get(attr):
+                        val = float(self.floats(dyn, attr, 1)[0])
+                        if val < 0:
+                            raise self.err(dyn, f"joint {name!r}: negative {attr} {val}")
+                        setattr(j, key, val)
             b.add_joint(j)
+        self.static_root = None
+        children = {j.child for j in b.joints}
+        roots = [n for n in b.links if n not in children]
+        if len(roots) == 1 and roots[0] in zero_mass and not (roots[0] == "world" and not b.links[roots[0]].geoms):
+            self.static_root = roots[0]
         return b
 
 
@@ -240,6 +303,7 @@ def load_urdf(
     package_map: dict | None = None,
     fix_inertia: bool = False,
     missing_meshes: str = "error",
+    mimic: str = "error",
 ):
     """Read a URDF file into a :class:`pbsim.Model`.
 
@@ -247,12 +311,24 @@ def load_urdf(
     ``package_map``: ``{"pkg": "/path"}`` for ``package://pkg/...`` mesh paths.
     ``fix_inertia``: project non-physical inertias instead of raising :class:`InertiaError`.
     ``missing_meshes``: "error" (default) or "warn" (skip the shape).
+    ``mimic``: "error" (default: a mimic joint is refused) or "independent" (load it as an
+    independent joint, as Pinocchio and pybullet do by default; a warning and a note say so).
     """
     path = str(path)
+    if missing_meshes not in ("error", "warn"):
+        raise ParseError(f"{path}: missing_meshes must be 'error' or 'warn', got {missing_meshes!r}")
+    if mimic not in MIMIC_MODES:
+        raise ParseError(f"{path}: mimic must be one of {MIMIC_MODES}, got {mimic!r}")
     if not os.path.isfile(path):
         raise ParseError(f"{path}: no such file")
     with open(path, "rb") as f:
         data = f.read()
-    reader = _Reader(path, package_map, missing_meshes)
+    reader = _Reader(path, package_map, missing_meshes, mimic)
     builder = reader.parse(data, floating_base, fix_inertia)
+    if reader.static_root is not None and floating_base is None:
+        builder.notes.append(
+            f"root link {reader.static_root!r} has mass 0: static (fixed base), as pybullet reads it "
+            "(floating_base=True lets it float)"
+        )
+        floating_base = False
     return builder.build(floating_base=floating_base, default_floating=True)

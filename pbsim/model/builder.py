@@ -3,22 +3,42 @@
 Rules applied here, once for every loader:
 - fixed joints merge the child link into its parent body (inertia added, frames and shapes kept);
 - a link that is merged into the world (fixed base) is static: its mass is dropped from the model;
-- links without inertia are massless; a joint whose whole subtree carries no inertia along its
-  motion gets armature ``MIN_ARMATURE`` on its DOFs (a warning and a note say so), so the mass
-  matrix stays positive definite and nothing becomes NaN; the rest of the tree is unaffected.
+- links without inertia are massless; a ``mass="0"`` link keeps its rotational inertia (as
+  Pinocchio reads it); a joint whose whole subtree carries no inertia along its motion gets
+  armature ``MIN_ARMATURE`` on its DOFs (a warning and a note say so), so the mass matrix stays
+  positive definite and nothing becomes NaN; the rest of the tree is unaffected;
+- inertia validity is checked on the merged bodies the dynamics uses, not link by link: every link
+  needs a finite, non-negative mass and a finite symmetric inertia (else :class:`InertiaError`);
+  a merged body whose rotational inertia has a negative principal moment is an
+  :class:`InertiaError` naming the body and its links; a link whose own inertia is not physical
+  (negative moment, or the triangle inequality violated) inside a physical merged body loads with
+  a :class:`~pbsim.model.notes.ModelWarning` naming the link (and a note).  ``fix_inertia=True``
+  projects every non-physical link inertia to the nearest physical one instead (noted);
+  links welded to the world are static and only need finite values;
+- a model without any moving joint is static (``nq = nv = 0``, a note says so).
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE, motion_subspace
-from pbsim.errors import ParseError
+from pbsim.errors import InertiaError, ParseError
 from pbsim.model.geometry import Frame, Geometry
-from pbsim.model.inertia import check_inertia, spatial_inertia, split_spatial_inertia, transform_to_parent
+from pbsim.model.inertia import (
+    FIX_HINT,
+    NOT_PD,
+    check_link_values,
+    inertia_problem,
+    principal_moments,
+    project_inertia,
+    spatial_inertia,
+    split_spatial_inertia,
+    transform_to_parent,
+)
 from pbsim.model.model import Model
+from pbsim.model.notes import warn
 
 MIN_ARMATURE = 1e-6
 JOINT_TYPES = {"fixed": None, "revolute": REVOLUTE, "continuous": REVOLUTE, "hinge": REVOLUTE,
@@ -50,6 +70,9 @@ class JointSpec:
     velocity: float = np.inf
     damping: float = 0.0
     armature: float = 0.0
+    stiffness: float = 0.0  # joint spring: tau = -stiffness * (q - springref) (1-DOF joints)
+    springref: float = 0.0
+    frictionloss: float = 0.0  # dry joint friction (MJCF frictionloss, URDF <dynamics friction>)
 
 
 class ModelBuilder:
@@ -65,6 +88,7 @@ class ModelBuilder:
         self.world_geoms: list[Geometry] = []
         self.notes: list[str] = []
         self.fix_inertia = False
+        self.springref: np.ndarray | None = None  # (nq,) spring rest configuration; None: from the joints
 
     def where(self, what: str) -> str:
         return f"{self.source}: {what}" if self.source else what
@@ -148,13 +172,23 @@ class ModelBuilder:
             link = self.links.get(name)
             if link is None:
                 return
-            I = check_inertia(link.mass, link.inertia, self.where(f"link {name!r}"), fix=self.fix_inertia)
-            if link.mass > 0:
-                I6 = spatial_inertia(link.mass, link.com, I)
-                if body >= 0:
-                    bodies[body]["I6"] += transform_to_parent(R, p, I6)
-                else:
-                    static_mass += link.mass
+            where = self.where(f"link {name!r}")
+            I = check_link_values(link.mass, link.inertia, where, fix=self.fix_inertia)
+            if body < 0:  # welded to the world: static, its inertia never enters the dynamics
+                static_mass += link.mass
+            else:
+                what = inertia_problem(I)
+                if what is not None:
+                    if self.fix_inertia:
+                        I2 = project_inertia(link.mass, I)
+                        self.notes.append(f"link {name!r}: inertia with principal moments {principal_moments(I)} "
+                                          f"{what}; projected to {principal_moments(I2)} (fix_inertia)")
+                        I = I2
+                    else:
+                        bodies[body]["issues"].append((name, what, principal_moments(I)))
+                if link.mass > 0 or np.any(I):
+                    bodies[body]["I6"] += transform_to_parent(R, p, spatial_inertia(link.mass, link.com, I))
+                bodies[body]["links"].append(name)
             for g in link.geoms:
                 geoms.append(Geometry(g.name, g.shape, body, R @ g.R, R @ g.p + p, g.size, g.role,
                                       g.mesh_path, g.rgba, link=name))
@@ -170,7 +204,7 @@ class ModelBuilder:
                 nv = {REVOLUTE: 1, PRISMATIC: 1, BALL: 3, FREE: 6}[t]
                 bodies.append(dict(name=j.child, joint=j.name, parent=pb, jtype=t, tree_R=R, tree_p=p,
                                    axis=np.asarray(j.axis, float) if t in (REVOLUTE, PRISMATIC) else np.zeros(3),
-                                   I6=np.zeros((6, 6)), nv=nv, spec=j))
+                                   I6=np.zeros((6, 6)), nv=nv, spec=j, links=[], issues=[]))
                 attach_link(j.child, len(bodies) - 1, np.eye(3), np.zeros(3))
             for c in kids.get(j.child, []):
                 visit(c)
@@ -182,35 +216,86 @@ class ModelBuilder:
 
         nb = len(bodies)
         if nb == 0:
-            raise ParseError(self.where("the model has no moving joint"))
+            self.notes.append("no moving joint: the model is static (nq = nv = 0)")
         mass = np.zeros(nb)
         com = np.zeros((nb, 3))
         Ic = np.zeros((nb, 3, 3))
+        point_masses = []
         for i, b in enumerate(bodies):
             mass[i], com[i], Ic[i] = split_spatial_inertia(b["I6"])
-        per_dof = lambda key, default: np.concatenate(  # noqa: E731
-            [np.full(b["nv"], getattr(b["spec"], key, default), float) for b in bodies])
-        lower = np.concatenate([[b["spec"].lower] if b["nv"] == 1 else np.full(b["nv"], -np.inf) for b in bodies])
-        upper = np.concatenate([[b["spec"].upper] if b["nv"] == 1 else np.full(b["nv"], np.inf) for b in bodies])
+            self._check_body_inertia(b, mass[i], Ic[i])
+            if mass[i] > 0 and not np.any(Ic[i]):
+                point_masses.append(b["name"])
+        if point_masses:
+            self.notes.append(f"{len(point_masses)} bod{'ies' if len(point_masses) > 1 else 'y'} with zero rotational "
+                              f"inertia (point masses): {point_masses[:8]}{' ...' if len(point_masses) > 8 else ''}")
+
+        def per_dof(key, default):
+            return np.concatenate([np.full(b["nv"], getattr(b["spec"], key, default), float) for b in bodies]
+                                  + [np.zeros(0)])
+
+        def one_dof(key, default):
+            return np.concatenate([[getattr(b["spec"], key)] if b["nv"] == 1 else np.full(b["nv"], default)
+                                   for b in bodies] + [np.zeros(0)])
+
+        lower, upper = one_dof("lower", -np.inf), one_dof("upper", np.inf)
+        stiffness = one_dof("stiffness", 0.0)
+        for b in bodies:
+            if b["nv"] > 1 and getattr(b["spec"], "stiffness", 0.0):
+                self.notes.append(f"joint {b['joint']!r}: stiffness of a {b['spec'].type} joint is not imported")
         armature = per_dof("armature", 0.0)
         self._regularize_massless(bodies, armature)
         model = Model(
             name=self.name,
             body_names=[b["name"] for b in bodies],
             joint_names=[b["joint"] for b in bodies],
-            parent=np.array([b["parent"] for b in bodies]),
-            jtype=np.array([b["jtype"] for b in bodies]),
-            axis=np.array([b["axis"] for b in bodies]),
-            tree_R=np.array([b["tree_R"] for b in bodies]),
-            tree_p=np.array([b["tree_p"] for b in bodies]),
+            parent=np.array([b["parent"] for b in bodies], dtype=np.int32),
+            jtype=np.array([b["jtype"] for b in bodies], dtype=np.int32),
+            axis=np.array([b["axis"] for b in bodies]).reshape(nb, 3),
+            tree_R=np.array([b["tree_R"] for b in bodies]).reshape(nb, 3, 3),
+            tree_p=np.array([b["tree_p"] for b in bodies]).reshape(nb, 3),
             mass=mass, com=com, inertia_com=Ic,
             lower=lower, upper=upper,
             effort_limit=per_dof("effort", np.inf), velocity_limit=per_dof("velocity", np.inf),
             damping=per_dof("damping", 0.0), armature=armature,
             gravity=self.gravity.copy(), frames=frames, geoms=geoms, source=self.source,
             notes=list(self.notes),
+            stiffness=stiffness, frictionloss=per_dof("frictionloss", 0.0),
+            springref=self._springref(bodies),
         )
         return model
+
+    def _springref(self, bodies) -> np.ndarray:
+        """(nq,) rest configuration of the joint springs: the loader's, else each 1-DOF joint's
+        ``springref`` and identity quaternions / the placement for ball and free joints."""
+        if self.springref is not None:
+            return np.asarray(self.springref, float)
+        out = []
+        for b in bodies:
+            if b["nv"] == 1:
+                out.append([getattr(b["spec"], "springref", 0.0)])
+            else:  # ball (w,x,y,z) = identity; free: zero position, identity quaternion
+                out.append([1.0, 0, 0, 0] if b["nv"] == 3 else [0.0, 0, 0, 1.0, 0, 0, 0])
+        return np.concatenate(out + [np.zeros(0)])
+
+    def _check_body_inertia(self, b, mass, Ic):
+        """A merged body's inertia (see module doc): error if not positive (semi-)definite,
+        a warning per non-physical link otherwise."""
+        what = inertia_problem(Ic)
+        links = b["links"] or [b["name"]]
+        merged = f"link {links[0]!r}" + (f" and {links[1:]} fixed to it" if len(links) > 1 else "")
+        if what == NOT_PD:
+            bad = "; ".join(f"link {n!r} alone has principal moments {w}" for n, _, w in b["issues"])
+            raise InertiaError(self.where(
+                f"body {b['name']!r} of joint {b['joint']!r} ({merged}): merged inertia with principal moments "
+                f"{principal_moments(Ic)} {what}{'; ' + bad if bad else ''} ({FIX_HINT})"))
+        for name, w_what, w in b["issues"]:
+            warn(self.notes, f"link {name!r}: inertia with principal moments {w} {w_what}; loaded as written, "
+                 f"since body {b['name']!r} ({merged}) has no negative principal moment ({FIX_HINT})",
+                 self.source, stacklevel=4)
+        if what is not None and not b["issues"]:
+            warn(self.notes, f"body {b['name']!r} ({merged}): merged inertia with principal moments "
+                 f"{principal_moments(Ic)} {what}", self.source, stacklevel=4)
 
     def _regularize_massless(self, bodies, armature):
         """Give joints whose subtree has no inertia along their motion a tiny armature."""
@@ -229,6 +314,5 @@ class ModelBuilder:
                 armature[off:off + b["nv"]] = np.maximum(armature[off:off + b["nv"]], MIN_ARMATURE)
                 msg = (f"joint {b['joint']!r} moves no mass (link {b['name']!r} and its subtree are massless "
                        f"along it): armature {MIN_ARMATURE:g} added so the mass matrix stays positive definite")
-                self.notes.append(msg)
-                warnings.warn(self.where(msg), stacklevel=3)
+                warn(self.notes, msg, self.source, stacklevel=4)
             off += b["nv"]

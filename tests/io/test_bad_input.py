@@ -62,22 +62,38 @@ def test_package_map_resolves_mesh(tmp_path):
     assert np.allclose(g.load_mesh().extents, 2.0)
 
 
-@pytest.mark.parametrize(
-    "inertia,what",
-    [
-        ('ixx="-0.1" iyy="0.1" izz="0.1"', "not positive definite"),
-        ('ixx="0.01" iyy="0.01" izz="0.1"', "triangle inequality"),
-    ],
-)
-def test_bad_inertia_names_link(tmp_path, inertia, what):
-    body = f"""<link name="base"/><link name="arm"><inertial><mass value="1"/><inertia {inertia} ixy="0" ixz="0" iyz="0"/></inertial></link>"""
+def test_bad_inertia_names_body_and_link(tmp_path):
+    """A merged body with a negative principal moment: InertiaError naming the body and the link."""
+    body = (
+        '<link name="base"/><link name="arm"><inertial><mass value="1"/>'
+        '<inertia ixx="-0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    )
     joint = "<joint name='j' type='revolute'><parent link='base'/><child link='arm'/><axis xyz='0 0 1'/></joint>"
     p = write(tmp_path, urdf(body, joint))
-    with pytest.raises(InertiaError, match=f"link 'arm'.*{what}"):
+    with pytest.raises(InertiaError, match=r"robot\.urdf: body 'arm' of joint 'j'.*not positive definite.*link 'arm'"):
         pbsim.load(p)
     m = pbsim.load(p, fix_inertia=True)  # projected to the nearest valid inertia
     w = np.linalg.eigvalsh(m.inertia_com[-1])
     assert w.min() > 0 and w[0] + w[1] >= w[2] * (1 - 1e-9)
+    assert any("projected" in n and "'arm'" in n for n in m.notes)
+
+
+def test_triangle_violation_loads_with_a_warning(tmp_path):
+    from pbsim.model.notes import ModelWarning
+
+    body = (
+        '<link name="base"/><link name="arm"><inertial><mass value="1"/>'
+        '<inertia ixx="0.01" iyy="0.01" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    )
+    joint = "<joint name='j' type='revolute'><parent link='base'/><child link='arm'/><axis xyz='0 0 1'/></joint>"
+    p = write(tmp_path, urdf(body, joint))
+    with pytest.warns(ModelWarning, match=r"robot\.urdf: link 'arm'.*triangle inequality.*loaded as written"):
+        m = pbsim.load(p)
+    assert np.allclose(np.diag(m.inertia_com[m.body_index("arm")]), [0.01, 0.01, 0.1])
+    assert any("triangle" in n for n in m.notes)
+    m = pbsim.load(p, fix_inertia=True)
+    w = np.linalg.eigvalsh(m.inertia_com[-1])
+    assert w[0] + w[1] >= w[2] * (1 - 1e-9)
 
 
 def test_massless_leaf_gets_armature_and_no_nan(tmp_path):
@@ -94,11 +110,14 @@ def test_massless_leaf_gets_armature_and_no_nan(tmp_path):
 def test_mimic_joint_refused(tmp_path):
     body = GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b") + GOOD_LINK.format(n="c")
     joints = (
-        "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>"
-        "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/><mimic joint='j1'/></joint>"
+        "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>\n"
+        "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/><mimic joint='j1' multiplier='2'/></joint>"
     )
-    with pytest.raises(ParseError, match="joint 'j2' is a mimic joint"):
-        pbsim.load(write(tmp_path, urdf(body, joints)))
+    p = write(tmp_path, urdf(body, joints))
+    with pytest.raises(ParseError, match=r"robot\.urdf:2: joint 'j2' mimics joint 'j1' \(multiplier 2.*not supported"):
+        pbsim.load(p)
+    with pytest.raises(ParseError, match="mimic must be one of"):
+        pbsim.load(p, mimic="coupled")
 
 
 def test_axis_default_and_normalisation(tmp_path):

@@ -1,0 +1,17 @@
+"""What a loader changed or assumed: recorded in ``Model.notes`` (printed by ``pbsim info``) and,
+for what a user should act on, raised as a :class:`ModelWarning`."""
+
+from __future__ import annotations
+
+import warnings
+
+
+class ModelWarning(UserWarning):
+    """A robot file was loaded, but not exactly as written (the message names the file and the
+    element; the same text is in ``Model.notes``)."""
+
+
+def warn(notes: list[str], msg: str, where: str = "", stacklevel: int = 3) -> None:
+    """Append ``msg`` to ``notes`` and warn with ``where: msg`` (a :class:`ModelWarning`)."""
+    notes.append(msg)
+    warnings.warn(f"{where}: {msg}" if where else msg, ModelWarning, stacklevel=stacklevel + 1)
