@@ -1,0 +1,77 @@
+"""PBAD's step kernel with contact on non-plane shapes (static Box, heightfield bowl, Sphere), run
+by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``) against the CPU integrator,
+in two halves (see test_contact_energy.py):
+
+- :func:`cpu_outputs` runs ``make("pbad", ...).step`` (compiled CPU kernels) in the pytest process;
+- ``python _cudasim_pbad_contact.py CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on
+  the same inputs and prints ``DIFF name value`` lines (relative max differences) and
+  ``ITER same|differ`` (LM iterations of the last step).
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[2])]
+
+from _models import free_body  # noqa: E402
+from pbsim.contact import Box, HeightField, Sphere, make_scene  # noqa: E402
+
+DT, STEPS = 0.05, 2
+
+
+def setup():
+    """(model, scene, q, v): a box falling onto a static Box (trajectory 0) and into a heightfield
+    bowl (trajectory 1), both points already in contact."""
+    m = free_body("box", [0.1, 0.1, 0.1])
+    xs = np.linspace(-1, 1, 21)
+    X, Y = np.meshgrid(xs, xs, indexing="ij")
+    env = [
+        Box([0.4, 0.4, 0.1], np.eye(3), [1.5, 0.0, 0.0]),
+        HeightField(0.1 + 0.2 * (X * X + Y * Y), (-1, 1, -1, 1)),
+        Sphere([0.0, 1.5, 0.0], 0.3),
+    ]
+    scene = make_scene(m, ground=None, environment=env, mu=0.5, box_edge_points=0)
+    q = np.tile(m.neutral(), (2, 1))
+    q[0, :3] = [1.5, 0.05, 0.198]
+    q[1, :3] = [0.05, -0.02, 0.2]
+    q[1, 3:7] = [0.99, 0.05, -0.1, 0.02]
+    q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1)[:, None]
+    v = np.array([[0.3, -0.2, -0.5, 0.4, 0.1, -0.7], [-0.1, 0.2, -1.0, 0.0, 0.5, 0.2]])
+    return m, scene, q, v
+
+
+def cpu_outputs() -> dict:
+    from pbsim.contact import contact_query
+    from pbsim.integrators import State, make
+
+    m, scene, q, v = setup()
+    assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
+    I = make("pbad", m, scene)
+    s = State.make(m, q, v)
+    for _ in range(STEPS):
+        s, d = I.step(s, None, DT)
+        assert d.converged.all() and (d.iterations >= 2).all()
+    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
+
+
+def gpu_outputs() -> dict:
+    from pbsim.backends import cuda as pc
+
+    m, scene, q, v = setup()
+    g = pc.CudaBatch(m, "pbad", scene=scene, batch=2)
+    g.set_state(q, v)
+    g.advance(STEPS, DT)
+    qg, vg, eg = g.record()
+    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+
+
+if __name__ == "__main__":
+    with np.load(sys.argv[1]) as f:
+        cpu = dict(f)
+    gpu = gpu_outputs()
+    for name in ("q", "v", "e"):
+        a, b = np.asarray(gpu[name], float), cpu[name]
+        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
+    print("ITER", "same" if np.array_equal(np.asarray(gpu["it"]), cpu["it"]) else f"differ {gpu['it']} {cpu['it']}")
