@@ -36,7 +36,8 @@ class _PbadBase(Integrator):
         Option("xtol", 1e-12, "converged when the step's max-norm is below this (rad/m)", "float"),
         Option("hessian", "exact", "LM Hessian: exact second derivatives or Gauss-Newton", "str", ("exact", "gn")),
         Option("substep", 0, "on a failed step, split it in halves up to this many levels (0: never)", "int"),
-        Option("points", None, "drag/contact sample points for make_pbad_model (None: from the scene)", "dict"),
+        Option("points", None, "drag sample points (make_pbad_model) and/or, with contact=True, contact points "
+               "against a plane (plane_normal, plane_offset, D1, D2); None or no contact: the scene's contact", "dict"),
         Option("order", None, "ignored (the order is fixed by the integrator's name); kept for old callers"),
     )
 
