@@ -120,21 +120,19 @@ def cmd_rollout(args):
             loop=args.loop,
             predict=args.spd_predict,
         )
-    scene = None
-    if args.ground != "none" or args.terrain:
-        from pbsim.contact import make_scene
+    from pbsim.contact import default_scene
 
-        kw = {} if args.contact_points is None else {"max_per_body": args.contact_points}
-        scene = make_scene(
-            model,
-            ground=None if args.ground == "none" else args.ground,
-            terrain=args.terrain,
-            mu=args.mu,
-            stiffness=args.stiffness,
-            damping=args.damping,
-            spacing=args.terrain_spacing,
-            **kw,
-        )
+    kw = {} if args.contact_points is None else {"max_per_body": args.contact_points}
+    scene = default_scene(  # the rule rollout(scene=None) and the viewer share
+        model,
+        ground=None if args.ground == "none" else args.ground,
+        terrain=args.terrain,
+        mu=args.mu,
+        stiffness=args.stiffness,
+        damping=args.damping,
+        spacing=args.terrain_spacing,
+        **kw,
+    )
     opts = integrator_options_from_args(args)
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
@@ -400,10 +398,10 @@ def build_parser():
     k = pr.add_argument_group("contact")
     k.add_argument(
         "--ground",
-        default="none",
+        default="model",
         choices=["plane", "auto", "model", "none"],
-        help="plane: ground plane along -gravity; model: the file's world geoms (MJCF floor); "
-        "auto: the file's world geoms, else a plane; none (default)",
+        help="model (default): the file's own world geoms (MJCF floor, hfields), no contact if it has "
+        "none; plane: a ground plane along -gravity; auto: the file's world geoms, else a plane; none",
     )
     k.add_argument("--terrain", help="terrain mesh (STL/OBJ/OFF), turned into a signed-distance grid")
     k.add_argument("--terrain-spacing", type=float, default=0.02, help="grid spacing [m]")

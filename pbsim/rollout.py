@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from pbsim.backends.kernel import CompileWatch
+from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import SimulationError, check_dt
@@ -34,6 +35,9 @@ def rollout(
 
     ``q0``/``v0``: (nq,)/(nv,) or batched (B, ·); ``batch`` replicates a single initial state.
     ``control``: a :class:`Control`, or a callable ``(t, state) -> Control`` evaluated every step.
+    ``scene``: the contact scene; None: :func:`pbsim.contact.default_scene` -- the model's own world
+    geometry (an MJCF floor, hfields ...) and no contact when it has none (``pbsim.Scene()`` for
+    none at all, ``pbsim.make_scene(model, ground="plane")`` to add a plane).
     ``on_nan``: "raise" (SimulationError naming the step and time) or "stop" (freeze diverged
     trajectories and mark them in ``Trajectory.diverged``).
     ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
@@ -69,6 +73,8 @@ def rollout(
     dt = check_dt(dt)
     record_every = max(1, int(record_every))
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
+    if scene is None and not isinstance(integrator, Integrator):
+        scene = default_scene(model)  # the model's own world geometry (MJCF floor ...), else none
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
     state = State.make(model, q0, v0, batch)
     B = state.batch

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from pbsim.backends.cuda import CudaBatch
+from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import InputError, SimulationError, check_dt
@@ -64,6 +65,8 @@ def rollout_cuda(
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     state = State.make(model, q0, v0, batch)
     B = state.batch
+    if scene is None:
+        scene = default_scene(model)  # the same rule as the CPU rollout
     sim = CudaBatch(
         model, integrator, scene, B, layout=layout, threads=threads, schedule=schedule, **integrator_options
     )

@@ -10,7 +10,7 @@ from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
-           "sample_contact_points", "make_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
+           "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
 
 
@@ -73,7 +73,30 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
             T[:3, 3] = np.asarray(terrain_offset, float)
             env.append(MeshTerrain.from_file(terrain, spacing=spacing, padding=padding, max_bytes=max_bytes,
                                              open_mesh=open_mesh, transform=T, exact_band=exact_band))
+    if not env:  # nothing to touch: no contact points either (no contact kernels compiled or run)
+        return Scene(mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
     return Scene(environment=env, points=pts, mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
+
+
+def default_scene(model, ground: str | None = "model", **kw) -> Scene:
+    """The scene a run gets when none is given: the one rule ``pbsim.rollout(scene=None)``, the
+    CLI (``--ground model``, its default) and the viewer share.
+
+    ``ground="model"``: the model's own world geometry (MJCF worldbody geoms: planes, boxes,
+    spheres, capsules, meshes, hfields as heightfields), with contact points sampled on the robot;
+    a model without world geometry gets no contact (an empty scene).  "plane" or "auto" (the
+    world geometry, else a plane: the viewer's default) add a ground plane; None: no contact.
+    ``kw`` go to :func:`make_scene`.  Built once per model for the default arguments."""
+    if ground in (None, "none") and kw.get("terrain") is None:
+        return Scene()
+    cache = model.__dict__.setdefault("_default_scenes", {})
+    key = ground if not any(v is not None for v in kw.values()) else None
+    if key is not None and key in cache:
+        return cache[key]
+    sc = make_scene(model, ground=ground, **kw)
+    if key is not None:
+        cache[key] = sc
+    return sc
 
 
 def contact_query(model, scene, q):

@@ -35,7 +35,7 @@ def test_joint_springs_follow_mujoco_rk4():
     rng = np.random.default_rng(0)
     d.qpos[:] = m.default_configuration() + np.r_[0, 0, 0, rng.uniform(-0.1, 0.1, mj.nq - 3)]
     d.qvel[:] = rng.uniform(-1, 1, mj.nv)
-    tr = pbsim.rollout(m, "rk4", dt=1e-3, steps=200, q0=d.qpos.copy(), v0=d.qvel.copy())
+    tr = pbsim.rollout(m, "rk4", dt=1e-3, steps=200, q0=d.qpos.copy(), v0=d.qvel.copy(), scene=pbsim.Scene())
     for _ in range(200):
         mujoco.mj_step(mj, d)
     assert np.all(tr.q[-1] > m.lower - 1e-9) and np.all(tr.q[-1] < m.upper + 1e-9)

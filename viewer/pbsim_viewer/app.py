@@ -401,7 +401,7 @@ def make_session(
     dt=2e-3,
     kp: float | None = None,
     kd: float | None = None,
-    ground: str | None = "plane",
+    ground: str | None = "auto",
     terrain=None,
     mu: float = 0.8,
     up: str = "z",
@@ -413,8 +413,9 @@ def make_session(
     ``floating=None``: the file decides (a URDF without a ``world`` link floats).  ``up``: "z",
     "y" (gravity along -y, e.g. the DeepMimic humanoid) or "auto" (:func:`poses.detect_up`);
     set before the scene is made, so plane and terrain face -gravity.  ``scene``: an explicit
-    :class:`pbsim.Scene`; otherwise ``pbsim.make_scene(model, ground, terrain, mu)`` (no scene
-    when ``ground`` is None and there is no terrain).  ``kp``/``kd`` None: :func:`poses.default_gains`.
+    :class:`pbsim.Scene`; otherwise ``pbsim.make_scene(model, ground, terrain, mu)`` with the rule
+    of :func:`pbsim.contact.default_scene` and the viewer's default ``ground="auto"`` (the file's own
+    world geometry, else a plane); no scene when ``ground`` is None and there is no terrain.  ``kp``/``kd`` None: :func:`poses.default_gains`.
     ``pose="stand"``: SPD holds (and starts from) :func:`poses.standing_pose`, else the file's
     default configuration.  A floating base is placed on the ground / terrain."""
     from pbsim_viewer.poses import default_gains, detect_up, standing_pose
@@ -473,7 +474,7 @@ def view(
     options: dict | None = None,
     terrain=None,
     max_triangles: int = 0,
-    ground: str | None = "plane",
+    ground: str | None = "auto",
     mu: float = 0.8,
     up: str = "z",
     pose: str = "stand",
@@ -551,7 +552,13 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
         default="z",
         help="the model's up axis: gravity along -up, ground and camera follow (auto: tallest axis)",
     )
-    p.add_argument("--ground", choices=["plane", "none"], default="plane", help="contact ground plane")
+    p.add_argument(
+        "--ground",
+        choices=["auto", "model", "plane", "none"],
+        default="auto",
+        help="auto (default): the file's own world geoms (MJCF floor), else a ground plane; model: only the "
+        "file's; plane: a plane (the file's ignored); none",
+    )
     p.add_argument("--terrain", metavar="MESH", help="terrain mesh (z-up STL/OBJ/OFF): contact geometry, drawn")
     p.add_argument("--mu", type=float, default=0.8, help="friction coefficient")
     p.add_argument(

@@ -64,7 +64,8 @@ def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
         dqs[j] = dt * sq
         vn[b, j] = v[b, j] + dt * sv
     integrate_config(m, q[b], dqs, qn[b], w.Rj[b])
-    limit_project(m, qn[b], vn[b])  # the RK family cannot bend q within the step (dynamics/passive.py)
+    if ns == 1:  # explicit Euler moves q with the old v: no force can stop it within the step
+        limit_project(m, q[b], qn[b], vn[b])
 
 
 RKExtra = namedtuple("RKExtra", "A wts")  # the Butcher tableau, the ``x`` of the RK step
