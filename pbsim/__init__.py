@@ -11,12 +11,20 @@ from pbsim.dynamics.api import (
     point_jacobian,
     rnea,
 )
-from pbsim.errors import InertiaError, InputError, MeshNotFoundError, ParseError, PbsimError, SimulationError
+from pbsim.errors import (
+    InertiaError,
+    InputError,
+    MeshNotFoundError,
+    ParseError,
+    PbsimError,
+    PbsimWarning,
+    SimulationError,
+)
 from pbsim.io import load
 from pbsim.model import Model, ModelBuilder
 from pbsim import integrators
 from pbsim.control import Control, Reference, control_from_args, spd_forward
-from pbsim.contact import Scene, contact_diagnostics, contact_query, make_scene
+from pbsim.contact import Scene, contact_diagnostics, contact_query, default_scene, make_scene
 from pbsim.integrators import State
 from pbsim.rollout import Trajectory, rollout  # noqa: E402  (the function shadows the module name)
 
@@ -35,6 +43,7 @@ __all__ = [
     "spd_forward",
     "Scene",
     "make_scene",
+    "default_scene",
     "contact_query",
     "contact_diagnostics",
     "integrators",
@@ -53,4 +62,5 @@ __all__ = [
     "InertiaError",
     "InputError",
     "SimulationError",
+    "PbsimWarning",
 ]

@@ -6,6 +6,10 @@ class PbsimError(Exception):
     """Base class of all pbsim errors."""
 
 
+class PbsimWarning(UserWarning):
+    """Base class of pbsim's warnings (a file loaded not exactly as written, a run that needed care)."""
+
+
 class ParseError(PbsimError, ValueError):
     """A robot file could not be read (malformed XML, unknown joint type, ...)."""
 

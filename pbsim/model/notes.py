@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import warnings
 
+from pbsim.errors import PbsimWarning
 
-class ModelWarning(UserWarning):
+
+class ModelWarning(PbsimWarning):
     """A robot file was loaded, but not exactly as written (the message names the file and the
     element; the same text is in ``Model.notes``)."""
 
