@@ -102,7 +102,13 @@ def cmd_rollout(args):
     model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
     q0 = model.default_configuration()
     control = None
-    if args.control != "torque" or args.target:
+    if args.ctrl is not None:
+        if args.control != "torque" or args.target:
+            raise PbsimError("--ctrl drives the model's actuators; it cannot be combined with --control/--target")
+        from pbsim.control.actuators import CtrlSchedule
+
+        control = CtrlSchedule.from_arg(model, args.ctrl)
+    elif args.control != "torque" or args.target:
         from pbsim.control import control_from_args
 
         control = control_from_args(
@@ -381,6 +387,12 @@ def build_parser():
         default="linear",
         choices=["linear", "exact"],
         help="SPD position prediction: first-order q + dt v (paper Eq. 4) or exact q (+) dt v",
+    )
+    c.add_argument(
+        "--ctrl",
+        metavar="FILE|VALUES",
+        help="drive the model's actuators (MJCF <actuator>): a .npz (t, ctrl) / .csv (t + one column per "
+        "actuator) schedule held between samples, or constant values 'u1,u2,...'",
     )
     c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
     c.add_argument("--kd", default="0", help="like --kp")

@@ -126,3 +126,43 @@ def test_bad_ctrl_is_named(tmp_path):
         pbsim.load(str(p))
     k = pbsim.Control(ctrl=np.zeros((3, 2))).kernel_arrays(m, 3)  # batched ctrl
     assert k.tau.shape == (3, m.nv)
+
+
+def test_cli_ctrl_file_and_values(tmp_path, capsys):
+    from pbsim.cli import main
+    from pbsim.control.actuators import CtrlSchedule
+
+    path = _gym("reacher.xml")
+    m = pbsim.load(path)
+    sched = CtrlSchedule.from_arg(m, "0.5,-0.5")
+    assert np.allclose(sched(0.3).ctrl, [0.5, -0.5])
+    csvp = tmp_path / "u.csv"
+    csvp.write_text("t," + ",".join(m.actuator_names) + "\n0,0.1,0.2\n0.05,0.3,0.4\n")
+    s = CtrlSchedule.from_arg(m, str(csvp))
+    assert np.allclose(s(0.01).ctrl, [0.1, 0.2]) and np.allclose(s(0.07).ctrl, [0.3, 0.4])
+    out = tmp_path / "r.npz"
+    assert (
+        main(
+            [
+                "rollout",
+                path,
+                "--integrator",
+                "euler",
+                "--steps",
+                "100",
+                "--ctrl",
+                str(csvp),
+                "--quiet",
+                "--out",
+                str(out),
+                "--ground",
+                "none",
+            ]
+        )
+        == 0
+    )
+    z = np.load(out)
+    u = pbsim.rollout(m, "euler", steps=100, control=s, scene=pbsim.Scene())
+    assert np.allclose(z["q"], u.q)
+    assert main(["rollout", path, "--steps", "2", "--ctrl", "1,2,3", "--quiet"]) == 2
+    assert "2 actuators" in capsys.readouterr().err
