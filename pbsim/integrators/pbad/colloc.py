@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.backends.kernel import kernel, specialize
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
@@ -22,7 +22,7 @@ from pbsim.errors import InputError
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
                                            inertial_gravity_terms, poses_from_work, world_twists)
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
-from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
+from pbsim.optim.lm import LM_ACCEPTED, LM_DAMPED, LM_ROOT, lm_loop, lm_stalled_small
 
 # initial guess of the unknown collocation nodes (colloc_state)
 GUESS_VELOCITY, GUESS_PBAD2, GUESS_EXTRAPOLATE = 0, 1, 2
@@ -145,101 +145,99 @@ def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                         J[r0 + a, c0 + a] += c.kp[bp, a]
 
 
+# LM on Eq. 7: the generic loop of pbsim.optim.lm on the problem P = (m, pm, c, w, pw, C1, C2, dt),
+# iterate: the unknown nodes pw.qn[b, 2:], trial pw.qt[b, 2:]; objective 1/2 |r|^2, norm |r|_inf
+
+@kernel
+def colloc_lm_eval(P, b):
+    """LM hook: r and J of Eq. 6 at the nodes, E = 1/2 |r|^2 and |r|_inf."""
+    m, pm, c, w, pw, C1, C2, dt = P
+    n = (pw.qn.shape[1] - 2) * m.nv
+    r = pw.r[b]
+    colloc_residual(m, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r, pw.J[b])
+    return 0.5 * dot(r, r, n), inf_norm(r, n)
+
+
+@kernel
+def colloc_trial(P, b, tries):
+    """LM hook: the trial nodes q_u (+) dx_u and their 1/2 |r|^2 (J is left alone)."""
+    m, pm, c, w, pw, C1, C2, dt = P
+    nodes = pw.qn[b]
+    trial = pw.qt[b]
+    nn = nodes.shape[0]
+    nv = m.nv
+    dx = pw.dx[b]
+    for u in range(2, nn):
+        integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+    rt = pw.rt[b]
+    colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, rt, pw.J[b])
+    return 0.5 * dot(rt, rt, (nn - 2) * nv)
+
+
+@kernel
+def colloc_newton(P, b, E, xtol):
+    """LM hook tried first: the system is square, so the Newton step J dx = -r (LU: no squared
+    conditioning) is taken when it decreases E; otherwise the normal equations g = J^T r,
+    H = J^T J are formed for the damped tries (O(n^3): only when the Newton step fails)."""
+    m, pm, c, w, pw, C1, C2, dt = P
+    n = (pw.qn.shape[1] - 2) * m.nv
+    r = pw.r[b]
+    J = pw.J[b]
+    dx = pw.dx[b]
+    M2 = pw.M2[b]
+    for a in range(n):
+        dx[a] = -r[a]
+        for cc in range(n):
+            M2[a, cc] = J[a, cc]
+    if lu_solve_inplace(M2, dx, n):
+        Et = colloc_trial(P, b, 0)
+        if Et <= E:
+            return LM_ACCEPTED
+        if inf_norm(dx, n) < xtol:  # Newton step below xtol: at the root, r is rounding noise
+            return LM_ROOT
+    g = pw.g[b]
+    H = pw.H[b]
+    for a in range(n):
+        s = 0.0
+        for k in range(n):
+            s += J[k, a] * r[k]
+        g[a] = s
+        for cc in range(a, n):
+            s = 0.0
+            for k in range(n):
+                s += J[k, a] * J[k, cc]
+            H[a, cc] = s
+            H[cc, a] = s
+    return LM_DAMPED
+
+
+@kernel
+def colloc_take(P, b):
+    """LM hook: the trial nodes become the nodes."""
+    m = P[0]
+    pw = P[4]
+    for u in range(2, pw.qn.shape[1]):
+        for a in range(m.nq):
+            pw.qn[b, u, a] = pw.qt[b, u, a]
+
+
+COLLOC_LM = dict(lm_eval=colloc_lm_eval, lm_try=colloc_trial, lm_take=colloc_take, lm_first=colloc_newton,
+                 lm_stalled=lm_stalled_small)
+colloc_lm_loop = specialize(lm_loop, "colloc", **COLLOC_LM)
+STALL_WINDOW = 10  # stop when 1/2 |r|^2 has not halved in this many iterations (a minimum of Eq. 7, no root)
+
+
 @kernel
 def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
     """LM on Eq. 7 (1/2 sum ||r_u||^2) over all unknown nodes at once."""
     nodes = pw.qn[b]
     trial = pw.qt[b]
-    nn = nodes.shape[0]
-    nv = m.nv
-    n = (nn - 2) * nv
-    r = pw.r[b]
-    J = pw.J[b]
-    g = pw.g[b]
-    H = pw.H[b]
-    dx = pw.dx[b]
-    colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
-    E = 0.5 * dot(r, r, n)
-    lam = 1e-6
-    it = 0
-    conv = False
-    rn = inf_norm(r, n)
-    for k in range(2):
+    for k in range(2):  # the known nodes
         for a in range(m.nq):
             trial[k, a] = nodes[k, a]
-    E_ref = E
-    while it < maxit:
-        if rn < gtol:
-            conv = True
-            break
-        if it > 0 and it % 10 == 0:  # stalled at a local minimum of Eq. 7 that is not a root of Eq. 6
-            if E > 0.5 * E_ref:
-                break
-            E_ref = E
-        it += 1
-        accepted = False
-        small = False
-        # square system: try the Newton step J dx = -r first (LU; no squared conditioning)
-        M2 = pw.M2[b]
-        for a in range(n):
-            dx[a] = -r[a]
-            for cc in range(n):
-                M2[a, cc] = J[a, cc]
-        if lu_solve_inplace(M2, dx, n):
-            for u in range(2, nn):
-                integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
-            colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
-            Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
-            if Et <= E:
-                accepted = True
-            elif inf_norm(dx, n) < xtol:  # Newton step below xtol: at the root, r is rounding noise
-                conv = True
-                break
-        if not accepted:  # normal equations J^T J, J^T r (O(n^3): only when the Newton step fails)
-            for a in range(n):
-                s = 0.0
-                for k in range(n):
-                    s += J[k, a] * r[k]
-                g[a] = s
-                for cc in range(a, n):
-                    s = 0.0
-                    for k in range(n):
-                        s += J[k, a] * J[k, cc]
-                    H[a, cc] = s
-                    H[cc, a] = s
-        for _tries in range(0 if accepted else 30):
-            if lm_solve(H, g, lam, pw.M2[b], pw.L[b], dx, n):
-                for u in range(2, nn):
-                    integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
-                colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, pw.rt[b], J)
-                Et = 0.5 * dot(pw.rt[b], pw.rt[b], n)
-                if Et <= E:
-                    accepted = True
-                    lam = lm_accept(lam)
-                    break
-                if inf_norm(dx, n) < xtol:
-                    small = True
-                    break
-            lam = lm_reject(lam)
-        if not accepted:
-            conv = small and rn < 1e3 * gtol
-            break
-        for u in range(2, nn):
-            for a in range(m.nq):
-                nodes[u, a] = trial[u, a]
-        step = inf_norm(dx, n)
-        colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, True, r, J)
-        E = 0.5 * dot(r, r, n)
-        rn = inf_norm(r, n)
-        if step < xtol:
-            conv = True
-            break
-    if rn < gtol:
-        conv = True
-    info[0] = it
-    info[1] = rn
-    info[2] = 1.0 if conv else 0.0
-    info[3] = E
+    n = (nodes.shape[0] - 2) * m.nv
+    colloc_lm_loop((m, pm, c, w, pw, C1, C2, dt), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, n, maxit,
+                   gtol, xtol, 0.0, STALL_WINDOW, info)
 
 
 @kernel
