@@ -105,7 +105,7 @@ def cmd_rollout(args):
     if args.ctrl is not None:
         if args.control != "torque" or args.target:
             raise PbsimError("--ctrl drives the model's actuators; it cannot be combined with --control/--target")
-        from pbsim.control.actuators import CtrlSchedule
+        from pbsim.control.schedule import CtrlSchedule
 
         control = CtrlSchedule.from_arg(model, args.ctrl)
     elif args.control != "torque" or args.target:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from pbsim.backends.kernel import CompileWatch
 from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
-from pbsim.errors import SimulationError, check_dt
+from pbsim.errors import PbsimWarning, SimulationError, check_dt
 from pbsim.integrators.base import Integrator, State, make
 from pbsim.trajectory import Trajectory  # defined below rollout_gpu too; pbsim.rollout.Trajectory stays
 
@@ -39,7 +40,9 @@ def rollout(
     geometry (an MJCF floor, hfields ...) and no contact when it has none (``pbsim.Scene()`` for
     none at all, ``pbsim.make_scene(model, ground="plane")`` to add a plane).
     ``on_nan``: "raise" (SimulationError naming the step and time) or "stop" (freeze diverged
-    trajectories and mark them in ``Trajectory.diverged``).
+    trajectories and mark them in ``Trajectory.diverged``).  A body deeper in the environment than
+    ``Scene.max_penetration`` (0.05 m) is a SimulationError too with "raise", a warning with
+    "stop"; ``Trajectory.info["max_penetration"]`` keeps the deepest point of each trajectory.
     ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
     numba-cuda, ``pip install 'pbsim[gpu]'``; see :func:`pbsim.rollout_gpu.rollout_cuda`).
     """
@@ -89,6 +92,8 @@ def rollout(
     E = np.zeros((nrec, B))
     Q[0], V[0], E[0] = state.q, state.v, e0
     diverged = np.zeros(B, bool)
+    pen = np.zeros(B)  # deepest contact point so far, per trajectory
+    warned = False
     bar = None
     ctrl_fn = control if callable(control) else None
     ctrl = control if isinstance(control, Control) else None
@@ -110,6 +115,23 @@ def rollout(
             diverged |= bad
             new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
             diag.energy[bad] = np.nan
+        if diag.penetration is not None:
+            pen = np.maximum(pen, np.where(diverged, pen, diag.penetration))
+            if diag.deep.any() and not (diag.deep & ~diverged).sum() == 0:
+                b = int(np.argmax(diag.deep & ~diverged))
+                msg = (
+                    f"integrator {name!r}: a body sank {diag.penetration[b]:.3g} m into the environment "
+                    f"(bound {integ.scene.max_penetration:g} m, Scene.max_penetration) at step {k}, "
+                    f"t = {new.t:.6g} s, dt = {dt:g}, trajectory {b}; try a smaller dt, a stiffer contact "
+                    "or another integrator"
+                )
+                if on_nan == "raise":
+                    if bar is not None:
+                        bar.close()
+                    raise SimulationError(msg)
+                if not warned:
+                    warnings.warn(msg + " (on_nan='stop': the run goes on)", PbsimWarning, stacklevel=2)
+                    warned = True
         state = new
         if k % record_every == 0:
             r = k // record_every
@@ -125,7 +147,14 @@ def rollout(
     if single:
         Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
     return Trajectory(
-        T, Q, V, E, name, float(dt), diverged if on_nan == "stop" else None, info={"compile_s": watch.seconds}
+        T,
+        Q,
+        V,
+        E,
+        name,
+        float(dt),
+        diverged if on_nan == "stop" else None,
+        info={"compile_s": watch.seconds, "max_penetration": pen[0] if single else pen},
     )
 
 

@@ -48,6 +48,7 @@ class Scene:
     friction_eps: float = 0.01
     delta_ref: float = DELTA_REF
     zeta: float = ZETA
+    max_penetration: float = 0.05  # [m] deeper than this a state is flagged (pbsim.contact.depth)
     ground: bool = False
     plane_normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     plane_offset: float = 0.0
@@ -56,7 +57,7 @@ class Scene:
     points_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self):
-        for nm in ("mu", "friction_eps", "delta_ref", "zeta"):
+        for nm in ("mu", "friction_eps", "delta_ref", "zeta", "max_penetration"):
             v = float(getattr(self, nm))
             if not (np.isfinite(v) and v >= 0):
                 raise ContactInputError(f"scene {nm} must be a finite number >= 0, got {v!r}")

@@ -78,6 +78,8 @@ class Diagnostics:
     residual: np.ndarray | None = None  # (B,) final residual / gradient norm
     converged: np.ndarray | None = None  # (B,) bool
     extra: dict = field(default_factory=dict)
+    penetration: np.ndarray | None = None  # (B,) deepest contact point after the step [m] (scenes with contact)
+    deep: np.ndarray | None = None  # (B,) bool: penetration above the scene's bound (a body sinking in)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,20 @@ class Integrator:
         dt = check_dt(dt)
         if control is None:
             control = self.__dict__.setdefault("_no_control", Control())
-        return self._step(state, control, dt)
+        new, diag = self._step(state, control, dt)
+        ks = self.__dict__.get("_ks_diag")
+        if ks is None:
+            ks = self.__dict__["_ks_diag"] = self.scene.kernel_arrays(self.model)
+        if ks.npts > 0:  # how deep the deepest contact point sits (every method, same detection)
+            from pbsim.contact.depth import max_depth_batch
+            from pbsim.dynamics.workspace import work_for
+
+            pen = np.zeros(new.batch)
+            q = np.ascontiguousarray(new.q)
+            max_depth_batch(self.model.k, ks, work_for(self.model, new.batch), q, pen)
+            diag.penetration = pen
+            diag.deep = pen > self.scene.max_penetration
+        return new, diag
 
     def scratch(self, B: int, dense: bool = False):
         """``(w, sw, ks, x)`` for ``B`` trajectories: dynamics workspace, step scratch, scene

@@ -130,7 +130,7 @@ def test_bad_ctrl_is_named(tmp_path):
 
 def test_cli_ctrl_file_and_values(tmp_path, capsys):
     from pbsim.cli import main
-    from pbsim.control.actuators import CtrlSchedule
+    from pbsim.control.schedule import CtrlSchedule
 
     path = _gym("reacher.xml")
     m = pbsim.load(path)

@@ -1,0 +1,32 @@
+"""The deepest contact point of a state (the integrators' penetration diagnostic)."""
+import numpy as np
+from numba import prange
+
+from pbsim.backends.kernel import kernel
+from pbsim.contact.query import contact_detect
+from pbsim.dynamics.kinematics import fk_state
+
+# A state with a contact point deeper than Scene.max_penetration (default 0.05 m: ten times the
+# penalty model's reference depth DELTA_REF = 5 mm -- deeper than any correctly resolved contact,
+# shallow enough to catch a body sinking) is flagged: Diagnostics.deep, and by rollout.
+
+
+@kernel
+def max_depth_state(m, s, w, b, q):
+    """Largest depth ``max(0, r - phi)`` over the contact points at configuration row ``q``."""
+    fk_state(m, w, b, q)
+    dmax = 0.0
+    for k in range(s.npts):
+        body = s.pt_body[k]
+        _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, k, w.Rw[b, body], w.pw[b, body])
+        if sd > dmax:
+            dmax = sd
+    return dmax
+
+
+@kernel(parallel=True)
+def max_depth_batch(m, s, w, q, out):
+    """``out[b]``: the deepest contact point of state ``q[b]`` (0 when none touches)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        out[b] = max_depth_state(m, s, w, b, q[b])
