@@ -17,7 +17,17 @@ URDF = """<robot name="pend">
   <limit lower="-0.5" upper="0.5" effort="100" velocity="10"/></joint>
 </robot>"""
 
-LIMITED = ["euler", "explicit_euler", "rk2", "rk3", "rk4", "variational", "variational_newton", "variational_broyden"]
+LIMITED = [
+    "euler",
+    "explicit_euler",
+    "rk2",
+    "rk3",
+    "rk4",
+    "variational",
+    "variational_newton",
+    "variational_broyden",
+    "pbad",
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +62,13 @@ def test_limit_overshoot(pendulum, name, dt):
     over = max(q.max() - 0.5, -0.5 - q.min(), 0.0)
     assert over <= 0.05, (name, dt, over)
     assert q.max() > 0.45  # it did reach the limit (the test is not vacuous)
+
+
+def test_pbad_limit_at_50ms(pendulum):
+    """pbad's limit is a term of its step objective: a 50 ms step cannot jump through it."""
+    tr = pbsim.rollout(pendulum, "pbad", dt=0.05, steps=30, q0=np.array([0.4]), v0=np.array([6.0]))
+    q = tr.q[:, 0]
+    assert q.max() > 0.45 and max(q.max() - 0.5, -0.5 - q.min(), 0.0) <= 0.05, q
 
 
 def test_limits_off_changes_nothing_inside_them(pendulum):

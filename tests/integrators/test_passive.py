@@ -49,7 +49,7 @@ XML = """<mujoco><option gravity="0 0 0"/><worldbody><body name="wheel">
 <geom type="cylinder" size="0.2 0.05" mass="2"/></body></worldbody></mujoco>"""
 
 
-@pytest.mark.parametrize("name", ["euler", "rk4", "variational"])
+@pytest.mark.parametrize("name", ["euler", "rk4", "variational", "pbad"])
 def test_dry_friction_holds_below_and_slips_above(tmp_path, name):
     p = tmp_path / "wheel.xml"
     p.write_text(XML)
@@ -57,9 +57,9 @@ def test_dry_friction_holds_below_and_slips_above(tmp_path, name):
     assert m.frictionloss[0] == 1.0
     inertia = 0.5 * 2 * 0.2**2
     for torque, moves in ((0.5, False), (2.0, True)):
-        tr = pbsim.rollout(m, name, dt=5e-3, steps=200, control=pbsim.Control(tau=np.array([torque])))
+        tr = pbsim.rollout(m, name, dt=5e-3, steps=40, control=pbsim.Control(tau=np.array([torque])))
         v = tr.v[-1, 0]
-        if moves:  # (torque - friction) / I
-            assert np.isclose(v, (torque - 1.0) / inertia * 1.0, rtol=0.02), v
+        if moves:  # (torque - friction) / I over 0.2 s; the linearised stick-slip start lags 1-2 steps (euler 3 % low)
+            assert np.isclose(v, (torque - 1.0) / inertia * 0.2, rtol=0.05), v
         else:
             assert abs(v) < 0.02, v  # creeps at most ~ FRICTION_VEL

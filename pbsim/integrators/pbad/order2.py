@@ -16,12 +16,11 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
-from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
-from pbsim.dynamics.liegroup import dexpinv_velocity
 from pbsim.dynamics.minv import minv_factor, minv_solve
+from pbsim.integrators.pbad.joints import joint_energy, joint_gradient, joint_hessian
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_hessian, contact_step_limit,
                                            contact_terms, gn_block, hessian_second_order, inertial_gravity_terms,
                                            point_hessian, point_terms, poses_from_work, world_twists)
@@ -58,7 +57,8 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
     With ``want_g`` fills the tangent gradient ``g`` (nv), with ``want_h`` the Hessian ``H``
     (exact second derivatives of the poses when ``exact_h``, else Gauss-Newton).  Joint-space
     terms (torques, damping, armature, SPD) are exact for 1-DOF joints; for ball/free joints their
-    gradient is exact (through dexp^-1) and their Hessian keeps the leading diagonal term."""
+    gradient is exact (through dexp^-1) and their Hessian keeps the leading diagonal term
+    (:mod:`.joints`: control, damping, armature, springs, dry friction, joint limits)."""
     T = pw.T[b, 2]
     Tk = pw.T[b, 1]
     Tp = pw.T[b, 0]
@@ -76,60 +76,15 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
         e += point_terms(m, pm, T, Tk, dt, G, pw.F[b], pw.K[b])
     if s.npts > 0:
         e += contact_terms(m, pm, s, T, Tk, dt, G, pw.F[b], pw.K[b])
-    # joint-space terms: h = dE/dd for d = q (-) q_k; kp part through e_ref = q (-) q_ref
+    # joint-space terms (control, damping, armature, springs, friction, limits): h = dE/dd, d = q (-) q_k
     d = pw.d[b]
     h = pw.v1[b]
-    difference_config(m, qk, q, d, w.Rj[b])
-    bt = b if c.tau.shape[0] > 1 else 0
-    bp = b if c.kp.shape[0] > 1 else 0
-    bd = b if c.kd.shape[0] > 1 else 0
-    bq = b if c.q_ref.shape[0] > 1 else 0
-    bv = b if c.v_ref.shape[0] > 1 else 0
-    spd = c.mode == SPD
-    for j in range(m.nv):
-        tau = c.tau[bt, j]
-        kd = 0.0
-        if c.mode == PD:  # plain PD: explicit, at (q_k, v_k)
-            tau += -c.kd[bd, j] * (vk[j] - c.v_ref[bv, j])
-        elif spd:
-            kd = c.kd[bd, j]
-            tau += kd * c.v_ref[bv, j]
-        dd = d[j]
-        dprev = dt * vk[j]
-        cdamp = (m.damping[j] + kd) / dt
-        carm = m.armature[j] * inv2
-        e += -tau * dd + 0.5 * cdamp * dd * dd + 0.5 * carm * (dd - dprev) * (dd - dprev)
-        h[j] = -tau + cdamp * dd + carm * (dd - dprev)
-    if c.mode == PD or spd:
-        eref = pw.v2[b]
-        q_at = qk if c.mode == PD else q
-        difference_config(m, c.q_ref[bq], q_at, eref, w.Rj[b])
-        for j in range(m.nv):
-            kp = c.kp[bp, j]
-            if c.mode == PD:
-                h[j] += kp * eref[j]  # constant torque -kp e(q_k): linear work
-                e += kp * eref[j] * d[j]
-            else:
-                e += 0.5 * kp * eref[j] * eref[j]
+    e += joint_energy(m, c, b, q, qk, vk, dt, d, h, pw.v2[b], w.Rj[b])
     if want_g:
         xi = pw.xi[b, 0]
         world_twists(m, T, xi)
         adjoint_gradient(m, T, G, xi, pw.W[b], g)
-        tmp = pw.v3[b]
-        for j in range(m.nv):
-            tmp[j] = -d[j]
-        dexpinv_velocity(m, tmp, h, h)  # J_r^-T(d) h = J_r^-1(-d) h (in place is safe)
-        for j in range(m.nv):
-            g[j] += h[j]
-        if spd:
-            eref = pw.v2[b]
-            difference_config(m, c.q_ref[bq], q, eref, w.Rj[b])
-            for j in range(m.nv):
-                tmp[j] = -eref[j]
-                h[j] = c.kp[bp, j] * eref[j]
-            dexpinv_velocity(m, tmp, h, h)
-            for j in range(m.nv):
-                g[j] += h[j]
+        joint_gradient(m, c, b, q, d, h, pw.v2[b], pw.v3[b], w.Rj[b], g)
         if want_h:
             if exact_h:
                 hessian_second_order(m, xi, pw.W[b], H, False)
@@ -139,10 +94,7 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
                 point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.vel[b])
             if s.npts > 0:
                 contact_hessian(m, pm, s, T, xi, pw.K[b], H, 0, pw.vel[b])
-            for j in range(m.nv):
-                kd = c.kd[bd, j] if spd else 0.0
-                kp = c.kp[bp, j] if spd else 0.0
-                H[j, j] += (m.damping[j] + kd) / dt + m.armature[j] * inv2 + kp
+            joint_hessian(m, c, b, q, d, dt, H)
     return e
 
 
