@@ -49,7 +49,7 @@ XML = """<mujoco><option gravity="0 0 0"/><worldbody><body name="wheel">
 <geom type="cylinder" size="0.2 0.05" mass="2"/></body></worldbody></mujoco>"""
 
 
-@pytest.mark.parametrize("name", ["euler", "rk4", "variational", "pbad"])
+@pytest.mark.parametrize("name", ["euler", "rk4", "variational", "pbad", "pbad3"])
 def test_dry_friction_holds_below_and_slips_above(tmp_path, name):
     p = tmp_path / "wheel.xml"
     p.write_text(XML)

@@ -19,6 +19,7 @@ from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.errors import InputError
+from pbsim.integrators.pbad.joints import passive_residual, passive_residual_jacobian
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
                                            inertial_gravity_terms, poses_from_work, world_twists)
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
@@ -127,6 +128,7 @@ def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
             difference_config(m, c.q_ref[bq], nodes[u], tmp, w.Rj[b])
             for a in range(nv):
                 ru[a] += c.kp[bp, a] * tmp[a]
+        passive_residual(m, nodes[u], vel, ru)  # springs, dry friction, limits (joints.py)
         if want_j:
             r0 = (u - 2) * nv
             # diagonal block: Algorithm 2 (second derivatives, W from this node) + GN with weight C2[u,u]
@@ -143,6 +145,7 @@ def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                     J[r0 + a, c0 + a] += (m.damping[a] + kd) * C1[u, v2] / dt + m.armature[a] * C2[u, v2] * inv2
                     if v2 == u and (c.mode == PD or c.mode == SPD):
                         J[r0 + a, c0 + a] += c.kp[bp, a]
+                passive_residual_jacobian(m, nodes[u], vel, C1[u, v2] / dt, v2 == u, J, r0, c0)
 
 
 # LM on Eq. 7: the generic loop of pbsim.optim.lm on the problem P = (m, pm, c, w, pw, C1, C2, dt),

@@ -148,3 +148,45 @@ def joint_hessian(m, c, b, q, d, dt, H):
         kp = c.kp[bp, j] if spd else 0.0
         H[j, j] += (m.damping[j] + kd) / dt + m.armature[j] * inv2 + kp
     passive_hessian(m, q, d, dt, H)
+
+
+@kernel
+def passive_residual(m, q, vel, ru):
+    """Eq. 6's force residual at a collocation node (configuration ``q``, joint velocity ``vel``):
+    adds minus the passive torques -- springs ``k (q - q_s)``, dry friction ``f tanh(vel / v_f)``,
+    limits ``kp (q - limit)`` past a limit -- to ``ru`` (nv,)."""
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt != REVOLUTE and jt != PRISMATIC:
+            continue
+        j = m.iv[i]
+        x = q[m.iq[i]]
+        ru[j] += m.stiffness[j] * (x - m.springref[m.iq[i]])
+        f = m.frictionloss[j]
+        if f > 0.0:
+            ru[j] += f * math.tanh(vel[j] / FRICTION_VEL)
+        if m.limit_kp[j] > 0.0:
+            if x > m.upper[j]:
+                ru[j] += m.limit_kp[j] * (x - m.upper[j])
+            elif x < m.lower[j]:
+                ru[j] += m.limit_kp[j] * (x - m.lower[j])
+
+
+@kernel
+def passive_residual_jacobian(m, q, vel, dvel, same, J, r0, c0):
+    """d :func:`passive_residual` at node u / d(node v) into the diagonal of block (r0, c0):
+    ``dvel`` = d vel / d q_v (C1[u, v] / dt), ``same``: v == u (springs and limits act there)."""
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt != REVOLUTE and jt != PRISMATIC:
+            continue
+        j = m.iv[i]
+        x = q[m.iq[i]]
+        f = m.frictionloss[j]
+        if f > 0.0:
+            t = math.tanh(vel[j] / FRICTION_VEL)
+            J[r0 + j, c0 + j] += f / FRICTION_VEL * (1.0 - t * t) * dvel
+        if same:
+            J[r0 + j, c0 + j] += m.stiffness[j]
+            if m.limit_kp[j] > 0.0 and (x > m.upper[j] or x < m.lower[j]):
+                J[r0 + j, c0 + j] += m.limit_kp[j]
