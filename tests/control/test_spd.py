@@ -35,7 +35,9 @@ def _models():
 
 @pytest.mark.parametrize("name,make", _models(), ids=[n for n, _ in _models()])
 def test_df_sf_maba_same_acceleration_and_eq6(name, make):
-    m = make()
+    # the joint-limit torques (tests/integrators/test_limits.py) are off: random states sit past
+    # Robosimian's limits, and this test checks SPD's own equations (Eq. 5-6)
+    m = dataclasses.replace(make(), limit_stiffness=0.0, limit_damping=0.0)
     rng = np.random.default_rng(7)
     B = 3
     q = np.stack([m.random_configuration(rng) for _ in range(B)])
