@@ -1,0 +1,71 @@
+"""``ne_dry``: Newton-Euler with Coulomb dry friction, the baseline of paper 003 (PBFD, Sec. III-A/C,
+Eq. 1, 2 and 7; notes/pbfd_nmdp.md A2 (B2)).
+
+Semi-implicit Euler on the joint-space Newton-Euler equations (dense CRBA mass matrix, RNEA bias
+forces, control / damping / passive joint forces through :func:`pbsim.control.solve.joint_forces`
+like ``euler``) with the contact impulses of a velocity-level Stewart-Trinkle LCP: per active
+contact point a normal impulse, a 4-direction polyhedral friction cone and its slack, solved by
+Lemke's complementary pivoting (:mod:`pbsim.optim.lcp`), with an Anitescu/Baumgarte penetration
+correction.  The equations and constants are in :mod:`.step`.
+
+Options: ``mu`` (None: the scene's), ``margin`` (contact points closer than this to the
+environment are in the LCP), ``baumgarte`` (fraction of a penetration corrected per step),
+``max_iterations`` (Lemke's pivot cap; None: 100 + 10 x the LCP size).  Diagnostics: iterations =
+Lemke pivots of the step, residual = the LCP's complementarity residual, converged = the LCP was
+solved, ``extra["active_contacts"]``.
+"""
+from __future__ import annotations
+
+import math
+
+from pbsim.errors import InputError
+from pbsim.integrators.base import Integrator, Option, StepSpec, register
+from pbsim.integrators.ne_dry.step import BATCHED, NeDryX, make_ne_dry_extra, ne_dry_step  # noqa: F401
+
+MARGIN = 0.01  # [m] default activation margin: points within 1 cm of the environment enter the LCP
+BAUMGARTE = 0.2  # default fraction of a penetration depth pushed out per step (velocity bias 0.2 d / dt)
+
+
+def _extra(integrator, B):
+    I = integrator
+    return make_ne_dry_extra(I.model, I.scene.kernel_arrays(I.model).npts, B, I.mu, I.margin, I.baumgarte,
+                             I.max_iterations)
+
+
+@register("ne_dry", doc="Newton-Euler + Coulomb dry friction: semi-implicit Euler, Stewart-Trinkle LCP by Lemke "
+                        "(paper 003's baseline)")
+class NeDry(Integrator):
+    """Newton-Euler with dry friction (velocity-level LCP, Lemke)."""
+
+    name = "ne_dry"
+    OPTIONS = (
+        Option("mu", None, "Coulomb friction coefficient (None: the scene's mu)", "float"),
+        Option("margin", MARGIN, "contact points with signed distance below this [m] enter the LCP", "float"),
+        Option("baumgarte", BAUMGARTE, "fraction of a penetration depth corrected per step (0..1)", "float"),
+        Option("max_iterations", None, "Lemke pivot cap per LCP (None: 100 + 10 x the LCP size)", "int"),
+    )
+    STEP = StepSpec(ne_dry_step, extra=_extra, batched=BATCHED, info="info")
+
+    def __init__(self, model, scene=None, **options):
+        super().__init__(model, scene, **options)
+        mu = options.get("mu")
+        self.mu = float(self.scene.mu if mu is None else mu)
+        self.margin = float(options.get("margin", MARGIN))
+        self.baumgarte = float(options.get("baumgarte", BAUMGARTE))
+        maxit = options.get("max_iterations")
+        self.max_iterations = 0 if maxit is None else int(maxit)
+        if not (math.isfinite(self.mu) and self.mu >= 0.0):
+            raise InputError(f"ne_dry: mu must be a finite number >= 0, got {mu!r}")
+        if not (math.isfinite(self.margin) and self.margin >= 0.0):
+            raise InputError(f"ne_dry: margin must be a finite number >= 0 [m], got {self.margin!r}")
+        if not (0.0 <= self.baumgarte <= 1.0):
+            raise InputError(f"ne_dry: baumgarte must be in [0, 1] (a fraction of the depth per step), "
+                             f"got {self.baumgarte!r}")
+        if maxit is not None and self.max_iterations < 1:
+            raise InputError(f"ne_dry: max_iterations must be >= 1, got {maxit!r}")
+
+    def _step(self, state, control, dt):
+        new, d = super()._step(state, control, dt)
+        d.extra["active_contacts"] = d.extra.pop("objective").astype(int)
+        d.extra["pivots"] = d.iterations
+        return new, d

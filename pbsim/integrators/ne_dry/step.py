@@ -1,0 +1,351 @@
+"""The ``ne_dry`` step kernel: semi-implicit Euler on the Newton-Euler equations with Coulomb dry
+friction as a velocity-level LCP (Stewart & Trinkle 1996; Anitescu & Potra 1997), solved by
+Lemke's method (:func:`pbsim.optim.lcp.lemke`).
+
+One step of trajectory b, with ``Mt = M(q) + diag(arm)`` (CRBA's dense mass matrix, armature
+included, plus the implicit diagonal of :func:`pbsim.control.solve.joint_forces`: stable-PD
+``dt Kd``, implicit damping ``dt d``, the passive limits/springs/friction terms)::
+
+    v*  = v + Mt^-1 dt (tau - h(q, v))                        (free velocity)
+    v+  = v* + Mt^-1 (Jn^T ln + D^T beta)                     (contact impulses)
+    q+  = q (+) dt v+
+
+For every contact point k whose signed depth ``sd_k`` (the scene's one detection,
+:func:`pbsim.contact.query.contact_detect`) is above ``-margin``, with gap ``g_k = -sd_k``,
+normal ``n_k``, tangents ``t1_k, t2_k`` and the four friction directions
+``d_kj = +t1, +t2, -t1, -t2`` (rows ``Jn_k = n_k^T J_lin``, ``D_kj = d_kj^T J_lin``)::
+
+    0 <= ln_k     _|_  Jn_k v+ + b_k            >= 0
+    0 <= beta_kj  _|_  D_kj v+ + gamma_k         >= 0
+    0 <= gamma_k  _|_  mu ln_k - sum_j beta_kj   >= 0
+
+``gamma_k`` is the slack (at a sliding contact the tangential speed along the cone edge).  With
+``G = A Mt^-1 A^T`` over the rows ``A = [n; t1; t2]`` this is the LCP, in ``z = [ln; beta; gamma]``
+(sizes nc, 4 nc, nc)::
+
+    | Gnn   Gnd   0 |       | Jn v* + b |
+    | Gdn   Gdd   E |  z +  | D v*      |  =  w
+    | mu   -E^T   0 |       | 0         |
+
+(``E``: a column of ones per contact over its four directions).  Penetration correction
+(Anitescu-style for a gap, Baumgarte-style for a penetration)::
+
+    b_k = g_k / dt                 if g_k >= 0   (a point may close its gap within the step)
+    b_k = baumgarte * g_k / dt     if g_k <  0   (a fraction of the depth pushed out per step)
+
+The tangent frame: ``t1`` is the direction of the point's free tangential velocity
+``(I - n n^T) J_lin v*`` when that is above :data:`VT_EPS`, else the projection of world x (world y
+when the normal is within 25 deg of x) onto the tangent plane; ``t2 = n x t1``.  Aligning a cone
+edge with the sliding direction makes the pyramid's sliding friction exactly ``mu ln`` in any
+direction (a fixed frame would give ``mu ln / sqrt 2`` to diagonal sliding).
+
+The LCP goes to :func:`pbsim.optim.lcp.lemke_regularized` (Lemke, retried with a growing
+diagonal regularization when floating point loses the pivot path; a solution must meet the
+conditions to ``LCP_TOL max|q|``).  If that ends without a solution, the frictionless LCP (the
+leading ``Gnn`` block) is solved instead, and failing that no contact impulse is applied; either
+way the step reports ``converged = 0``.  Effort clamping (``Control(clamp=True)``) re-solves the
+step with saturated stable-PD joints fixed at their limit (the explicit integrators' active set,
+:func:`pbsim.control.solve.clamp_active_set`), at most 4 times.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from pbsim.backends.kernel import kernel
+from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.control.solve import joint_forces
+from pbsim.dynamics.crba import crba_state
+from pbsim.dynamics.joints import integrate_config
+from pbsim.dynamics.rnea import rnea_state
+from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
+from pbsim.optim.linalg import cholesky_factor, cholesky_solve
+
+VT_EPS = 1e-6  # [m/s] free tangential speed above which the first friction direction follows it
+LCP_TOL = 1e-6  # an LCP solution is accepted when it violates the conditions by <= LCP_TOL max|q|
+ROW_EPS = 1e-24  # a contact whose normal row has |J^T n|^2 below this cannot move (fixed body): skipped
+
+# The step's scratch ``x`` (leading axis B on the arrays, P = max(1, scene contact points)):
+# Mt (nv, nv) M(q) then the Cholesky factor of M + diag(arm); h (nv) bias forces; rhs, dv (nv);
+# vs (nv) free velocity; zero (nv) zeros (RNEA's qdd); act (P) ints: active points; gap (P);
+# nrm, pos (P, 3) normals and world points; A, X (3P, nv) rows [n; t1; t2] per contact and
+# Mt^-1 A^T; u (3P) A v*; G (3P, 3P); Ml (6P, 6P), ql, z (6P) the LCP; W (6P + 3, 6P), basis (6P)
+# Lemke's scratch; info (4): [pivots, residual, converged, active contacts]; mu, margin,
+# baumgarte, maxit: the options (maxit 0: automatic, 100 + 10 x the LCP size).
+NeDryX = namedtuple("NeDryX", "Mt h rhs dv vs zero act gap nrm pos A X u G Ml ql z W basis info "
+                              "mu margin baumgarte maxit")
+BATCHED = ("Mt", "h", "rhs", "dv", "vs", "zero", "act", "gap", "nrm", "pos", "A", "X", "u", "G", "Ml",
+           "ql", "z", "W", "basis", "info")
+
+
+def make_ne_dry_extra(model, npts: int, B: int, mu: float, margin: float, baumgarte: float, maxit: int) -> NeDryX:
+    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
+    nv = max(model.nv, 1)
+    P = max(int(npts), 1)
+    B = max(int(B), 1)
+    z = np.zeros
+    L = 6 * P
+    return NeDryX(z((B, nv, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
+                  z((B, P), np.int64), z((B, P)), z((B, P, 3)), z((B, P, 3)), z((B, 3 * P, nv)),
+                  z((B, 3 * P, nv)), z((B, 3 * P)), z((B, 3 * P, 3 * P)), z((B, L, L)), z((B, L)), z((B, L)),
+                  z((B, L + 3, L)), z((B, L), np.int64), z((B, 4)),
+                  float(mu), float(margin), float(baumgarte), int(maxit))
+
+
+@kernel
+def _tangent(nx, ny, nz):
+    """A unit tangent: world x projected on the plane normal to n (world y if n is near x)."""
+    if abs(nx) < 0.9:
+        ax, ay, az = 1.0, 0.0, 0.0
+    else:
+        ax, ay, az = 0.0, 1.0, 0.0
+    d = ax * nx + ay * ny + az * nz
+    tx, ty, tz = ax - d * nx, ay - d * ny, az - d * nz
+    s = math.sqrt(tx * tx + ty * ty + tz * tz)
+    return tx / s, ty / s, tz / s
+
+
+@kernel
+def ne_dry_detect(m, s, w, x, b):
+    """Active contact points of state b (world poses done): their indices, gaps, normals and
+    world points into ``x``; returns their number."""
+    nc = 0
+    for k in range(s.npts):
+        body = s.pt_body[k]
+        px, py, pz, sd, nx, ny, nz = contact_detect(s, k, w.Rw[b, body], w.pw[b, body])
+        if sd > -x.margin:
+            x.act[b, nc] = k
+            x.gap[b, nc] = -sd
+            x.nrm[b, nc, 0], x.nrm[b, nc, 1], x.nrm[b, nc, 2] = nx, ny, nz
+            x.pos[b, nc, 0], x.pos[b, nc, 1], x.pos[b, nc, 2] = px, py, pz
+            nc += 1
+    return nc
+
+
+@kernel
+def ne_dry_rows(m, s, w, x, b, nc, nv):
+    """Rows ``[J^T n; J^T t1; J^T t2]`` of the active contacts (tangents aligned with the free
+    tangential velocity ``x.vs``) and ``u = A v*``; contacts that cannot move are dropped.
+    Returns the number kept."""
+    A = x.A[b]
+    vs = x.vs[b]
+    kept = 0
+    for c in range(nc):
+        k = x.act[b, c]
+        body = s.pt_body[k]
+        nx, ny, nz = x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2]
+        px, py, pz = x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2]
+        t1x, t1y, t1z = _tangent(nx, ny, nz)
+        t2x, t2y, t2z = ny * t1z - nz * t1y, nz * t1x - nx * t1z, nx * t1y - ny * t1x
+        r0 = 3 * kept
+        for r in range(3):
+            for j in range(nv):
+                A[r0 + r, j] = 0.0
+        point_force_jt(m, w, b, body, px, py, pz, nx, ny, nz, A[r0])
+        nn = 0.0
+        for j in range(nv):
+            nn += A[r0, j] * A[r0, j]
+        if not (nn > ROW_EPS):
+            continue
+        point_force_jt(m, w, b, body, px, py, pz, t1x, t1y, t1z, A[r0 + 1])
+        point_force_jt(m, w, b, body, px, py, pz, t2x, t2y, t2z, A[r0 + 2])
+        for r in range(3):
+            acc = 0.0
+            for j in range(nv):
+                acc += A[r0 + r, j] * vs[j]
+            x.u[b, r0 + r] = acc
+        u1 = x.u[b, r0 + 1]
+        u2 = x.u[b, r0 + 2]
+        sp = math.sqrt(u1 * u1 + u2 * u2)
+        if sp > VT_EPS:  # rotate (t1, t2) so that t1 follows the tangential velocity
+            ca = u1 / sp
+            sa = u2 / sp
+            for j in range(nv):
+                a1 = A[r0 + 1, j]
+                a2 = A[r0 + 2, j]
+                A[r0 + 1, j] = ca * a1 + sa * a2
+                A[r0 + 2, j] = -sa * a1 + ca * a2
+            x.u[b, r0 + 1] = sp
+            x.u[b, r0 + 2] = 0.0
+        if kept != c:
+            x.act[b, kept] = k
+            x.gap[b, kept] = x.gap[b, c]
+        kept += 1
+    return kept
+
+
+@kernel
+def _dir(j):
+    """(cos, sin) of friction direction j in the (t1, t2) frame: +t1, +t2, -t1, -t2."""
+    if j == 0:
+        return 1.0, 0.0
+    if j == 1:
+        return 0.0, 1.0
+    if j == 2:
+        return -1.0, 0.0
+    return 0.0, -1.0
+
+
+@kernel
+def ne_dry_lcp(x, b, nc, dt):
+    """The LCP (``x.Ml``, ``x.ql``, size 6 nc) from ``G``, ``u`` and the gaps."""
+    G = x.G[b]
+    Ml = x.Ml[b]
+    ql = x.ql[b]
+    N = 6 * nc
+    mu = x.mu
+    for i in range(N):
+        for j in range(N):
+            Ml[i, j] = 0.0
+    for k in range(nc):
+        nk = 3 * k
+        for l in range(nc):
+            nl = 3 * l
+            Ml[k, l] = G[nk, nl]
+            for mm in range(4):
+                cm, sm = _dir(mm)
+                gnd = cm * G[nk, nl + 1] + sm * G[nk, nl + 2]
+                Ml[k, nc + 4 * l + mm] = gnd
+                Ml[nc + 4 * l + mm, k] = gnd
+            for jj in range(4):
+                cj, sj = _dir(jj)
+                for mm in range(4):
+                    cm, sm = _dir(mm)
+                    Ml[nc + 4 * k + jj, nc + 4 * l + mm] = (cj * (cm * G[nk + 1, nl + 1] + sm * G[nk + 1, nl + 2])
+                                                            + sj * (cm * G[nk + 2, nl + 1] + sm * G[nk + 2, nl + 2]))
+        for jj in range(4):
+            Ml[nc + 4 * k + jj, 5 * nc + k] = 1.0
+            Ml[5 * nc + k, nc + 4 * k + jj] = -1.0
+        Ml[5 * nc + k, k] = mu
+        g = x.gap[b, k]
+        bias = g / dt if g >= 0.0 else x.baumgarte * g / dt
+        ql[k] = x.u[b, nk] + bias
+        for jj in range(4):
+            cj, sj = _dir(jj)
+            ql[nc + 4 * k + jj] = cj * x.u[b, nk + 1] + sj * x.u[b, nk + 2]
+        ql[5 * nc + k] = 0.0
+
+
+@kernel
+def ne_dry_velocity(m, s, c, w, sw, x, b, v, dt, nc0, first):
+    """v+ into ``x.dv`` from the factored ``x.Mt`` (with the step's ``arm``): free velocity, then
+    the contact LCP.  ``first``: build the contact rows (their tangents follow this v*).
+    Returns ``(contacts kept, pivots, residual, solved)``."""
+    nv = m.nv
+    L = x.Mt[b]
+    for j in range(nv):
+        x.rhs[b, j] = dt * (sw.tau[b, j] - x.h[b, j])
+    cholesky_solve(L, x.rhs[b], x.dv[b], nv)
+    for j in range(nv):
+        x.vs[b, j] = v[j] + x.dv[b, j]
+        x.dv[b, j] = x.vs[b, j]
+    nc = nc0
+    if first:
+        nc = ne_dry_rows(m, s, w, x, b, nc0, nv)
+    else:  # a re-solve (effort clamping): same rows, new v*
+        for r in range(3 * nc):
+            acc = 0.0
+            for j in range(nv):
+                acc += x.A[b, r, j] * x.vs[b, j]
+            x.u[b, r] = acc
+    if nc == 0:
+        return 0, 0, 0.0, True
+    nr = 3 * nc
+    for r in range(nr):
+        cholesky_solve(L, x.A[b, r], x.X[b, r], nv)
+    for r in range(nr):
+        for q in range(r, nr):
+            acc = 0.0
+            for j in range(nv):
+                acc += x.A[b, r, j] * x.X[b, q, j]
+            x.G[b, r, q] = acc
+            x.G[b, q, r] = acc
+    ne_dry_lcp(x, b, nc, dt)
+    N = 6 * nc
+    cap = x.maxit if x.maxit > 0 else 100 + 10 * N
+    zz = x.z[b]
+    st, piv, eps, res = lemke_regularized(x.Ml[b], x.ql[b], N, zz, cap, x.W[b], x.basis[b], LCP_TOL)
+    solved = st == LCP_SOLVED
+    if not solved:  # frictionless fallback: the leading Gnn block of the same LCP
+        st2, piv2, eps2, res2 = lemke_regularized(x.Ml[b], x.ql[b], nc, zz, cap, x.W[b], x.basis[b], LCP_TOL)
+        piv += piv2
+        for i in range(nc, N):
+            zz[i] = 0.0
+        if st2 != LCP_SOLVED:
+            for i in range(N):
+                zz[i] = 0.0
+    for k in range(nc):
+        fn = zz[k]
+        f1 = zz[nc + 4 * k] - zz[nc + 4 * k + 2]
+        f2 = zz[nc + 4 * k + 1] - zz[nc + 4 * k + 3]
+        for j in range(nv):
+            x.dv[b, j] += fn * x.X[b, 3 * k, j] + f1 * x.X[b, 3 * k + 1, j] + f2 * x.X[b, 3 * k + 2, j]
+    return nc, piv, res, solved
+
+
+@kernel
+def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """The contract's step (:class:`pbsim.integrators.base.StepSpec`): one ``ne_dry`` step of
+    trajectory b, ``(q[b], v[b]) -> (qn[b], vn[b])``; ``x.info[b]`` = [Lemke pivots, LCP
+    residual, converged, active contacts]."""
+    nv = m.nv
+    qb = q[b]
+    vb = v[b]
+    joint_forces(m, c, w, sw, b, qb, vb, dt, True)
+    for j in range(nv):
+        x.zero[b, j] = 0.0
+    rnea_state(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
+    Mt = x.Mt[b]
+    crba_state(m, w, b, qb, Mt)  # M(q) (full, symmetric); also the world poses
+    # the factor is formed in the lower triangle; M stays in the strict upper one, its diagonal in zero
+    for j in range(nv):
+        x.zero[b, j] = Mt[j, j]
+    nc0 = ne_dry_detect(m, s, w, x, b) if s.npts > 0 else 0
+    nc = 0
+    piv = 0
+    res = 0.0
+    ok = True
+    for it in range(5):
+        for i in range(nv):
+            Mt[i, i] = x.zero[b, i] + sw.arm[b, i]
+            for j in range(i):
+                Mt[i, j] = Mt[j, i]
+        if not cholesky_factor(Mt, Mt, nv):
+            for j in range(nv):
+                x.dv[b, j] = np.nan
+            ok = False
+            break
+        nci, p, r, solved = ne_dry_velocity(m, s, c, w, sw, x, b, vb, dt, nc if it > 0 else nc0, it == 0)
+        nc = nci
+        piv += p
+        res = r
+        ok = solved
+        if c.clamp == 0:
+            break
+        changed = False  # effort clamping: saturated stable-PD joints become explicit at their limit
+        for j in range(nv):
+            kc = sw.kc[b, j]
+            if kc == 0.0:
+                continue
+            lim = c.effort[j]
+            a = sw.tc[b, j] - kc * (x.dv[b, j] - vb[j]) / dt
+            if a > lim or a < -lim:
+                cl = lim if a > 0.0 else -lim
+                sw.tau[b, j] += cl - sw.tc[b, j]
+                sw.arm[b, j] -= kc
+                sw.tc[b, j] = cl
+                sw.kc[b, j] = 0.0
+                changed = True
+        if not changed or it == 4:
+            break
+    for j in range(nv):
+        vn[b, j] = x.dv[b, j]
+        sw.dq[b, j] = dt * x.dv[b, j]
+    integrate_config(m, qb, sw.dq[b], qn[b], w.Rj[b])
+    info = x.info[b]
+    info[0] = piv
+    info[1] = res
+    info[2] = 1.0 if ok else 0.0
+    info[3] = nc
