@@ -24,7 +24,7 @@ from pbsim.contact.scene import DELTA_REF
 from pbsim.errors import InputError
 from pbsim.integrators.base import Diagnostics, Integrator, Option, State, register
 from pbsim.integrators.pbfd.residual import make_pbfd_model, pbfd_eval_batch
-from pbsim.integrators.pbfd.step import STEP, pbfd_used
+from pbsim.integrators.pbfd.step import STEP, STEP_LBFGS
 from pbsim.optim.substep import failed, substep
 
 __all__ = ["Pbfd", "friction_for_mu"]
@@ -133,6 +133,8 @@ class Pbfd(Integrator):
         self.energy_scale = max(float(model.total_mass), 1e-6) * g * 1.0  # M g x 1 m [J]
         self.gtol = self.rtol * self.energy_scale
         self._scratch_b: dict = {}
+        if self.optimizer == "lbfgs":  # its own step kernel (the batch drivers run the class's: LM)
+            self.STEP = STEP_LBFGS
 
     def friction_at(self, dt: float) -> float:
         """The C_par a step of ``dt`` uses."""
@@ -147,7 +149,7 @@ class Pbfd(Integrator):
         if B not in self._scratch_b:
             if len(self._scratch_b) > 4:
                 self._scratch_b.clear()
-            self._scratch_b[B] = (make_step_work(self.model, B), STEP.make_extra(self, B))
+            self._scratch_b[B] = (make_step_work(self.model, B), self.STEP.make_extra(self, B))
         return self._scratch_b[B]
 
     def _run(self, state, control, dt):
@@ -160,7 +162,7 @@ class Pbfd(Integrator):
         q, v = np.ascontiguousarray(state.q, float), np.ascontiguousarray(state.v, float)
         qn, vn = np.empty_like(q), np.empty_like(v)
         e = np.empty((B, 2))
-        run = driver(step_batch, STEP.step, STEP.features, pbfd_used(self, kc, self.ks))
+        run = driver(step_batch, self.STEP.step)
         run(self.model.k, self.ks, kc, work_for(self.model, B), sw, x, q, v, float(dt), qn, vn, e)
         return qn, vn, e, x.info.copy()
 

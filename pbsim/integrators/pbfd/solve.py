@@ -8,7 +8,10 @@
   stall: no decrease found, or GE not halved over :data:`WINDOW` iterations (a stationary point
   of GE that is no root of r: ``J_r^T r = 0`` with ``r != 0``, the note's pitfall 2).
 - LBFGS on GE with gradient ``J_r^T r``, Armijo backtracking, initial inverse Hessian
-  ``h0 dt^4 M(q_k)^-2`` (``J_r ~ M / dt^2``), applied in O(n) through the articulated factor.
+  ``h0 dt^4 M(q_k)^-2`` (``J_r ~ M / dt^2``), applied in O(n) through the articulated factor;
+  each search direction is shortened like LM's trials for points entering the environment and
+  capped at :data:`MAX_STEP` (GE has far roots: a cube turned by pi in one step is one, and
+  LBFGS reached it from a box landing at dt = 0.05 before the cap).
 
 Both start from ``q_k (+) dt v_k`` and judge convergence on ``|r|_inf``, not on ``|grad GE|``:
 a step is converged when ``|r|_inf <= gtol``, or when the solver stopped on a step below ``xtol``
@@ -28,6 +31,7 @@ from pbsim.optim.lm import lm_loop, lm_stalled_small
 
 WINDOW = 10  # LM stops (unconverged) when GE has not halved over this many iterations
 STALL_FACTOR = 1e3  # a solve stopped on a tiny step counts as converged when |r|_inf <= this * gtol
+MAX_STEP = 0.2  # LBFGS: largest step of one iteration (rad or m, max-norm)
 STEP_FRAC = 0.5  # a contact point entering the environment lands at this fraction of its predicted depth
 
 
@@ -155,6 +159,17 @@ def pbfd_lbfgs(m, s, pm, c, w, wf, pw, V, b, q, v, dt, maxit, gtol, xtol, info):
                 dx[j] = -g[j]
             h0_apply(m, wf, b, h0, dt, dx, P)
             slope = dot(g, dx, n)
+        if s.npts > 0:  # as LM's trials: points entering the environment land inside, not through it
+            a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)  # poses, twists of the iterate
+            if a < 1.0:
+                for j in range(n):
+                    dx[j] *= a
+                slope *= a
+        big = inf_norm(dx, n)
+        if big > MAX_STEP:  # a trust cap: GE has other roots far away (a cube turned by pi is one)
+            for j in range(n):
+                dx[j] *= MAX_STEP / big
+            slope *= MAX_STEP / big
         step = 1.0
         ok = False
         Et = E

@@ -2,31 +2,30 @@
 one trajectory, solver loop included, run by the generic drivers (``Integrator.step``,
 ``CpuBatch``, ``CudaBatch`` through the kernel's CUDA twin).  The sub-step fallback of a stalled
 step is the host's (:class:`pbsim.integrators.pbfd.Pbfd`); the batch drivers keep the kernel's
-step and report it unconverged (``solver_info``)."""
+step and report it unconverged (``solver_info``); they run JTJ-LM (LBFGS: the integrator's step)."""
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, unused, unused_float
+from pbsim.backends.kernel import kernel
 from pbsim.dynamics.workspace import make_work
+from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
 from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_prepare
 from pbsim.integrators.pbfd.solve import pbfd_lbfgs, pbfd_lm
 
 # pm: PbfdModel (shared); pw: PbadWork (batched; order 2); V: (B, 4, nv) vectors of the QR solve /
 # LBFGS; wf: second dynamics workspace (M(q_k)'s factor, LBFGS only); info: (B, 4) [iterations,
-# |r|_inf, converged, GE]; method: 0 JTJ-LM, 1 LBFGS
+# |r|_inf, converged, GE]; method: 0 JTJ-LM, 1 LBFGS (informative: one kernel per optimizer)
 PbfdX = namedtuple("PbfdX", "pm pw V wf info maxit gtol xtol method")
 BATCHED = ("pw", "V", "wf", "info")
 
 
-def pbfd_extra(integrator, B) -> PbfdX:
-    """The step's ``x`` for ``B`` trajectories of a made ``pbfd`` integrator."""
+def _extra(integrator, B, lbfgs: bool) -> PbfdX:
     I = integrator
     model = I.model
-    lbfgs = I.optimizer == "lbfgs"
     pw = make_pbad_work(model, I.pm, B, 2, lbfgs_m=8 if lbfgs else 1)
     z = np.zeros
     pw = pw._replace(J=z((B, 1, 1)))  # the unused 4th slot of the LM's work rows
@@ -35,32 +34,44 @@ def pbfd_extra(integrator, B) -> PbfdX:
                  float(I.gtol), float(I.xtol), 1 if lbfgs else 0)
 
 
+def pbfd_extra(integrator, B) -> PbfdX:
+    """The JTJ-LM step's ``x`` for ``B`` trajectories of a made ``pbfd`` integrator."""
+    if integrator.optimizer != "lm":
+        raise InputError("the batch drivers (CpuBatch, device='cuda') run pbfd with optimizer='lm' only "
+                         "(LBFGS: use the integrator's step)")
+    return _extra(integrator, B, False)
+
+
+def pbfd_lbfgs_extra(integrator, B) -> PbfdX:
+    """The LBFGS step's ``x`` (the integrator's own step only)."""
+    return _extra(integrator, B, True)
+
+
 @kernel
 def pbfd_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
-    """One PBFD step of trajectory b: q_{k-1}, q_k poses and the guess q_k (+) dt v_k, the solve of
-    r(q_{k+1}) = 0 (JTJ-LM or LBFGS on GE), v_{k+1} = (q_{k+1} (-) q_k) / dt."""
+    """One PBFD step of trajectory b by JTJ-LM: q_{k-1}, q_k poses and the guess q_k (+) dt v_k, the
+    solve of r(q_{k+1}) = 0, v_{k+1} = (q_{k+1} (-) q_k) / dt."""
     pw = x.pw
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    if x.method == 0:
-        pbfd_lm(m, s, x.pm, c, w, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
-    else:
-        pbfd_lbfgs(m, s, x.pm, c, w, x.wf, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
+    pbfd_lm(m, s, x.pm, c, w, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
 
-# Compiled only when used (pbsim.backends.kernel.Variants): each optimizer, and the contact
-# model when the scene has contact points; PBAD's drag points are never used by PBFD.
-FEATURES = {
-    "lm": ("pbfd_lm",),
-    "lbfgs": ("pbfd_lbfgs",),
-    "contact": {"contact_terms": unused_float, "contact_hessian": unused, "contact_step_limit": unused_float},
-    "points": {"point_terms": unused_float, "point_hessian": unused},
-}
+@kernel
+def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """:func:`pbfd_step` with LBFGS on GE."""
+    pw = x.pw
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbfd_lbfgs(m, s, x.pm, c, w, x.wf, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
+    pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
 
-def pbfd_used(integrator, kc, ks) -> dict:
-    lbfgs = integrator.optimizer == "lbfgs"
-    return dict(lm=not lbfgs, lbfgs=lbfgs, contact=ks.npts > 0, points=False)
-
-
-STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info", features=FEATURES, used=pbfd_used)
+# One step kernel per optimizer rather than one kernel with an optimizer switch built as
+# Variants (pbad's way): Variants' copies of a kernel keep its qualified name, and two copies
+# compiled in different processes can get the same symbol (name, types, numba's per-process
+# counter), so a process that loads both from the disk cache runs one in place of the other
+# (measured with pbad: `lm` then `lbfgs` in one process after each was compiled in its own, the
+# second returned without iterating).  Separate kernels bound to the driver have names of their
+# own.  The contact model is compiled into every build for the same reason.
+STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info")
+STEP_LBFGS = StepSpec(pbfd_lbfgs_step, extra=pbfd_lbfgs_extra, batched=BATCHED, info="info")
