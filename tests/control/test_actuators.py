@@ -166,3 +166,19 @@ def test_cli_ctrl_file_and_values(tmp_path, capsys):
     assert np.allclose(z["q"], u.q)
     assert main(["rollout", path, "--steps", "2", "--ctrl", "1,2,3", "--quiet"]) == 2
     assert "2 actuators" in capsys.readouterr().err
+
+
+def test_urdf_joint_motors_on_request():
+    import pybullet_data
+
+    path = os.path.join(pybullet_data.getDataPath(), "kuka_iiwa", "model.urdf")
+    assert pbsim.load(path).nu == 0  # a URDF has no actuators of its own
+    m = pbsim.load(path, actuators="joints")
+    assert m.nu == 7 and set(m.actuator_names) <= set(m.joint_names)
+    assert np.array_equal(m.actuators.dof, np.arange(7))  # kuka loads fixed: its 7 revolute DOFs
+    u = np.full(7, 1e4)  # far above every effort limit: clamped to it
+    k = pbsim.Control(ctrl=u).kernel_arrays(m, 1)
+    dofs = m.actuators.dof
+    assert np.allclose(k.tau[0, dofs], np.abs(m.effort_limit[dofs]))
+    with pytest.raises(pbsim.PbsimError, match="actuators"):
+        pbsim.load(path, actuators="all")
