@@ -344,3 +344,21 @@ def test_view_takes_the_same_model_arguments_as_rollout():
     assert build_parser().parse_args(["chain3"]).floating_base is None
     s = make_session(load_model("chain3"), ground=None)
     assert s.model.name == load_model("chain3").name and s.model.nv == 3
+
+
+def test_actuator_sliders_drive_the_files_actuators():
+    """The viewer's actuator sliders go through Control(ctrl=...), the path of `pbsim rollout --ctrl`."""
+    import os
+
+    gym = pytest.importorskip("gymnasium")
+    path = os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", "reacher.xml")
+    if not os.path.isfile(path):
+        pytest.skip("gymnasium has no reacher.xml")
+    m = pbsim.load(path)
+    s = Session(m, integrator="euler", dt=1e-3)
+    assert s.model.nu == 2 and s.control().mode == "spd"
+    s.drive_actuators = True
+    s.set_ctrl(0, 5.0)  # clamped to ctrlrange [-1, 1]
+    assert s.ctrl[0] == 1.0 and s.ctrl_range(0) == (-1.0, 1.0)
+    k = s.control().kernel_arrays(m, 1)
+    assert np.allclose(k.tau, pbsim.Control(ctrl=np.array([1.0, 0.0])).kernel_arrays(m, 1).tau)

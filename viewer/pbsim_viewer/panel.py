@@ -157,6 +157,21 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
                 s.set_target(int(j), v)
         imgui.end_child()
 
+    if s.model.nu:
+        _hit = imgui.collapsing_header("actuators (ctrl)###actuators")
+        _rect("actuators")
+        if _hit:
+            c, v = imgui.checkbox("drive the file's actuators (instead of SPD)###drive_act", s.drive_actuators)
+            if c:
+                s.drive_actuators = v
+            imgui.begin_child("act_child", imgui.ImVec2(0, 180))
+            for a, name in enumerate(s.model.actuator_names):
+                lo, hi = s.ctrl_range(a)
+                c, v = imgui.slider_float(f"{name}###ctrl_{a}", float(s.ctrl[a]), lo, hi, "%.3f")
+                if c:
+                    s.set_ctrl(a, v)
+            imgui.end_child()
+
     # --- display toggles
     if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
         for attr, label in (

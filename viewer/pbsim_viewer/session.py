@@ -63,6 +63,10 @@ class Session:
         self.q0 = np.array(model.default_configuration() if q0 is None else q0, dtype=float)
         # joint targets as tangent offsets from q0 (rotation vectors for ball joints), per DOF
         self.target = np.zeros(nv)
+        # the file's actuators (MJCF <actuator>): driven by Control(ctrl=...) when drive_actuators is on,
+        # the same path as pbsim.Control(ctrl=u) and `pbsim rollout --ctrl`
+        self.ctrl = np.zeros(model.nu)
+        self.drive_actuators = False
         self.playing = False
         self.real_time_factor_target = 1.0
         self.max_step_time = max_step_time
@@ -159,7 +163,18 @@ class Session:
         return self._q_ref
 
     def control(self) -> "pbsim.Control":
+        if self.drive_actuators and self.model.nu:
+            return pbsim.Control(ctrl=self.ctrl.copy())
         return pbsim.Control(mode="spd", kp=self.kp.copy(), kd=self.kd.copy(), q_ref=self.q_ref)
+
+    def ctrl_range(self, a: int) -> tuple[float, float]:
+        """Slider range of actuator ``a``: its ctrlrange, else +-1."""
+        lo, hi = (float(x) for x in self.model.actuators.ctrlrange[a])
+        return (lo if np.isfinite(lo) else -1.0, hi if np.isfinite(hi) else 1.0)
+
+    def set_ctrl(self, a: int, value: float):
+        lo, hi = self.ctrl_range(a)
+        self.ctrl[a] = float(np.clip(value, lo, hi))
 
     # ------------------------------------------------------------------ running
     def play(self):
