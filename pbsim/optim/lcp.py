@@ -10,9 +10,10 @@ semidefinite, the LCP then has no solution, i.e. it is infeasible) or the pivot 
 It solves every LCP with a P-matrix (unique solution) and every feasible copositive-plus LCP,
 which covers the Stewart-Trinkle / Anitescu-Potra contact LCP of ``pbsim.integrators.ne_dry``.
 
-Revised form: only ``B^-1`` (n x n) and the basic values are kept; the entering column is formed
-from ``M`` at each pivot, so a pivot costs O(n^2) and nothing is allocated (scratch ``W``:
-(n + 2, n) floats, ``basis``: n ints, see :func:`lcp_work`).
+Revised form: only ``B^-1`` (n x n, stored by columns so that every inner loop runs over
+contiguous memory) and the basic values are kept; the entering column is formed from ``M`` at
+each pivot, so a pivot costs O(n^2) and nothing is allocated (scratch ``W``: (n + 2, n) floats,
+``basis``: n ints, see :func:`lcp_work`).
 
 Degeneracy is the rule in contact problems, not the exception: resting contacts have zero
 relative velocity (ties in the ratio test) and redundant contacts (a box's 8 coplanar points on 6
@@ -48,40 +49,47 @@ ZERO_TOL = 1e-9  # Harris' feasibility tolerance, relative to max |q|
 @kernel
 def _entering_column(M, n, W, e):
     """``W[n] = B^-1 A_e``: the entering variable's column in the current basis.  Columns of
-    ``[I, -M, -1]`` (variables w_0..w_n-1, z_0..z_n-1, z0)."""
+    ``[I, -M, -1]`` (variables w_0..w_n-1, z_0..z_n-1, z0); ``W[k]`` is column k of ``B^-1``."""
+    a = W[n]
     if e < n:
         for i in range(n):
-            W[n, i] = W[i, e]
+            a[i] = W[e, i]
     elif e < 2 * n:
         j = e - n
         for i in range(n):
-            s = 0.0
-            for k in range(n):
-                s -= W[i, k] * M[k, j]
-            W[n, i] = s
+            a[i] = 0.0
+        for k in range(n):
+            mk = M[k, j]
+            if mk != 0.0:
+                for i in range(n):
+                    a[i] -= W[k, i] * mk
     else:
         for i in range(n):
-            s = 0.0
-            for k in range(n):
-                s -= W[i, k]
-            W[n, i] = s
+            a[i] = 0.0
+        for k in range(n):
+            for i in range(n):
+                a[i] -= W[k, i]
 
 
 @kernel
 def _pivot(n, W, r):
-    """Pivot on row r with the entering column in ``W[n]``: update ``B^-1`` (rows 0..n-1) and
-    the basic values (row n + 1)."""
-    p = W[n, r]
-    for j in range(n):
-        W[r, j] /= p
-    W[n + 1, r] /= p
+    """Pivot on row r with the entering column ``a`` in ``W[n]``: update ``B^-1`` (its columns in
+    ``W[0..n-1]``: row r divided by ``a_r``, ``a_i`` times it taken from every other row) and the
+    basic values (``W[n + 1]``)."""
+    a = W[n]
+    p = a[r]
+    x = W[n + 1]
+    x[r] /= p
+    xr = x[r]
     for i in range(n):
         if i != r:
-            f = W[n, i]
-            if f != 0.0:
-                for j in range(n):
-                    W[i, j] -= f * W[r, j]
-                W[n + 1, i] -= f * W[n + 1, r]
+            x[i] -= a[i] * xr
+    for k in range(n):
+        s = W[k, r] / p
+        if s != 0.0:
+            for i in range(n):
+                W[k, i] -= a[i] * s
+        W[k, r] = s
 
 
 @kernel
