@@ -235,7 +235,7 @@ def test_sliding_distance_decreases_with_c_friction(sliding):
 
 def test_converges_on_the_residual(sliding):
     """A-T3: >= 99 % of the steps end with |r|_inf <= 1e-6 of the energy scale (M g x 1 m) without
-    stalling (measured: all 5000, max |r|_inf ~1e-9 N)."""
+    stalling (measured: all 3250, max |r|_inf 9.6e-9 N, median 1.9e-12 N; 1.7 JTJ-LM iterations a step)."""
     res = np.concatenate([r["res"] for r in sliding.values()])
     conv = np.concatenate([r["conv"] for r in sliding.values()])
     scale = next(iter(sliding.values()))["scale"]

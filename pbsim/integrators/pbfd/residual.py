@@ -35,15 +35,14 @@ from numba import prange
 
 from pbsim.backends.kernel import kernel, specialize
 from pbsim.contact.pbfd import pbfd_point
-from pbsim.integrators.pbad.energy import make_pbad_model
+from pbsim.integrators.pbad.energy import PbadModel, make_pbad_model
 from pbsim.integrators.pbad.order2 import pbad2_eval, pbad2_prepare
 from pbsim.optim.linalg import dot
 
-# PBAD's model constants (the fields pbad2_eval reads: second moments, no drag points, D1/D2
-# sized to the scene's points) + PBFD's: C_perp, C_par (< 0: C_par = cf_dt / dt^(beta+1), the
-# mu-matched default), alpha, beta, gamma
-PbfdModel = namedtuple("PbfdModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 "
-                                    "c_normal c_friction cf_dt alpha beta gamma")
+# PBAD's model constants (every field of PbadModel, which pbad2_eval reads: second moments, no
+# drag points, D1/D2 sized to the scene's points) + PBFD's: C_perp, C_par (< 0: C_par = cf_dt /
+# dt^(beta+1), the mu-matched default), alpha, beta, gamma
+PbfdModel = namedtuple("PbfdModel", PbadModel._fields + ("c_normal", "c_friction", "cf_dt", "alpha", "beta", "gamma"))
 
 
 def make_pbfd_model(model, npts: int, c_normal: float, c_friction: float, cf_dt: float, alpha: float,

@@ -1,0 +1,173 @@
+"""Fig. 5 of paper 003 (PBFD): sliding distance of a box against the friction parameter.
+
+A 1 kg box (0.2 m cube, 20 contact points: corners and edge midpoints) starts at rest depth on a
+plane with 1 m/s along x; the distance it has slid at T = 5 s is plotted against C_par for
+``pbfd`` at three time steps, next to the PBD-style baseline: ``pbad`` with its Eq. 9 contact
+(paper 000: ``D1 d^2 + D2 d^2 |u / dt|^2``, i.e. friction as an energy, spurious normal force
+included; its C_par is ``D2 / dt^2``, reached through the scene's mu since pbad's
+``D2 = mu k / (2 * 0.1 m/s)``).  The C_par values are log-spaced, 1e-4 to 1e4 times a nominal
+value per dt (the one with ``c v0 T = 1`` in the A-T4 recursion, ``c = 2 (C_par / C_perp) g dt^2``).
+
+Prints a table (distance, the A-T4 reference recursion for pbfd, deepest penetration, solver
+convergence on |r| and iterations) and writes docs/img/fig_pbfd_sliding.png.
+Usage: python scripts/fig_pbfd_sliding.py [dts,comma,separated] [T]   (defaults 0.01,0.05,0.1  5)
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "models"), str(ROOT / "scripts")]
+import pbsim  # noqa: E402
+from pbsim.contact.environment import Plane  # noqa: E402
+from pbsim.integrators import State, make  # noqa: E402
+from pbsim.model import LinkSpec, ModelBuilder  # noqa: E402
+from pbsim.model.geometry import Geometry  # noqa: E402
+
+HALF, MASS, V0, G = 0.1, 1.0, 1.0, 9.81
+FACTORS = np.logspace(-4, 4, 9)
+
+
+def box_model():
+    b = ModelBuilder("box")
+    h = HALF
+    link = LinkSpec("box", MASS, np.zeros(3), MASS / 3 * np.diag([2 * h * h] * 3))
+    link.geoms.append(Geometry("box_c", "box", -1, np.eye(3), np.zeros(3), np.array([h, h, h]), "collision"))
+    b.add_link(link)
+    return b.build(floating_base=True)
+
+
+def reference(c, dt, T, v0=V0):
+    """The note's A-T4 recursion (PBFD's friction as mu_eff = 2 (C_par / C_perp) dt^2 v^2)."""
+    v, x = v0, 0.0
+    for _ in range(int(round(T / dt))):
+        v = (np.sqrt(1 + 4 * c * dt * v) - 1) / (2 * c * dt) if c > 0 else v
+        x += dt * v
+    return x
+
+
+def slide(I, model, dt, T, z0):
+    q0 = model.neutral()
+    q0[2] = z0
+    s = State.make(model, q0, v=np.array([V0, 0, 0, 0, 0, 0]))
+    pen, its, res, conv = 0.0, [], [], []
+    t0 = time.perf_counter()
+    for _ in range(int(round(T / dt))):
+        s, d = I.step(s, None, dt)
+        pen = max(pen, float(d.penetration[0]))
+        its.append(int(d.iterations[0]))
+        res.append(float(d.residual[0]))
+        conv.append(bool(d.converged[0]) and not bool(d.extra.get("stalled", [False])[0]))
+        if d.nan[0]:
+            break
+    return dict(
+        x=float(s.q[0, 0] - q0[0]),
+        z=float(s.q[0, 2]),
+        pen=pen,
+        its=np.array(its),
+        res=np.array(res),
+        conv=np.array(conv),
+        wall=time.perf_counter() - t0,
+        finite=bool(np.isfinite(s.q).all()),
+    )
+
+
+def main(dts=(0.01, 0.05, 0.1), T=5.0):
+    model = box_model()
+    rows, curves = [], {}
+    for dt in dts:
+        probe = make("pbfd", model, pbsim.Scene(environment=[Plane([0, 0, 1.0], 0.0)]))
+        cn = probe.c_normal
+        nominal = (1.0 / (V0 * T)) * cn / (2 * G * dt * dt)
+        for f in FACTORS:
+            cf = float(f * nominal)
+            # pbfd: C_par directly; rest depth delta_ref / sqrt(2) on the 8 bottom points
+            scene = pbsim.Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=_points(model), mu=0.5)
+            I = make("pbfd", model, scene, c_friction=cf)
+            r = slide(I, model, dt, T, HALF - np.sqrt(MASS * G / (8 * I.c_normal)))
+            ref = reference(2 * cf / I.c_normal * G * dt * dt, dt, T)
+            ok = r["conv"] & (r["res"] <= 1e-6 * I.energy_scale)
+            rows.append(("pbfd", dt, cf, r["x"], ref, r["pen"], ok.mean(), r["its"].mean(), r["its"].max(), r["wall"]))
+            curves.setdefault(("pbfd", dt), []).append((cf, r["x"], ref))
+            # pbad (Eq. 9): D2 = mu k / (2 v_ref) = C_par dt^2  ->  mu = 2 v_ref C_par dt^2 / k
+            k = MASS * G / (4 * 0.005)
+            mu = 2 * 0.1 * cf * dt * dt / k
+            scene_b = pbsim.Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=_points(model), mu=mu)
+            B = make("pbad", model, scene_b)
+            rb = slide(B, model, dt, T, HALF - MASS * G / (8 * k))
+            rows.append(
+                (
+                    "pbad",
+                    dt,
+                    cf,
+                    rb["x"],
+                    np.nan,
+                    rb["pen"],
+                    rb["conv"].mean(),
+                    rb["its"].mean(),
+                    rb["its"].max(),
+                    rb["wall"],
+                )
+            )
+            curves.setdefault(("pbad", dt), []).append((cf, rb["x"], np.nan))
+    print(f"box 1 kg, 0.2 m, v0 = {V0} m/s, distance at T = {T} s; pbfd C_perp = {cn:.4g} N/m^2 (default)")
+    print(
+        f"{'method':<6} {'dt':>5} {'C_par':>10} {'distance':>9} {'A-T4 ref':>9} {'max pen':>8} {'conv':>5} "
+        f"{'its':>5} {'max':>4} {'wall s':>7}"
+    )
+    for m, dt, cf, x, ref, pen, conv, it, itmax, wall in rows:
+        print(
+            f"{m:<6} {dt:>5} {cf:>10.3g} {x:>9.4f} {ref:>9.4f} {pen * 1e3:>6.2f}mm {conv:>5.2f} {it:>5.2f} "
+            f"{itmax:>4d} {wall:>7.2f}"
+        )
+    for m in ("pbfd", "pbad"):
+        for dt in dts:
+            x = np.array([c[1] for c in curves[m, dt]])
+            inc = np.diff(x) / np.maximum(x[:-1], 1e-12)
+            print(
+                f"{m} dt {dt}: non-increasing (1e-4 m) {bool(np.all(np.diff(x) <= 1e-4))}, "
+                f"largest relative increase {inc.max():+.2%}"
+            )
+    plot(curves, dts, T)
+    return rows
+
+
+def _points(model):
+    from pbsim.contact.points import sample_contact_points
+
+    return sample_contact_points(model)
+
+
+def plot(curves, dts, T):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(dts), figsize=(4.2 * len(dts), 3.6), squeeze=False)
+    for ax, dt in zip(axes[0], dts):
+        a = np.array(curves["pbfd", dt])
+        b = np.array(curves["pbad", dt])
+        ax.semilogx(a[:, 0], a[:, 1], "o-", color="tab:red", label="pbfd (Eq. 13)")
+        ax.semilogx(a[:, 0], a[:, 2], "k--", lw=1, label="A-T4 recursion")
+        ax.semilogx(b[:, 0], b[:, 1], "s-", color="tab:blue", label="pbad, Eq. 9 (PBD friction)")
+        ax.set_title(f"dt = {dt} s")
+        ax.set_xlabel("C_par (pbad: D2 / dt^2)")
+        ax.set_ylabel(f"sliding distance at {T:g} s [m]")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][len(dts) // 2].legend(fontsize=8, loc="lower left")
+    fig.suptitle("Box sliding from 1 m/s (paper 003 Fig. 5)")
+    fig.tight_layout()
+    out = ROOT / "docs" / "img" / "fig_pbfd_sliding.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    dts = tuple(float(x) for x in sys.argv[1].split(",")) if len(sys.argv) > 1 else (0.01, 0.05, 0.1)
+    T = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+    main(dts, T)
