@@ -26,6 +26,7 @@ from pbsim import integrators
 from pbsim.control import Control, Reference, control_from_args, spd_forward
 from pbsim.contact import Scene, contact_diagnostics, contact_query, default_scene, make_scene
 from pbsim.integrators import State
+from pbsim.integrators.pbfd import friction_for_mu
 from pbsim.rollout import Trajectory, rollout  # noqa: E402  (the function shadows the module name)
 
 __version__ = "0.1.0"
@@ -46,6 +47,7 @@ __all__ = [
     "default_scene",
     "contact_query",
     "contact_diagnostics",
+    "friction_for_mu",
     "integrators",
     "aba",
     "rnea",

@@ -337,6 +337,7 @@ def test_friction_for_mu(box):
     step's dt; C_par scales as dt^-2 with the default exponents."""
     m, scene = box
     dt, mu = 0.01, 0.5
+    assert pbsim.friction_for_mu is friction_for_mu
     cf = friction_for_mu(mu, dt, m)
     I = make("pbfd", m, scene)
     assert I.friction_at(dt) == pytest.approx(cf, rel=1e-12)
