@@ -1,0 +1,88 @@
+"""PBFD's step kernel run by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``)
+against the CPU integrator, in two halves (as tests/contact/_cudasim_pbad_contact.py):
+
+- :func:`cpu_outputs` runs ``make("pbfd", ...).step`` (compiled CPU kernels) in the pytest process;
+- ``python _cudasim_pbfd.py CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the
+  same inputs and prints ``DIFF name value`` lines (relative max differences) and ``ITER
+  same|differ`` (JTJ-LM iterations of the last step).
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).parents[1] / "contact"), str(Path(__file__).parents[2])]
+
+from _models import free_body  # noqa: E402
+from pbsim.contact import HeightField, make_scene  # noqa: E402
+
+DT, STEPS, CPAR = 0.05, 2, 1e6
+
+
+def setup():
+    """(model, scene, q, v): a box sliding on a planar facet of a heightfield valley (trajectory 0)
+    and tilted on the other facet (trajectory 1), 8 corner points, the deepest 3 mm in."""
+
+    m = free_body("box", [0.1, 0.1, 0.1])
+    xs = np.linspace(-1, 1, 21)
+    X, Y = np.meshgrid(xs, xs, indexing="ij")
+    scene = make_scene(
+        m, ground=None, environment=[HeightField(0.2 * np.abs(X) + 0.05 * Y, (-1, 1, -1, 1))], mu=0.5, box_edge_points=0
+    )
+    q = np.tile(m.neutral(), (2, 1))
+    q[0, :3] = [0.5, 0.05, 0.25]
+    q[1, :3] = [-0.4, -0.02, 0.15]
+    q[1, 3:7] = [0.99, 0.05, -0.1, 0.02]
+    q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1)[:, None]
+    q[:, 2] -= _gap(m, scene, q) + 0.003  # the lowest corner 3 mm deep
+    v = np.array([[0.5, 0.1, -0.1, 0.1, 0.05, -0.2], [-0.3, 0.1, -0.2, 0.0, 0.2, 0.1]])
+    return m, scene, q, v
+
+
+def _gap(m, scene, q):
+    """Height of each box's lowest corner above the surface (the SDF at the corners, radius 0)."""
+    from pbsim.contact import contact_query
+
+    X = contact_query(m, scene, q)["X"]
+    from pbsim.contact.query import env_sdf_points
+
+    ks = scene.kernel_arrays(m)
+    out = np.zeros((X.shape[0] * X.shape[1], 4))
+    env_sdf_points(ks, np.ascontiguousarray(X.reshape(-1, 3)), out)
+    return out[:, 0].reshape(X.shape[:2]).min(axis=1)
+
+
+def cpu_outputs() -> dict:
+    from pbsim.contact import contact_query
+    from pbsim.integrators import State, make
+
+    m, scene, q, v = setup()
+    assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
+    I = make("pbfd", m, scene, c_friction=CPAR)
+    s = State.make(m, q, v)
+    for _ in range(STEPS):
+        s, d = I.step(s, None, DT)
+        assert d.converged.all() and (d.iterations >= 2).all() and not d.extra["stalled"].any()
+    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
+
+
+def gpu_outputs() -> dict:
+    from pbsim.backends import cuda as pc
+
+    m, scene, q, v = setup()
+    g = pc.CudaBatch(m, "pbfd", scene=scene, batch=2, c_friction=CPAR)
+    g.set_state(q, v)
+    g.advance(STEPS, DT)
+    qg, vg, eg = g.record()
+    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+
+
+if __name__ == "__main__":
+    with np.load(sys.argv[1]) as f:
+        cpu = dict(f)
+    gpu = gpu_outputs()
+    for name in ("q", "v", "e"):
+        a, b = np.asarray(gpu[name], float), cpu[name]
+        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
+    print("ITER", "same" if np.array_equal(np.asarray(gpu["it"]), cpu["it"]) else f"differ {gpu['it']} {cpu['it']}")
