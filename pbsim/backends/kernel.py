@@ -365,7 +365,16 @@ class Variants:
         if off not in self._built:
             subs = {name: stub for k in off for name, stub in self.features[k].items()}
             f = self.driver.py_func
-            g = _substituted_globals(f, subs, {})
+            memo: dict = {}
+            g = _substituted_globals(f, subs, memo)
+            # every copied kernel gets its own name: numba emits kernels with one-definition linkage
+            # keyed on the qualified name, so a copy named like the original (or like another
+            # variant's copy) could be resolved to the other definition by the JIT, in-process or
+            # through the disk cache (a clamped run silently used the no-clamp build)
+            suffix = f"__without_{'_'.join(off)}"
+            for kid, c in memo.items():
+                if id(c) != kid and not _PY_FUNCS[id(c)].__qualname__.endswith(suffix):
+                    _PY_FUNCS[id(c)].__qualname__ += suffix
             self._built[off] = self.driver if g is None else BatchKernel(  # None: the tree never reaches them
                 _with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}"))
         return self._built[off]
