@@ -3,8 +3,9 @@ against the CPU integrator, in two halves (as tests/contact/_cudasim_pbad_contac
 
 - :func:`cpu_outputs` runs ``make("pbfd", ...).step`` (compiled CPU kernels) in the pytest process;
 - ``python _cudasim_pbfd.py CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the
-  same inputs and prints ``DIFF name value`` lines (relative max differences) and ``ITER
-  same|differ`` (JTJ-LM iterations of the last step).
+  same inputs, with both GPU schedules (whole steps in the kernel; one LM iteration per launch),
+  and prints ``DIFF name value`` lines (relative max differences) and ``ITER same|differ``
+  (JTJ-LM iterations of the last step); the launch schedule's names end in ``_launch``.
 """
 
 import sys
@@ -67,11 +68,11 @@ def cpu_outputs() -> dict:
     return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
 
 
-def gpu_outputs() -> dict:
+def gpu_outputs(schedule="kernel") -> dict:
     from pbsim.backends import cuda as pc
 
     m, scene, q, v = setup()
-    g = pc.CudaBatch(m, "pbfd", scene=scene, batch=2, c_friction=CPAR)
+    g = pc.CudaBatch(m, "pbfd", scene=scene, batch=2, c_friction=CPAR, schedule=schedule)
     g.set_state(q, v)
     g.advance(STEPS, DT)
     qg, vg, eg = g.record()
@@ -81,8 +82,10 @@ def gpu_outputs() -> dict:
 if __name__ == "__main__":
     with np.load(sys.argv[1]) as f:
         cpu = dict(f)
-    gpu = gpu_outputs()
-    for name in ("q", "v", "e"):
-        a, b = np.asarray(gpu[name], float), cpu[name]
-        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
-    print("ITER", "same" if np.array_equal(np.asarray(gpu["it"]), cpu["it"]) else f"differ {gpu['it']} {cpu['it']}")
+    for schedule, tag in (("kernel", ""), ("launch", "_launch")):
+        gpu = gpu_outputs(schedule)
+        for name in ("q", "v", "e"):
+            a, b = np.asarray(gpu[name], float), cpu[name]
+            print("DIFF", name + tag, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
+        same = np.array_equal(np.asarray(gpu["it"]), cpu["it"])
+        print("ITER" + tag, "same" if same else f"differ {gpu['it']} {cpu['it']}")

@@ -27,7 +27,7 @@ from pbsim.integrators.pbad.energy import contact_step_limit, poses_from_work, w
 from pbsim.integrators.pbfd.residual import ge_gradient, half_sq, pbfd_residual, qr_damped_solve, qr_factor
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import dot, inf_norm
-from pbsim.optim.lm import lm_loop, lm_stalled_small
+from pbsim.optim.lm import lm_begin, lm_iterate, lm_loop, lm_stalled_small
 
 WINDOW = 10  # LM stops (unconverged) when GE has not halved over this many iterations
 STALL_FACTOR = 1e3  # a solve stopped on a tiny step counts as converged when |r|_inf <= this * gtol
@@ -92,6 +92,8 @@ def pbfd_take(P, b):
 PBFD_LM = dict(lm_eval=pbfd_lm_eval, lm_try=pbfd_lm_trial, lm_take=pbfd_take, lm_solve=qr_damped_solve,
                lm_stalled=lm_stalled_small)
 pbfd_lm_loop = specialize(lm_loop, "pbfd_lm", **PBFD_LM)
+pbfd_lm_begin = specialize(lm_begin, "pbfd_lm", **PBFD_LM)  # the GPU's per-launch schedule (.step)
+pbfd_lm_iterate = specialize(lm_iterate, "pbfd_lm", **PBFD_LM)
 
 
 @kernel

@@ -2,7 +2,8 @@
 one trajectory, solver loop included, run by the generic drivers (``Integrator.step``,
 ``CpuBatch``, ``CudaBatch`` through the kernel's CUDA twin).  The sub-step fallback of a stalled
 step is the host's (:class:`pbsim.integrators.pbfd.Pbfd`); the batch drivers keep the kernel's
-step and report it unconverged (``solver_info``); they run JTJ-LM (LBFGS: the integrator's step)."""
+step and report it unconverged (``solver_info``); they run JTJ-LM (LBFGS: the integrator's step),
+on the GPU also with one LM iteration per launch (``schedule="launch"``, paper 003 Fig. 3)."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -14,13 +15,17 @@ from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
 from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_prepare
-from pbsim.integrators.pbfd.solve import pbfd_lbfgs, pbfd_lm
+from pbsim.integrators.pbfd.solve import (WINDOW, pbfd_converged, pbfd_lbfgs, pbfd_lm, pbfd_lm_begin,
+                                          pbfd_lm_iterate)
+from pbsim.optim.lm import lm_end
 
 # pm: PbfdModel (shared); pw: PbadWork (batched; order 2); V: (B, 4, nv) vectors of the QR solve /
 # LBFGS; wf: second dynamics workspace (M(q_k)'s factor, LBFGS only); info: (B, 4) [iterations,
 # |r|_inf, converged, GE]; method: 0 JTJ-LM, 1 LBFGS (informative: one kernel per optimizer)
-PbfdX = namedtuple("PbfdX", "pm pw V wf info maxit gtol xtol method")
-BATCHED = ("pw", "V", "wf", "info")
+# st: (B, 8) LM state between launches [lam, GE, |r|_inf, it, conv, stopped, GE_ref, -] (the GPU's
+# per-launch schedule, as pbad's); done: (B,) 1.0 once a trajectory's solver has stopped
+PbfdX = namedtuple("PbfdX", "pm pw V wf info st done maxit gtol xtol method")
+BATCHED = ("pw", "V", "wf", "info", "st", "done")
 
 
 def _extra(integrator, B, lbfgs: bool) -> PbfdX:
@@ -30,8 +35,8 @@ def _extra(integrator, B, lbfgs: bool) -> PbfdX:
     z = np.zeros
     pw = pw._replace(J=z((B, 1, 1)))  # the unused 4th slot of the LM's work rows
     n = max(model.nv, 1)
-    return PbfdX(I.pm, pw, z((B, 4, n)), make_work(model, B if lbfgs else 1), z((B, 4)), int(I.maxit),
-                 float(I.gtol), float(I.xtol), 1 if lbfgs else 0)
+    return PbfdX(I.pm, pw, z((B, 4, n)), make_work(model, B if lbfgs else 1), z((B, 4)), z((B, 8)), z(B),
+                 int(I.maxit), float(I.gtol), float(I.xtol), 1 if lbfgs else 0)
 
 
 def pbfd_extra(integrator, B) -> PbfdX:
@@ -66,6 +71,58 @@ def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
 
+# the per-launch schedule (paper 003 Fig. 3, Sec. V-A): one JTJ-LM iteration per launch across all
+# trajectories, a trajectory whose solver has stopped skips its launches; the iteration kernel is
+# the one pbfd_lm's loop runs (the same iterates as pbfd_step)
+
+@kernel
+def pbfd_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, the guess, the LM state there."""
+    pw = x.pw
+    pbad2_prepare(m, w, pw, b, q, v, dt)
+    lam, E, gn = pbfd_lm_begin((m, s, x.pm, c, w, pw, q, v, dt, x.V), b)
+    st = x.st[b]
+    st[0] = lam
+    st[1] = E
+    st[2] = gn
+    st[3] = 0.0  # iterations
+    st[4] = 0.0  # converged
+    st[5] = 0.0  # stopped
+    st[6] = E  # GE at the start of the stall window
+    x.done[b] = 0.0
+
+
+@kernel
+def pbfd_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """Per-launch schedule, phase 2: one JTJ-LM iteration (pbsim.optim.lm.lm_iterate with PBFD's hooks)."""
+    st = x.st[b]
+    if st[5] != 0.0:
+        return
+    pw = x.pw
+    lam, E, gn, it, E_ref, conv, stop = pbfd_lm_iterate(
+        (m, s, x.pm, c, w, pw, q, v, dt, x.V), (x.V[b], pw.M2[b], pw.L[b], pw.J[b], pw.dx[b]), b, m.nv,
+        st[0], st[1], st[2], int(st[3]), st[6], x.maxit, x.gtol, x.xtol, 0.0, WINDOW)
+    st[0] = lam
+    st[1] = E
+    st[2] = gn
+    st[3] = it
+    st[4] = 1.0 if conv else 0.0
+    st[6] = E_ref
+    if stop:
+        st[5] = 1.0
+        x.done[b] = 1.0
+
+
+@kernel
+def pbfd_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """Per-launch schedule, phase 3: diagnostics (as pbfd_lm's) and (qn, vn)."""
+    st = x.st[b]
+    info = x.info[b]
+    lm_end(info, st[3], st[2], st[4] != 0.0, st[1], x.gtol)
+    info[2] = 1.0 if pbfd_converged(info[1], info[2] > 0.5, x.gtol) else 0.0
+    pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
+
+
 # One step kernel per optimizer rather than one kernel with an optimizer switch built as
 # Variants (pbad's way): Variants' copies of a kernel keep its qualified name, and two copies
 # compiled in different processes can get the same symbol (name, types, numba's per-process
@@ -73,5 +130,6 @@ def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # (measured with pbad: `lm` then `lbfgs` in one process after each was compiled in its own, the
 # second returned without iterating).  Separate kernels bound to the driver have names of their
 # own.  The contact model is compiled into every build for the same reason.
-STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info")
+STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info",
+                per_launch=(pbfd_begin, pbfd_iterate, pbfd_end, None), done="done")
 STEP_LBFGS = StepSpec(pbfd_lbfgs_step, extra=pbfd_lbfgs_extra, batched=BATCHED, info="info")
