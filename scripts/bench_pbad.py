@@ -99,9 +99,9 @@ def grad_slope(Ns=(10, 20, 50, 100, 200)):
     from pbsim.integrators.pbad.order2 import pbad2_eval_state
 
     @numba.njit
-    def loop(R, m, pm, c, w, pw, q, v, qe, dt, want_h, E, g, H):
+    def loop(R, m, s, pm, c, w, pw, q, v, qe, dt, want_h, E, g, H):
         for _ in range(R):
-            pbad2_eval_state(m, pm, c, w, pw, np.int64(0), q, v, qe, dt, want_h, True, E, g, H)
+            pbad2_eval_state(m, s, pm, c, w, pw, np.int64(0), q, v, qe, dt, want_h, True, E, g, H)
 
     rng = np.random.default_rng(0)
     tg, th = [], []
@@ -112,7 +112,18 @@ def grad_slope(Ns=(10, 20, 50, 100, 200)):
         q = mod.random_configuration(rng)[None]
         v = rng.normal(size=(1, mod.nv))
         E, g, H = np.zeros(1), np.zeros((1, mod.nv)), np.zeros((1, mod.nv, mod.nv))
-        args = (mod.k, integ.pm, Control().kernel_arrays(mod, 1), w, pw, q, v, q, 0.05)
+        args = (
+            mod.k,
+            pbsim.Scene().kernel_arrays(mod),
+            integ.pm,
+            Control().kernel_arrays(mod, 1),
+            w,
+            pw,
+            q,
+            v,
+            q,
+            0.05,
+        )
         for want_h, out in ((False, tg), (True, th)):
             loop(1, *args, want_h, E, g, H)
             R = max(5, int((40000 if not want_h else 4000) / N))
