@@ -26,6 +26,10 @@ C1 but its curvature jumps from 0 to ``2 (D1 + D2 |u|^2)`` when a point enters t
 so a step from outside is limited (on the linearised depth ``sd(x + dx) ~ sd - n.dx``) to land
 the point just inside.
 
+The collocation forms (PBAD orders 3-4) have no step displacement but a velocity at each node:
+:func:`contact_force_velocity` is the same force with ``x - x_k`` replaced by ``v dt`` (and an
+optional normal damper, which order 2 does without: its step dissipates the contact's bounce).
+
 Parameters from a :class:`pbsim.Scene`: :func:`energy_parameters`.
 """
 import math
@@ -124,6 +128,66 @@ def contact_energy(s, k, D1, D2, R, p, Rk, pk, dt, F, K):
                 nc = n0 if c == 0 else (n1 if c == 1 else n2)
                 K[r, c] -= kn * nr * nc
     return e
+
+
+@kernel
+def contact_force_velocity(s, k, D1, D2, c, R, p, v0, v1, v2, dt, wx, wv, F, K):
+    """Eq. 9's force where the point's velocity is given rather than a step's displacement (the
+    collocation forms, PBAD orders 3-4: ``v`` is the derivative of the position polynomial at a
+    node), with an optional normal damper ``c``.  For contact point ``k`` on its body at pose
+    ``(R, p)`` moving with world velocity ``v = (v0, v1, v2)``: with depth ``d``, normal ``n`` at
+    ``x`` (the one detection), ``u = P v``, ``P = I - n n^T`` (the tangent plane at ``x`` itself)
+    and ``v_n = n . v``,
+
+        F = -f_n n + 2 D2 d^2 u / dt,      f_n = max(0, 2 d (D1 + D2 |u|^2) - c v_n)
+
+    (with ``c = 0``: ``dE/dx`` of Eq. 9 at ``x - x_k = v dt``, the normal spring ``2 D1 d`` and
+    the tangential damping ``2 D2 d^2 / dt`` of :func:`contact_energy`; ``c > 0`` adds the
+    penalty model's normal damper of :mod:`.penalty`, clamped like it so that the normal force
+    never pulls), written to ``F`` (3,) (``F`` is minus the force on the point), and ``K`` (3, 3)
+    = ``wx dF/dx + wv dF/dv`` with the normal locally constant (exact on flat faces; no PSD
+    projection: a collocation residual is no gradient).  Unclamped::
+
+        dF/dx = 2 (D1 + D2 |u|^2) n n^T - (4 D2 d / dt) u n^T
+        dF/dv = -4 D2 d n u^T + c n n^T + (2 D2 d^2 / dt) P
+
+    (clamped: without the ``n n^T`` and ``n u^T`` terms).  With ``v = (x - x_k) / dt``, ``c = 0``,
+    ``wx = 1``, ``wv = 1 / dt`` and ``n = n_k`` (a plane) this is :func:`contact_energy`'s force
+    and its Hessian before the projection.  Returns the depth ``d`` (0 out of contact, where ``F``
+    and ``K`` are zero)."""
+    x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    for r in range(3):
+        F[r] = 0.0
+        for cc in range(3):
+            K[r, cc] = 0.0
+    if dep <= 0.0:
+        return 0.0
+    vn = n0 * v0 + n1 * v1 + n2 * v2
+    t0 = v0 - vn * n0  # u = P v
+    t1 = v1 - vn * n1
+    t2 = v2 - vn * n2
+    tt = t0 * t0 + t1 * t1 + t2 * t2
+    fn = 2.0 * dep * (D1 + D2 * tt) - c * vn
+    on = 1.0
+    if fn < 0.0:  # the damper would pull: no normal force (as the penalty model)
+        fn = 0.0
+        on = 0.0
+    ft = 2.0 * D2 * dep * dep / dt
+    F[0] = -fn * n0 + ft * t0
+    F[1] = -fn * n1 + ft * t1
+    F[2] = -fn * n2 + ft * t2
+    knn = on * (wx * 2.0 * (D1 + D2 * tt) + wv * c)  # n n^T
+    ktn = wx * 4.0 * D2 * dep / dt  # u n^T
+    knt = on * wv * 4.0 * D2 * dep  # n u^T
+    kp = wv * ft  # P
+    for r in range(3):
+        nr = n0 if r == 0 else (n1 if r == 1 else n2)
+        tr = t0 if r == 0 else (t1 if r == 1 else t2)
+        for cc in range(3):
+            nc = n0 if cc == 0 else (n1 if cc == 1 else n2)
+            tc = t0 if cc == 0 else (t1 if cc == 1 else t2)
+            K[r, cc] = knn * nr * nc - ktn * tr * nc - knt * nr * tc + kp * ((1.0 if r == cc else 0.0) - nr * nc)
+    return dep
 
 
 @kernel

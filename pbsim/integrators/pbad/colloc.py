@@ -5,6 +5,23 @@ and the K - 1 unknown nodes (Legendre roots, Sec. 4.1) and solve the stacked res
 in the least-squares form Eq. 7 by LM, all nodes at once; the Jacobian's diagonal blocks use
 Algorithm 2, the off-diagonal blocks Algorithm 3 (Sec. 5.1).  The previous interior node is the
 integrator's carry in ``State.carry`` (reconstructed from (q, v) and ABA when absent).
+
+Point forces at the nodes (drag, Sec. 6.2; penalty contact, Eq. 9): Eq. 6 has no energy, so
+the forces enter as forces, ``r_u += J_x(q_u)^T dQ/dx`` per point, the sign of gravity's
+``-f``.  A point's velocity at node u is the derivative of its Cartesian collocation polynomial,
+the one Eq. 6's inertia uses (``A = sum_j C2[u, j] T_j``): ``v_u = sum_j C1[u, j] x(q_j) / dt``
+over all K + 1 nodes (the two known ones included).  Contact:
+:func:`pbsim.contact.energy.contact_force_velocity` (order 2's force with ``x - x_k`` replaced by
+``v_u dt``: normal spring ``2 D1 d n`` and tangential damping ``2 D2 d^2 P v_u / dt``, ``P`` the
+tangent plane at node u's detection, its normal part ``2 D2 d |P v_u|^2`` included) plus the
+normal damper ``Cn (n . v_u)`` (``pm.Cn``: the scene's damping, option ``contact_damping``; the
+normal force clamped at 0); drag: ``(cn (I - a a^T) + ct a a^T) v_u`` with the axis ``a`` frozen
+at q_k as in order 2.  Their Jacobian is exact up to the curvature of the environment (the normal
+is taken locally constant, as in order 2): the force's own dependence on x_u (diagonal block),
+its velocity dependence on every unknown node v through ``C1[u, v] / dt J_x(q_v)``, and the
+derivative of ``J_x(q_u)^T`` through Algorithm 2 (the forces enter G before the adjoint pass, so
+``hessian_second_order`` sees them).  LM's trials land contact points entering the environment
+just inside (order 2's step filter, per node: :func:`colloc_contact_limit`).
 """
 from __future__ import annotations
 
@@ -13,15 +30,17 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.backends.kernel import Variants, kernel, specialize
+from pbsim.contact.energy import contact_force_velocity
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.errors import InputError
 from pbsim.integrators.pbad.joints import passive_residual, passive_residual_jacobian
-from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, gn_block, hessian_second_order,
-                                           inertial_gravity_terms, poses_from_work, world_twists)
+from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block,
+                                           hessian_second_order, inertial_gravity_terms, point_xyz, poses_from_work,
+                                           world_twists)
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
 from pbsim.optim.lm import LM_ACCEPTED, LM_DAMPED, LM_ROOT, lm_loop, lm_stalled_small
 
@@ -71,11 +90,166 @@ def linear_spectral_radius(K: int, wdt: float) -> float:
 
 
 @kernel
-def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
+def colloc_point_velocity(T, i, pl, C1, u, dt):
+    """World velocity at node u of body i's point ``pl`` from its Cartesian collocation polynomial:
+    ``sum_j C1[u, j] x(T_j) / dt`` over all nodes (poses ``T`` (K+1, nb, 3, 4))."""
+    v0 = 0.0
+    v1 = 0.0
+    v2 = 0.0
+    for j in range(T.shape[0]):
+        y0, y1, y2 = point_xyz(T[j], i, pl)
+        cj = C1[u, j] / dt
+        v0 += cj * y0
+        v1 += cj * y1
+        v2 += cj * y2
+    return v0, v1, v2
+
+
+@kernel
+def add_point_force(G, i, pl, F):
+    """G_i += F [pl; 1]^T: a world force (as dQ/dx) at body i's point ``pl`` into dE/dT_i."""
+    for r in range(3):
+        G[i, r, 0] += F[r] * pl[0]
+        G[i, r, 1] += F[r] * pl[1]
+        G[i, r, 2] += F[r] * pl[2]
+        G[i, r, 3] += F[r]
+
+
+@kernel
+def colloc_point_block(m, i, pl, Tu, xiu, Tv, xiv, K, J, r0, c0, vel):
+    """``J[r0 + a, c0 + c] += J_x(q_u)_a^T K J_x(q_v)_c`` over the DOFs a, c that move body ``i``
+    (point ``pl``; poses and world twists at nodes u and v); ``vel`` (nv, 3) scratch."""
+    x0, x1, x2 = point_xyz(Tu, i, pl)
+    y0, y1, y2 = point_xyz(Tv, i, pl)
+    j = i
+    while j >= 0:
+        jj = m.iv[j]
+        for ka in range(m.nvj[j]):
+            x = xiu[jj + ka]
+            p0 = x[1] * x2 - x[2] * x1 + x[3]
+            p1 = x[2] * x0 - x[0] * x2 + x[4]
+            p2 = x[0] * x1 - x[1] * x0 + x[5]
+            for cc in range(3):
+                vel[jj + ka, cc] = p0 * K[0, cc] + p1 * K[1, cc] + p2 * K[2, cc]
+        j = m.parent[j]
+    jc = i
+    while jc >= 0:
+        jc0 = m.iv[jc]
+        for kc in range(m.nvj[jc]):
+            y = xiv[jc0 + kc]
+            s0 = y[1] * y2 - y[2] * y1 + y[3]
+            s1 = y[2] * y0 - y[0] * y2 + y[4]
+            s2 = y[0] * y1 - y[1] * y0 + y[5]
+            ja = i
+            while ja >= 0:
+                ja0 = m.iv[ja]
+                for ka in range(m.nvj[ja]):
+                    a = ja0 + ka
+                    J[r0 + a, c0 + jc0 + kc] += vel[a, 0] * s0 + vel[a, 1] * s1 + vel[a, 2] * s2
+                ja = m.parent[ja]
+        jc = m.parent[jc]
+
+
+@kernel
+def drag_matrix(pm, Tk, k, dt, wv, K):
+    """``K = wv (cn (I - a a^T) + ct a a^T)`` for drag point k, axis ``a`` at q_k (poses ``Tk``)."""
+    i = pm.pt_body[k]
+    pa = pm.pt_axis[k]
+    cn = pm.drag_n[k]
+    ct = pm.drag_t[k]
+    a0 = Tk[i, 0, 0] * pa[0] + Tk[i, 0, 1] * pa[1] + Tk[i, 0, 2] * pa[2]
+    a1 = Tk[i, 1, 0] * pa[0] + Tk[i, 1, 1] * pa[1] + Tk[i, 1, 2] * pa[2]
+    a2 = Tk[i, 2, 0] * pa[0] + Tk[i, 2, 1] * pa[1] + Tk[i, 2, 2] * pa[2]
+    for r in range(3):
+        ar = a0 if r == 0 else (a1 if r == 1 else a2)
+        for cc in range(3):
+            ac = a0 if cc == 0 else (a1 if cc == 1 else a2)
+            K[r, cc] = wv * ((cn if r == cc else 0.0) + (ct - cn) * ar * ac)
+
+
+@kernel
+def colloc_drag_forces(m, pm, pw, b, u, C1, dt, G):
+    """Drag (Sec. 6.2) at node u: ``F = (cn (I - a a^T) + ct a a^T) v_u`` per drag point into G."""
+    T = pw.T[b]
+    for k in range(pm.npts):
+        i = pm.pt_body[k]
+        pl = pm.pt_local[k]
+        v0, v1, v2 = colloc_point_velocity(T, i, pl, C1, u, dt)
+        K = pw.K[b, k]
+        F = pw.F[b, k]
+        drag_matrix(pm, T[1], k, dt, 1.0, K)
+        for r in range(3):
+            F[r] = K[r, 0] * v0 + K[r, 1] * v1 + K[r, 2] * v2
+        add_point_force(G, i, pl, F)
+
+
+@kernel
+def colloc_drag_jacobian(m, pm, pw, b, u, C1, dt, J):
+    """Drag's Jacobian blocks of node u's rows: ``J_u^T (C1[u, v] / dt) Kd J_v`` for every unknown
+    node v (exact: the force is linear in v_u, the axis is frozen at q_k)."""
+    T = pw.T[b]
+    nv = m.nv
+    r0 = (u - 2) * nv
+    for k in range(pm.npts):
+        K = pw.K[b, k]
+        for v2 in range(2, T.shape[0]):
+            drag_matrix(pm, T[1], k, dt, C1[u, v2] / dt, K)
+            colloc_point_block(m, pm.pt_body[k], pm.pt_local[k], T[u], pw.xi[b, u - 2], T[v2], pw.xi[b, v2 - 2], K,
+                               J, r0, (v2 - 2) * nv, pw.vel[b])
+
+
+@kernel
+def colloc_contact_forces(m, pm, s, pw, b, u, C1, dt, G):
+    """Penalty contact (Eq. 9) at node u: per contact point of the scene arrays ``s`` the force of
+    :func:`pbsim.contact.energy.contact_force_velocity` at node u's pose with the polynomial's
+    velocity v_u, into G (its F in ``pw.F[b, pm.npts + k]``)."""
+    T = pw.T[b]
+    Tu = T[u]
+    k0 = pm.npts
+    for k in range(s.npts):
+        i = s.pt_body[k]
+        pl = s.pt_local[k]
+        v0, v1, v2 = colloc_point_velocity(T, i, pl, C1, u, dt)
+        F = pw.F[b, k0 + k]
+        dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], Tu[i], Tu[i, :, 3], v0, v1, v2, dt, 0.0,
+                                     0.0, F, pw.K[b, k0 + k])
+        if dep > 0.0:
+            add_point_force(G, i, pl, F)
+
+
+@kernel
+def colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J):
+    """Contact's Jacobian blocks of node u's rows: ``J_u^T (dF/dx [v = u] + C1[u, v] / dt dF/dv)
+    J_v`` for every unknown node v (:func:`pbsim.contact.energy.contact_force_velocity`: exact
+    with the normal locally constant)."""
+    T = pw.T[b]
+    Tu = T[u]
+    nv = m.nv
+    r0 = (u - 2) * nv
+    k0 = pm.npts
+    for k in range(s.npts):
+        i = s.pt_body[k]
+        pl = s.pt_local[k]
+        v0, v1, v2 = colloc_point_velocity(T, i, pl, C1, u, dt)
+        F = pw.F[b, k0 + k]
+        K = pw.K[b, k0 + k]
+        for v2n in range(2, T.shape[0]):
+            dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], Tu[i], Tu[i, :, 3], v0, v1, v2, dt,
+                                         1.0 if v2n == u else 0.0, C1[u, v2n] / dt, F, K)
+            if dep <= 0.0:
+                break
+            colloc_point_block(m, i, pl, Tu, pw.xi[b, u - 2], T[v2n], pw.xi[b, v2n - 2], K, J, r0, (v2n - 2) * nv,
+                               pw.vel[b])
+
+
+@kernel
+def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
     """Stacked residuals of Eq. 6 at the unknown nodes (rows nodes[2:]) and their Jacobian.
 
     Node configurations are in ``nodes`` (K+1, nq); the poses of the two known nodes must already
-    be in pw.T[b, 0:2].  r[u*nv + a] is the generalized force residual of DOF a at node u + 2."""
+    be in pw.T[b, 0:2].  r[u*nv + a] is the generalized force residual of DOF a at node u + 2.
+    Drag points of ``pm`` and contact points of the scene arrays ``s`` add their forces at every
+    node (module docstring)."""
     nn = nodes.shape[0]
     nu = nn - 2
     nv = m.nv
@@ -102,11 +276,15 @@ def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
         for i in range(m.nb):
             for rr in range(3):
                 for cc in range(4):
-                    s = 0.0
+                    sa = 0.0
                     for j in range(nn):
-                        s += C2[u, j] * pw.T[b, j, i, rr, cc]
-                    A[i, rr, cc] = s
+                        sa += C2[u, j] * pw.T[b, j, i, rr, cc]
+                    A[i, rr, cc] = sa
         inertial_gravity_terms(m, pm, T, A, inv2, True, G)
+        if pm.npts > 0:
+            colloc_drag_forces(m, pm, pw, b, u, C1, dt, G)
+        if s.npts > 0:
+            colloc_contact_forces(m, pm, s, pw, b, u, C1, dt, G)
         adjoint_gradient(m, T, G, xi, pw.W[b], ru)
         # joint-space forces at node u: velocity and acceleration from the polynomial (tangent at q_u)
         vel = pw.v1[b]
@@ -146,34 +324,74 @@ def colloc_residual(m, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                     if v2 == u and (c.mode == PD or c.mode == SPD):
                         J[r0 + a, c0 + a] += c.kp[bp, a]
                 passive_residual_jacobian(m, nodes[u], vel, C1[u, v2] / dt, v2 == u, J, r0, c0)
+            if pm.npts > 0:
+                colloc_drag_jacobian(m, pm, pw, b, u, C1, dt, J)
+            if s.npts > 0:
+                colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J)
 
 
-# LM on Eq. 7: the generic loop of pbsim.optim.lm on the problem P = (m, pm, c, w, pw, C1, C2, dt),
+# LM on Eq. 7: the generic loop of pbsim.optim.lm on the problem P = (m, s, pm, c, w, pw, C1, C2, dt),
 # iterate: the unknown nodes pw.qn[b, 2:], trial pw.qt[b, 2:]; objective 1/2 |r|^2, norm |r|_inf
 
 @kernel
 def colloc_lm_eval(P, b):
     """LM hook: r and J of Eq. 6 at the nodes, E = 1/2 |r|^2 and |r|_inf."""
-    m, pm, c, w, pw, C1, C2, dt = P
+    m, s, pm, c, w, pw, C1, C2, dt = P
     n = (pw.qn.shape[1] - 2) * m.nv
     r = pw.r[b]
-    colloc_residual(m, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r, pw.J[b])
+    colloc_residual(m, s, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r, pw.J[b])
     return 0.5 * dot(r, r, n), inf_norm(r, n)
 
 
 @kernel
+def colloc_contact_limit(m, s, w, pw, b, fresh, dx):
+    """Shortens the step ``dx`` of all nodes in place so that no contact point outside the
+    environment at its node sinks, along the linearised step, deeper than 1e-6 of the depth the
+    full step predicts (order 2's filter, :func:`pbsim.integrators.pbad.energy.contact_step_limit`,
+    per node; the smallest factor over the nodes): a Newton step from outside does not see the
+    contact force it would meet.  ``fresh``: pw.T / pw.xi hold the iterate's poses and twists (else
+    recomputed: a rejected trial left its own).  The shortened step is kept above STEP_FLOOR."""
+    nodes = pw.qn[b]
+    nn = nodes.shape[0]
+    nv = m.nv
+    alpha = 1.0
+    for u in range(2, nn):
+        if not fresh:
+            fk_state(m, w, b, nodes[u])
+            poses_from_work(m, w, b, pw.T[b, u])
+            world_twists(m, pw.T[b, u], pw.xi[b, u - 2])
+        a = contact_step_limit(m, s, pw.T[b, u], pw.xi[b, u - 2], dx[(u - 2) * nv:(u - 1) * nv], 1e-6)
+        if a < alpha:
+            alpha = a
+    if alpha < 1.0:
+        n = (nn - 2) * nv
+        big = inf_norm(dx, n)
+        if alpha * big < STEP_FLOOR:
+            alpha = STEP_FLOOR / big if big > STEP_FLOOR else 1.0
+        for k in range(n):
+            dx[k] *= alpha
+
+
+STEP_FLOOR = 1e-8  # rad/m: a step shortened by the contact limit stays above xtol (no false convergence)
+
+
+@kernel
 def colloc_trial(P, b, tries):
-    """LM hook: the trial nodes q_u (+) dx_u and their 1/2 |r|^2 (J is left alone)."""
-    m, pm, c, w, pw, C1, C2, dt = P
+    """LM hook: the trial nodes q_u (+) dx_u and their 1/2 |r|^2 (J is left alone); contact points
+    entering the environment land just inside (:func:`colloc_contact_limit`; ``tries`` < 0: the
+    poses in pw are the iterate's)."""
+    m, s, pm, c, w, pw, C1, C2, dt = P
     nodes = pw.qn[b]
     trial = pw.qt[b]
     nn = nodes.shape[0]
     nv = m.nv
     dx = pw.dx[b]
+    if s.npts > 0:
+        colloc_contact_limit(m, s, w, pw, b, tries < 0, dx)
     for u in range(2, nn):
         integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
     rt = pw.rt[b]
-    colloc_residual(m, pm, c, w, pw, b, trial, C1, C2, dt, False, rt, pw.J[b])
+    colloc_residual(m, s, pm, c, w, pw, b, trial, C1, C2, dt, False, rt, pw.J[b])
     return 0.5 * dot(rt, rt, (nn - 2) * nv)
 
 
@@ -182,7 +400,7 @@ def colloc_newton(P, b, E, xtol):
     """LM hook tried first: the system is square, so the Newton step J dx = -r (LU: no squared
     conditioning) is taken when it decreases E; otherwise the normal equations g = J^T r,
     H = J^T J are formed for the damped tries (O(n^3): only when the Newton step fails)."""
-    m, pm, c, w, pw, C1, C2, dt = P
+    m, s, pm, c, w, pw, C1, C2, dt = P
     n = (pw.qn.shape[1] - 2) * m.nv
     r = pw.r[b]
     J = pw.J[b]
@@ -193,7 +411,7 @@ def colloc_newton(P, b, E, xtol):
         for cc in range(n):
             M2[a, cc] = J[a, cc]
     if lu_solve_inplace(M2, dx, n):
-        Et = colloc_trial(P, b, 0)
+        Et = colloc_trial(P, b, -1)
         if Et <= E:
             return LM_ACCEPTED
         if inf_norm(dx, n) < xtol:  # Newton step below xtol: at the root, r is rounding noise
@@ -201,16 +419,16 @@ def colloc_newton(P, b, E, xtol):
     g = pw.g[b]
     H = pw.H[b]
     for a in range(n):
-        s = 0.0
+        acc = 0.0
         for k in range(n):
-            s += J[k, a] * r[k]
-        g[a] = s
+            acc += J[k, a] * r[k]
+        g[a] = acc
         for cc in range(a, n):
-            s = 0.0
+            acc = 0.0
             for k in range(n):
-                s += J[k, a] * J[k, cc]
-            H[a, cc] = s
-            H[cc, a] = s
+                acc += J[k, a] * J[k, cc]
+            H[a, cc] = acc
+            H[cc, a] = acc
     return LM_DAMPED
 
 
@@ -218,7 +436,7 @@ def colloc_newton(P, b, E, xtol):
 def colloc_take(P, b):
     """LM hook: the trial nodes become the nodes."""
     m = P[0]
-    pw = P[4]
+    pw = P[5]
     for u in range(2, pw.qn.shape[1]):
         for a in range(m.nq):
             pw.qn[b, u, a] = pw.qt[b, u, a]
@@ -231,7 +449,7 @@ STALL_WINDOW = 10  # stop when 1/2 |r|^2 has not halved in this many iterations 
 
 
 @kernel
-def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
+def colloc_lm(m, s, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
     """LM on Eq. 7 (1/2 sum ||r_u||^2) over all unknown nodes at once."""
     nodes = pw.qn[b]
     trial = pw.qt[b]
@@ -239,7 +457,7 @@ def colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info):
         for a in range(m.nq):
             trial[k, a] = nodes[k, a]
     n = (nodes.shape[0] - 2) * m.nv
-    colloc_lm_loop((m, pm, c, w, pw, C1, C2, dt), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, n, maxit,
+    colloc_lm_loop((m, s, pm, c, w, pw, C1, C2, dt), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, n, maxit,
                    gtol, xtol, 0.0, STALL_WINDOW, info)
 
 
@@ -287,8 +505,8 @@ def colloc_max_rotation(m, w, pw, b, nn):
 
 
 @kernel
-def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
-                 qlast, e, info):
+def colloc_state(m, s, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
+                 vn, qlast, e, info):
     nn = tau.shape[0]
     for k in range(m.nq):
         pw.qn[b, 0, k] = qprev[b, k]
@@ -316,11 +534,11 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2
             for j in range(m.nv):
                 cq[j] = 0.0
         for u in range(2, nn):
-            s = tau[u] * dt
+            st = tau[u] * dt
             for j in range(m.nv):
-                d[j] = s * v[b, j] + s * s * cq[j]
+                d[j] = st * v[b, j] + st * st * cq[j]
             integrate_config(m, q[b], d, pw.qn[b, u], w.Rj[b])
-    colloc_lm(m, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
+    colloc_lm(m, s, pm, c, w, pw, b, dt, C1, C2, maxit, gtol, xtol, info[b])
     rot = colloc_max_rotation(m, w, pw, b, nn)
     info[b, 4] = rot
     if not (rot <= maxrot):  # aliased root (or NaN): rejected like a non-converged step
@@ -340,31 +558,40 @@ def colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2
 
 
 @kernel(parallel=True)
-def colloc_batch(m, pm, c, w, pw, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
+def colloc_batch(m, s, pm, c, w, pw, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn, vn,
                  qlast, e, info):
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        colloc_state(m, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot, qn,
-                     vn, qlast, e, info)
+        colloc_state(m, s, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1, C2, maxit, gtol, xtol, maxrot,
+                     qn, vn, qlast, e, info)
 
 
 @kernel
-def colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J):
+def colloc_eval_state(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, r, J):
     for k in range(nodes.shape[1]):
         for a in range(m.nq):
             pw.qn[b, k, a] = nodes[b, k, a]
     for k in range(2):
         fk_state(m, w, b, pw.qn[b, k])
         poses_from_work(m, w, b, pw.T[b, k])
-    colloc_residual(m, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r[b], J[b])
+    colloc_residual(m, s, pm, c, w, pw, b, pw.qn[b], C1, C2, dt, True, r[b], J[b])
 
 
 @kernel(parallel=True)
-def colloc_eval_batch(m, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
+def colloc_eval_batch(m, s, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
     """Residuals and Jacobian of Eq. 6 at given nodes (B, K+1, nq) (tests, tools)."""
     for i in prange(nodes.shape[0]):
         b = np.int64(i)
-        colloc_eval_state(m, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
+        colloc_eval_state(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, r, J)
+
+
+# drag points and contact points are compiled only into runs that have some (as PBAD2's Variants)
+_POINT_FEATURES = {
+    "points": ("colloc_drag_forces", "colloc_drag_jacobian"),
+    "contact": ("colloc_contact_forces", "colloc_contact_jacobian", "colloc_contact_limit"),
+}
+COLLOC = Variants(colloc_batch, _POINT_FEATURES)
+COLLOC_EVAL = Variants(colloc_eval_batch, _POINT_FEATURES)
 
 
 @kernel

@@ -32,8 +32,9 @@ from pbsim.contact.query import contact_detect
 from pbsim.dynamics.joints import BALL, FREE
 
 # Model-side constants of PBAD: per body M~; drag sample points (Sec. 6.2); per contact point of the
-# scene (``s``, a KScene) the Eq. 9 parameters D1, D2 (:mod:`pbsim.contact.energy`)
-PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2")
+# scene (``s``, a KScene) the Eq. 9 parameters D1, D2 (:mod:`pbsim.contact.energy`) and the normal
+# damping Cn the collocation orders add (:mod:`.colloc`; order 2 does not read it)
+PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 Cn")
 
 
 def second_moments(model) -> np.ndarray:
@@ -53,9 +54,10 @@ def second_moments(model) -> np.ndarray:
 
 
 def make_pbad_model(model, points_body=None, points_local=None, points_axis=None, drag_n=None, drag_t=None,
-                    D1=None, D2=None) -> PbadModel:
+                    D1=None, D2=None, Cn=None) -> PbadModel:
     """PBAD's constants: drag points (``points_*``, ``drag_n``/``drag_t``) and the contact energy's
-    per-point ``D1``, ``D2`` (arrays over the scene's contact points, :mod:`pbsim.contact.energy`)."""
+    per-point ``D1``, ``D2`` (arrays over the scene's contact points, :mod:`pbsim.contact.energy`),
+    and per contact point the normal damping ``Cn`` of the collocation orders (default 0)."""
     n = 0 if points_body is None else len(points_body)
     z = np.zeros
     pb = z(0, np.int32) if n == 0 else np.ascontiguousarray(points_body, np.int32)
@@ -66,7 +68,8 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     dtg = z(n) if drag_t is None else np.array(np.broadcast_to(drag_t, (n,)), np.float64)
     d1 = z(0) if D1 is None else np.array(D1, np.float64).reshape(-1)
     d2 = z(len(d1)) if D2 is None else np.array(np.broadcast_to(D2, d1.shape), np.float64)
-    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2)
+    cn = z(len(d1)) if Cn is None else np.array(np.broadcast_to(Cn, d1.shape), np.float64)
+    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2, cn)
 
 
 # ---------------------------------------------------------------------------------------------
