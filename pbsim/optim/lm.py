@@ -202,3 +202,45 @@ def lm_loop(P, lw, b, n, maxit, gtol, xtol, rtol, window, info):
         lam, E, gn, it, E_ref, conv, stop = lm_iterate(P, lw, b, n, lam, E, gn, it, E_ref, maxit, gtol, xtol, rtol,
                                                        window)
     lm_end(info, it, gn, conv, E, gtol)
+
+
+# ---------------------------------------------------------------------------------------------
+# the GPU's one-iteration-per-launch schedule: the loop above cut at lm_iterate, its state kept
+# between launches in a row st (8,) = [lam, E, gn, it, conv, stopped, E_ref, -]
+
+@kernel
+def lm_launch_begin(P, b, st):
+    """Phase 1 (:func:`lm_begin`): the state at the initial iterate into ``st``."""
+    lam, E, gn = lm_begin(P, b)
+    st[0] = lam
+    st[1] = E
+    st[2] = gn
+    st[3] = 0.0  # iterations
+    st[4] = 0.0  # converged
+    st[5] = 0.0  # stopped
+    st[6] = E  # E at the start of the stall window
+
+
+@kernel
+def lm_launch_iterate(P, lw, b, n, st, maxit, gtol, xtol, rtol, window):
+    """Phase 2: one :func:`lm_iterate` on the state in ``st`` (a stopped one is left alone);
+    returns whether the loop stopped in this launch."""
+    if st[5] != 0.0:
+        return False
+    lam, E, gn, it, E_ref, conv, stop = lm_iterate(P, lw, b, n, st[0], st[1], st[2], int(st[3]), st[6], maxit, gtol,
+                                                   xtol, rtol, window)
+    st[0] = lam
+    st[1] = E
+    st[2] = gn
+    st[3] = it
+    st[4] = 1.0 if conv else 0.0
+    st[6] = E_ref
+    if stop:
+        st[5] = 1.0
+    return stop
+
+
+@kernel
+def lm_launch_end(info, st, gtol):
+    """Phase 3: the loop's diagnostics (:func:`lm_end`) from ``st``."""
+    lm_end(info, st[3], st[2], st[4] != 0.0, st[1], gtol)

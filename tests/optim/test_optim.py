@@ -172,8 +172,9 @@ def test_pbad_solvers_reach_one_lm_loop():
     it2, itc = gl(loop2)["lm_iterate"], gl(loopc)["lm_iterate"]
     assert code(loop2) is code(loopc) is code(lm.lm_loop)
     assert code(it2) is code(itc) is code(lm.lm_iterate)
-    assert it2 is gl(step.pbad_iterate)["pbad2_lm_iterate"]  # the per-launch phase: the very same kernel
-    assert gl(loop2)["lm_begin"] is gl(step.pbad_begin)["pbad2_lm_begin"]
+    # the per-launch phases: the very same kernels
+    assert it2 is gl(gl(step.pbad_iterate)["pbad2_lm_launch_iterate"])["lm_iterate"]
+    assert gl(loop2)["lm_begin"] is gl(gl(step.pbad_begin)["pbad2_lm_launch_begin"])["lm_begin"]
     tr2, trc = gl(it2)["lm_trial"], gl(itc)["lm_trial"]
     assert code(tr2) is code(trc) is code(lm.lm_trial)
     assert gl(tr2)["lm_try"] is order2.pbad2_trial and gl(trc)["lm_try"] is colloc.colloc_trial
@@ -189,3 +190,29 @@ def test_pbad_solvers_reach_one_lm_loop():
                 assert not re.search(rf"\b{name}\(", src), (
                     f"{p.relative_to(root)} calls {name}: the LM loop is pbsim.optim.lm's"
                 )
+
+
+def test_lbfgs_loop_is_written_once():
+    """The LBFGS loop is written once: PBAD2's (pbad2_lbfgs) and PBFD's (pbfd_lbfgs) run copies of
+    pbsim.optim.lbfgs.lbfgs_loop (same code object) that differ only in the bound problem hooks;
+    no kernel outside pbsim/optim calls the two-loop recursion or the pair store."""
+    from pathlib import Path
+
+    import pbsim
+    from pbsim.integrators.pbad import order2
+    from pbsim.integrators.pbfd import solve
+    from pbsim.optim import lbfgs
+
+    def gl(k):
+        return python_source(k).__globals__
+
+    la, lf = gl(order2.pbad2_lbfgs)["pbad2_lbfgs_loop"], gl(solve.pbfd_lbfgs)["pbfd_lbfgs_loop"]
+    assert python_source(la).__code__ is python_source(lf).__code__ is python_source(lbfgs.lbfgs_loop).__code__
+    assert gl(la)["lbfgs_h0"] is order2.pbad2_lbfgs_h0 and gl(lf)["lbfgs_h0"] is solve.pbfd_lbfgs_h0
+    assert gl(la)["lbfgs_limit"] is lbfgs.lbfgs_no_limit and gl(lf)["lbfgs_limit"] is solve.pbfd_lbfgs_limit
+    root = Path(pbsim.__file__).parent
+    for p in root.rglob("*.py"):
+        if p.parent.name != "optim":
+            src = p.read_text()
+            for name in ("lbfgs_first_loop", "lbfgs_second_loop", "lbfgs_push"):
+                assert not re.search(rf"\b{name}\(", src), f"{p.relative_to(root)} calls {name}: LBFGS is pbsim.optim's"

@@ -24,9 +24,9 @@ from pbsim.integrators.pbad.joints import joint_energy, joint_gradient, joint_he
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_hessian, contact_step_limit,
                                            contact_terms, gn_block, hessian_second_order, inertial_gravity_terms,
                                            point_hessian, point_terms, poses_from_work, world_twists)
-from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
-from pbsim.optim.linalg import dot, inf_norm
-from pbsim.optim.lm import lm_begin, lm_iterate, lm_loop
+from pbsim.optim.lbfgs import lbfgs_loop
+from pbsim.optim.linalg import inf_norm
+from pbsim.optim.lm import lm_launch_begin, lm_launch_iterate, lm_loop
 
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
 
@@ -158,8 +158,8 @@ def pbad2_take(P, b):
 LM_RTOL = 1e-15  # a trial is accepted when E does not grow by more than this, relatively
 PBAD2_LM = dict(lm_eval=pbad2_lm_eval, lm_try=pbad2_trial, lm_take=pbad2_take)
 pbad2_lm_loop = specialize(lm_loop, "pbad2", **PBAD2_LM)
-pbad2_lm_begin = specialize(lm_begin, "pbad2", **PBAD2_LM)  # the GPU's per-launch schedule (.step)
-pbad2_lm_iterate = specialize(lm_iterate, "pbad2", **PBAD2_LM)
+pbad2_lm_launch_begin = specialize(lm_launch_begin, "pbad2", **PBAD2_LM)  # the GPU's per-launch schedule (.step)
+pbad2_lm_launch_iterate = specialize(lm_launch_iterate, "pbad2", **PBAD2_LM)
 
 
 @kernel
@@ -179,88 +179,61 @@ def lbfgs_h0_apply(m, wf, b, h0, dt, d, tmp):
         d[j] = s * tmp[j]
 
 
+# order 2: LBFGS, the generic loop of pbsim.optim.lbfgs on the problem
+# P = (m, s, pm, c, w, wf, pw, q, v, dt), iterate pw.qn[b, 2] (gradient pw.g), trial pw.qt[b, 2] (pw.gt)
+
+@kernel
+def pbad2_lbfgs_eval(P, b):
+    """LBFGS hook: E and g of Eq. 5 at the iterate, |g|_inf."""
+    m, s, pm, c, w, wf, pw, q, v, dt = P
+    E = pbad2_eval(m, s, pm, c, w, pw, b, pw.qn[b, 2], q[b], v[b], dt, True, False, False, pw.g[b], pw.H[b])
+    return E, inf_norm(pw.g[b], m.nv)
+
+
+@kernel
+def pbad2_lbfgs_h0(P, b, h0, d):
+    """LBFGS hook: d <- h0 dt^2 M(q_k)^-1 d (:func:`lbfgs_h0_apply`)."""
+    m, s, pm, c, w, wf, pw, q, v, dt = P
+    lbfgs_h0_apply(m, wf, b, h0, dt, d, pw.P[b])
+
+
+@kernel
+def pbad2_lbfgs_try(P, b):
+    """LBFGS hook: the trial iterate qi (+) s, its E and gradient (pw.gt)."""
+    m, s, pm, c, w, wf, pw, q, v, dt = P
+    qt = pw.qt[b, 2]
+    integrate_config(m, pw.qn[b, 2], pw.r[b], qt, w.Rj[b])
+    return pbad2_eval(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, pw.gt[b], pw.H[b])
+
+
+@kernel
+def pbad2_lbfgs_take(P, b):
+    """LBFGS hook: the trial iterate becomes the iterate; |g|_inf there."""
+    m = P[0]
+    pw = P[6]
+    for k in range(m.nq):
+        pw.qn[b, 2, k] = pw.qt[b, 2, k]
+    return inf_norm(pw.gt[b], m.nv)
+
+
+PBAD2_LBFGS = dict(lbfgs_eval=pbad2_lbfgs_eval, lbfgs_h0=pbad2_lbfgs_h0, lbfgs_try=pbad2_lbfgs_try,
+                   lbfgs_take=pbad2_lbfgs_take)
+pbad2_lbfgs_loop = specialize(lbfgs_loop, "pbad2_lbfgs", **PBAD2_LBFGS)
+
+
 @kernel
 def pbad2_lbfgs(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, info):
-    """LBFGS with Armijo backtracking on Eq. 5, preconditioned by the inertial part of the Hessian:
-    H0 = h0 dt^2 M(q_k)^-1 applied in O(n) (articulated factor of M at q_k in ``wf``, a second
-    dynamics workspace: ``w`` is overwritten by every energy evaluation); h0 = s.y / y.H0 y from the
-    newest stored pair."""
-    n = m.nv
-    qi = pw.qn[b, 2]
-    qt = pw.qt[b, 2]
-    g = pw.g[b]
-    gt = pw.gt[b]
-    dx = pw.dx[b]
-    s_new = pw.r[b]
-    y_new = pw.rt[b]
+    """LBFGS with Armijo backtracking on Eq. 5 (:func:`pbsim.optim.lbfgs.lbfgs_loop`), preconditioned
+    by the inertial part of the Hessian: H0 = h0 dt^2 M(q_k)^-1 applied in O(n) (articulated factor
+    of M at q_k in ``wf``, a second dynamics workspace: ``w`` is overwritten by every energy
+    evaluation); h0 = s.y / y.H0 y from the newest stored pair."""
     P = pw.P[b]
-    for j in range(n):
+    for j in range(m.nv):
         P[j] = 0.0
     minv_factor(m, wf, b, q[b], P, P)  # zero velocity, no extra diagonal
-    E = pbad2_eval(m, s, pm, c, w, pw, b, qi, q[b], v[b], dt, True, False, False, g, pw.H[b])
-    head = 0
-    count = 0
-    h0 = 1.0
-    gn = inf_norm(g, n)
-    it = 0
-    conv = False
-    mm = pw.S.shape[1]
-    while it < maxit:
-        if gn < gtol:
-            conv = True
-            break
-        it += 1
-        lbfgs_first_loop(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
-        lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
-        lbfgs_second_loop(pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
-        slope = dot(g, dx, n)
-        if not (slope < 0.0):  # not a descent direction: preconditioned steepest descent
-            for j in range(n):
-                dx[j] = -g[j]
-            lbfgs_h0_apply(m, wf, b, h0, dt, dx, P)
-            slope = dot(g, dx, n)
-        step = 1.0
-        ok = False
-        Et = E
-        for _ls in range(40):
-            for j in range(n):
-                s_new[j] = step * dx[j]
-            integrate_config(m, qi, s_new, qt, w.Rj[b])
-            Et = pbad2_eval(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, True, False, False, gt, pw.H[b])
-            if Et <= E + 1e-4 * step * slope + 1e-15 * abs(E):
-                ok = True
-                break
-            step *= 0.5
-        if not ok:
-            conv = inf_norm(s_new, n) < xtol
-            break
-        # tangent-space pair (gradients at different base points: first-order consistent)
-        for j in range(n):
-            y_new[j] = gt[j] - g[j]
-        head2 = lbfgs_push(pw.S[b], pw.Y[b], pw.rho[b], s_new, y_new, head, n)
-        if head2 != head:
-            head = head2
-            if count < mm:
-                count += 1
-            for j in range(n):
-                dx[j] = y_new[j]
-            lbfgs_h0_apply(m, wf, b, 1.0, dt, dx, P)
-            h0 = dot(s_new, y_new, n) / dot(y_new, dx, n)
-        for k in range(m.nq):
-            qi[k] = qt[k]
-        for j in range(n):
-            g[j] = gt[j]
-        E = Et
-        gn = inf_norm(g, n)
-        if inf_norm(s_new, n) < xtol:
-            conv = True
-            break
-    if gn < gtol:
-        conv = True
-    info[0] = it
-    info[1] = gn
-    info[2] = 1.0 if conv else 0.0
-    info[3] = E
+    pbad2_lbfgs_loop((m, s, pm, c, w, wf, pw, q, v, dt),
+                     (pw.g[b], pw.gt[b], pw.dx[b], pw.r[b], pw.rt[b], pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b]), b,
+                     m.nv, maxit, gtol, xtol, LM_RTOL, info)
 
 
 @kernel

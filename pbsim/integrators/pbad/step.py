@@ -23,12 +23,12 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
-from pbsim.integrators.pbad.order2 import (LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_begin,
-                                           pbad2_lm_iterate, pbad2_prepare)
-from pbsim.optim.lm import lm_end
+from pbsim.integrators.pbad.order2 import (LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_launch_begin,
+                                           pbad2_lm_launch_iterate, pbad2_prepare)
+from pbsim.optim.lm import lm_launch_end
 
 # pm: PbadModel (shared); pw: PbadWork (batched); st: (B, 8) LM state [lam, E, gn, it, conv, done,
-# E_ref, -] (pbsim.optim.lm.lm_iterate's); info: (B, 4) [iterations, |g|_inf, converged, E] like the CPU integrator's; done: (B,)
+# E_ref, -] (pbsim.optim.lm.lm_launch_*'s); info: (B, 4) [iterations, |g|_inf, converged, E] like the CPU integrator's; done: (B,)
 # 1.0 once a trajectory's LM has stopped (the host polls it to stop launching iterations).
 PbadX = namedtuple("PbadX", "pm pw st info done maxit gtol xtol exact_h")
 BATCHED = ("pw", "st", "info", "done")
@@ -68,44 +68,24 @@ def pbad_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, initial guess, the LM state there."""
     pw = x.pw
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    lam, E, gn = pbad2_lm_begin((m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), b)
-    st = x.st[b]
-    st[0] = lam
-    st[1] = E
-    st[2] = gn
-    st[3] = 0.0  # iterations
-    st[4] = 0.0  # converged
-    st[5] = 0.0  # stopped
-    st[6] = E  # E at the start of the stall window (unused by order 2)
+    pbad2_lm_launch_begin((m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), b, x.st[b])
     x.done[b] = 0.0
 
 
 @kernel
 def pbad_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 2: one LM iteration, the kernel that pbad2_lm's loop runs."""
-    st = x.st[b]
-    if st[5] != 0.0:
-        return
     pw = x.pw
-    lam, E, gn, it, E_ref, conv, stop = pbad2_lm_iterate(
-        (m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, m.nv,
-        st[0], st[1], st[2], int(st[3]), st[6], x.maxit, x.gtol, x.xtol, LM_RTOL, 0)
-    st[0] = lam
-    st[1] = E
-    st[2] = gn
-    st[3] = it
-    st[4] = 1.0 if conv else 0.0
-    st[6] = E_ref
-    if stop:
-        st[5] = 1.0
+    if pbad2_lm_launch_iterate((m, s, x.pm, c, w, pw, q, v, dt, x.exact_h),
+                               (pw.g[b], pw.H[b], pw.M2[b], pw.L[b], pw.dx[b]), b, m.nv, x.st[b], x.maxit, x.gtol,
+                               x.xtol, LM_RTOL, 0):
         x.done[b] = 1.0
 
 
 @kernel
 def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 3: diagnostics (as pbad2_lm's) and (qn, vn)."""
-    st = x.st[b]
-    lm_end(x.info[b], st[3], st[2], st[4] != 0.0, st[1], x.gtol)
+    lm_launch_end(x.info[b], x.st[b], x.gtol)
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 

@@ -25,9 +25,9 @@ from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.integrators.pbad.energy import contact_step_limit, poses_from_work, world_twists
 from pbsim.integrators.pbfd.residual import ge_gradient, half_sq, pbfd_residual, qr_damped_solve, qr_factor
-from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
-from pbsim.optim.linalg import dot, inf_norm
-from pbsim.optim.lm import lm_begin, lm_iterate, lm_loop, lm_stalled_small
+from pbsim.optim.lbfgs import lbfgs_loop
+from pbsim.optim.linalg import inf_norm
+from pbsim.optim.lm import lm_launch_begin, lm_launch_iterate, lm_loop, lm_stalled_small
 
 WINDOW = 10  # LM stops (unconverged) when GE has not halved over this many iterations
 STALL_FACTOR = 1e3  # a solve stopped on a tiny step counts as converged when |r|_inf <= this * gtol
@@ -92,8 +92,8 @@ def pbfd_take(P, b):
 PBFD_LM = dict(lm_eval=pbfd_lm_eval, lm_try=pbfd_lm_trial, lm_take=pbfd_take, lm_solve=qr_damped_solve,
                lm_stalled=lm_stalled_small)
 pbfd_lm_loop = specialize(lm_loop, "pbfd_lm", **PBFD_LM)
-pbfd_lm_begin = specialize(lm_begin, "pbfd_lm", **PBFD_LM)  # the GPU's per-launch schedule (.step)
-pbfd_lm_iterate = specialize(lm_iterate, "pbfd_lm", **PBFD_LM)
+pbfd_lm_launch_begin = specialize(lm_launch_begin, "pbfd_lm", **PBFD_LM)  # the GPU's per-launch schedule (.step)
+pbfd_lm_launch_iterate = specialize(lm_launch_iterate, "pbfd_lm", **PBFD_LM)
 
 
 @kernel
@@ -121,96 +121,101 @@ def h0_apply(m, wf, b, h0, dt, d, tmp):
         d[j] *= sc
 
 
+# LBFGS: the generic loop of pbsim.optim.lbfgs on the problem P = (m, s, pm, c, w, wf, pw, q, v,
+# dt, V), iterate pw.qn[b, 2] (r, J_r in pw.g, pw.H; grad GE in V[b, 0]), trial pw.qt[b, 2] (r in
+# pw.rt; grad GE at the accepted trial in V[b, 1])
+
+@kernel
+def pbfd_lbfgs_eval(P, b):
+    """LBFGS hook: r, J_r and grad GE = J_r^T r at the iterate; (GE, |r|_inf)."""
+    m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    n = m.nv
+    r = pw.g[b]
+    pbfd_residual(m, s, pm, c, w, pw, b, pw.qn[b, 2], q[b], v[b], dt, True, r, pw.H[b])
+    ge_gradient(pw.H[b], r, V[b, 0], n)
+    return half_sq(r, n), inf_norm(r, n)
+
+
+@kernel
+def pbfd_lbfgs_h0(P, b, h0, d):
+    """LBFGS hook: d <- h0 dt^4 M(q_k)^-2 d (:func:`h0_apply`)."""
+    m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    h0_apply(m, wf, b, h0, dt, d, pw.P[b])
+
+
+@kernel
+def pbfd_lbfgs_limit(P, b, slope):
+    """LBFGS hook: as LM's trials, points entering the environment land inside, not through it
+    (poses and twists of the iterate in pw.T[b, 2], pw.xi[b, 0]); then the :data:`MAX_STEP` cap."""
+    m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    n = m.nv
+    dx = pw.dx[b]
+    if s.npts > 0:
+        a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)
+        if a < 1.0:
+            for j in range(n):
+                dx[j] *= a
+            slope *= a
+    big = inf_norm(dx, n)
+    if big > MAX_STEP:  # a trust cap: GE has other roots far away (a cube turned by pi is one)
+        for j in range(n):
+            dx[j] *= MAX_STEP / big
+        slope *= MAX_STEP / big
+    return slope
+
+
+@kernel
+def pbfd_lbfgs_try(P, b):
+    """LBFGS hook: the trial iterate qi (+) s and GE there (its r in pw.rt)."""
+    m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    qt = pw.qt[b, 2]
+    integrate_config(m, pw.qn[b, 2], pw.r[b], qt, w.Rj[b])
+    pbfd_residual(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, False, pw.rt[b], pw.H[b])
+    return half_sq(pw.rt[b], m.nv)
+
+
+@kernel
+def pbfd_lbfgs_take(P, b):
+    """LBFGS hook: r, J_r and grad GE (V[b, 1]) at the accepted trial, which becomes the iterate;
+    |r|_inf there."""
+    m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    n = m.nv
+    r = pw.g[b]
+    pbfd_residual(m, s, pm, c, w, pw, b, pw.qt[b, 2], q[b], v[b], dt, True, r, pw.H[b])
+    ge_gradient(pw.H[b], r, V[b, 1], n)
+    for k in range(m.nq):
+        pw.qn[b, 2, k] = pw.qt[b, 2, k]
+    return inf_norm(r, n)
+
+
+@kernel
+def pbfd_lbfgs_gconv(gn, gtol):
+    """LBFGS hook: the loop stops converged unless |r|_inf > gtol."""
+    return not (gn > gtol)
+
+
+@kernel
+def pbfd_lbfgs_converged(gn, small, gtol):
+    """LBFGS hook: :func:`pbfd_converged`."""
+    return pbfd_converged(gn, small, gtol)
+
+
+PBFD_LBFGS = dict(lbfgs_eval=pbfd_lbfgs_eval, lbfgs_h0=pbfd_lbfgs_h0, lbfgs_limit=pbfd_lbfgs_limit,
+                  lbfgs_try=pbfd_lbfgs_try, lbfgs_take=pbfd_lbfgs_take, lbfgs_gconv=pbfd_lbfgs_gconv,
+                  lbfgs_converged=pbfd_lbfgs_converged)
+pbfd_lbfgs_loop = specialize(lbfgs_loop, "pbfd_lbfgs", **PBFD_LBFGS)
+
+
 @kernel
 def pbfd_lbfgs(m, s, pm, c, w, wf, pw, V, b, q, v, dt, maxit, gtol, xtol, info):
-    """LBFGS with Armijo backtracking on GE (gradient J_r^T r) for trajectory b; stops when
-    ``|r|_inf <= gtol`` (or on a step below xtol / a failed line search).  ``wf``: a second
-    dynamics workspace holding M(q_k)'s factor.  info as :func:`pbfd_lm`."""
-    n = m.nv
-    qi = pw.qn[b, 2]
-    qt = pw.qt[b, 2]
-    r = pw.g[b]
-    J = pw.H[b]
-    g = V[b, 0]  # grad GE at the iterate
-    gt = V[b, 1]  # grad GE at the accepted trial
-    y_new = V[b, 2]
-    s_new = pw.r[b]
-    dx = pw.dx[b]
+    """LBFGS with Armijo backtracking on GE (gradient J_r^T r) for trajectory b
+    (:func:`pbsim.optim.lbfgs.lbfgs_loop`); stops when ``|r|_inf <= gtol`` (or on a step below
+    xtol / a failed line search).  ``wf``: a second dynamics workspace holding M(q_k)'s factor.
+    info as :func:`pbfd_lm`."""
     P = pw.P[b]
-    for j in range(n):
+    for j in range(m.nv):
         P[j] = 0.0
     minv_factor(m, wf, b, q[b], P, P)  # zero velocity, no extra diagonal
-    pbfd_residual(m, s, pm, c, w, pw, b, qi, q[b], v[b], dt, True, r, J)
-    ge_gradient(J, r, g, n)
-    E = half_sq(r, n)
-    gn = inf_norm(r, n)
-    head = 0
-    count = 0
-    h0 = 1.0
-    it = 0
-    small = False
-    mm = pw.S.shape[1]
-    while it < maxit and gn > gtol:
-        it += 1
-        lbfgs_first_loop(g, pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
-        h0_apply(m, wf, b, h0, dt, dx, P)
-        lbfgs_second_loop(pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b], count, head, dx, n)
-        slope = dot(g, dx, n)
-        if not (slope < 0.0):  # not a descent direction: preconditioned steepest descent
-            for j in range(n):
-                dx[j] = -g[j]
-            h0_apply(m, wf, b, h0, dt, dx, P)
-            slope = dot(g, dx, n)
-        if s.npts > 0:  # as LM's trials: points entering the environment land inside, not through it
-            a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)  # poses, twists of the iterate
-            if a < 1.0:
-                for j in range(n):
-                    dx[j] *= a
-                slope *= a
-        big = inf_norm(dx, n)
-        if big > MAX_STEP:  # a trust cap: GE has other roots far away (a cube turned by pi is one)
-            for j in range(n):
-                dx[j] *= MAX_STEP / big
-            slope *= MAX_STEP / big
-        step = 1.0
-        ok = False
-        Et = E
-        for _ls in range(40):
-            for j in range(n):
-                s_new[j] = step * dx[j]
-            integrate_config(m, qi, s_new, qt, w.Rj[b])
-            pbfd_residual(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, False, pw.rt[b], J)
-            Et = half_sq(pw.rt[b], n)
-            if Et <= E + 1e-4 * step * slope:
-                ok = True
-                break
-            step *= 0.5
-        if not ok:
-            small = inf_norm(s_new, n) < xtol
-            break
-        pbfd_residual(m, s, pm, c, w, pw, b, qt, q[b], v[b], dt, True, r, J)
-        ge_gradient(J, r, gt, n)
-        for j in range(n):
-            y_new[j] = gt[j] - g[j]
-        head2 = lbfgs_push(pw.S[b], pw.Y[b], pw.rho[b], s_new, y_new, head, n)
-        if head2 != head:
-            head = head2
-            if count < mm:
-                count += 1
-            for j in range(n):
-                dx[j] = y_new[j]
-            h0_apply(m, wf, b, 1.0, dt, dx, P)
-            h0 = dot(s_new, y_new, n) / dot(y_new, dx, n)
-        for k in range(m.nq):
-            qi[k] = qt[k]
-        for j in range(n):
-            g[j] = gt[j]
-        E = Et
-        gn = inf_norm(r, n)
-        if inf_norm(s_new, n) < xtol:
-            small = True
-            break
-    info[0] = it
-    info[1] = gn
-    info[2] = 1.0 if pbfd_converged(gn, small, gtol) else 0.0
-    info[3] = E
+    pbfd_lbfgs_loop((m, s, pm, c, w, wf, pw, q, v, dt, V),
+                    (V[b, 0], V[b, 1], pw.dx[b], pw.r[b], V[b, 2], pw.S[b], pw.Y[b], pw.rho[b], pw.alpha[b]), b,
+                    m.nv, maxit, gtol, xtol, 0.0, info)

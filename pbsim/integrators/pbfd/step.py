@@ -15,9 +15,9 @@ from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
 from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_prepare
-from pbsim.integrators.pbfd.solve import (WINDOW, pbfd_converged, pbfd_lbfgs, pbfd_lm, pbfd_lm_begin,
-                                          pbfd_lm_iterate)
-from pbsim.optim.lm import lm_end
+from pbsim.integrators.pbfd.solve import (WINDOW, pbfd_converged, pbfd_lbfgs, pbfd_lm, pbfd_lm_launch_begin,
+                                          pbfd_lm_launch_iterate)
+from pbsim.optim.lm import lm_launch_end
 
 # pm: PbfdModel (shared); pw: PbadWork (batched; order 2); V: (B, 4, nv) vectors of the QR solve /
 # LBFGS; wf: second dynamics workspace (M(q_k)'s factor, LBFGS only); info: (B, 4) [iterations,
@@ -80,45 +80,24 @@ def pbfd_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, the guess, the LM state there."""
     pw = x.pw
     pbad2_prepare(m, w, pw, b, q, v, dt)
-    lam, E, gn = pbfd_lm_begin((m, s, x.pm, c, w, pw, q, v, dt, x.V), b)
-    st = x.st[b]
-    st[0] = lam
-    st[1] = E
-    st[2] = gn
-    st[3] = 0.0  # iterations
-    st[4] = 0.0  # converged
-    st[5] = 0.0  # stopped
-    st[6] = E  # GE at the start of the stall window
+    pbfd_lm_launch_begin((m, s, x.pm, c, w, pw, q, v, dt, x.V), b, x.st[b])
     x.done[b] = 0.0
 
 
 @kernel
 def pbfd_iterate(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 2: one JTJ-LM iteration (pbsim.optim.lm.lm_iterate with PBFD's hooks)."""
-    st = x.st[b]
-    if st[5] != 0.0:
-        return
     pw = x.pw
-    lam, E, gn, it, E_ref, conv, stop = pbfd_lm_iterate(
-        (m, s, x.pm, c, w, pw, q, v, dt, x.V), (x.V[b], pw.M2[b], pw.L[b], pw.J[b], pw.dx[b]), b, m.nv,
-        st[0], st[1], st[2], int(st[3]), st[6], x.maxit, x.gtol, x.xtol, 0.0, WINDOW)
-    st[0] = lam
-    st[1] = E
-    st[2] = gn
-    st[3] = it
-    st[4] = 1.0 if conv else 0.0
-    st[6] = E_ref
-    if stop:
-        st[5] = 1.0
+    if pbfd_lm_launch_iterate((m, s, x.pm, c, w, pw, q, v, dt, x.V), (x.V[b], pw.M2[b], pw.L[b], pw.J[b], pw.dx[b]),
+                              b, m.nv, x.st[b], x.maxit, x.gtol, x.xtol, 0.0, WINDOW):
         x.done[b] = 1.0
 
 
 @kernel
 def pbfd_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 3: diagnostics (as pbfd_lm's) and (qn, vn)."""
-    st = x.st[b]
     info = x.info[b]
-    lm_end(info, st[3], st[2], st[4] != 0.0, st[1], x.gtol)
+    lm_launch_end(info, x.st[b], x.gtol)
     info[2] = 1.0 if pbfd_converged(info[1], info[2] > 0.5, x.gtol) else 0.0
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
