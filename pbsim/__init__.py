@@ -8,8 +8,10 @@ from pbsim.dynamics.api import (
     forward_kinematics,
     frame_poses,
     integrate,
+    kinetic_energy_gradient,
     point_jacobian,
     rnea,
+    rnea_derivatives,
 )
 from pbsim.errors import (
     InertiaError,
@@ -55,6 +57,8 @@ __all__ = [
     "forward_kinematics",
     "frame_poses",
     "energy",
+    "kinetic_energy_gradient",
+    "rnea_derivatives",
     "point_jacobian",
     "integrate",
     "difference",

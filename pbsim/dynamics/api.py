@@ -5,11 +5,12 @@ import numpy as np
 
 from pbsim.dynamics.aba import aba_batch
 from pbsim.dynamics.crba import crba_batch
-from pbsim.dynamics.energy import energy_batch
+from pbsim.dynamics.energy import energy_batch, kinetic_energy_gradient_batch
 from pbsim.dynamics.jacobian import point_jacobian_batch
 from pbsim.dynamics.kinematics import fk_batch
 from pbsim.dynamics.liegroup import difference_batch, integrate_batch
 from pbsim.dynamics.rnea import rnea_batch
+from pbsim.dynamics.rnea_derivatives import rnea_derivatives_batch, rnea_derivatives_work_for
 from pbsim.dynamics.workspace import work_for
 from pbsim.errors import InputError
 
@@ -116,6 +117,32 @@ def energy(model, q, v):
     e = np.empty((B, 2))
     energy_batch(model.k, work_for(model, B), Q, V, e)
     return _out(e, single)
+
+
+def rnea_derivatives(model, q, v, qdd):
+    """``(d tau/dq, d tau/dv)`` of :func:`rnea` (gravity included), each (nv, nv) or (B, nv, nv);
+    rows are tau, columns the tangent ``q (+) dq`` (:func:`integrate`'s; for ball/free joints the
+    same matrix as Pinocchio's ``computeRNEADerivatives``).  O(n * depth)."""
+    Q, single = as_batch(q, model.nq, "q")
+    B = Q.shape[0]
+    V, _ = as_batch(v, model.nv, "v", B)
+    A, _ = as_batch(qdd, model.nv, "qdd", B)
+    dq = np.empty((B, model.nv, model.nv))
+    dv = np.empty((B, model.nv, model.nv))
+    rnea_derivatives_batch(model.k, rnea_derivatives_work_for(model, B), Q, V, A, dq, dv)
+    return _out(dq, single), _out(dv, single)
+
+
+def kinetic_energy_gradient(model, q, v):
+    """``(dK/dq, dK/dv)`` of the kinetic energy ``K = 1/2 v^T M(q) v``: (nv,) each or (B, nv);
+    dK/dq along the tangent ``q (+) dq`` at fixed v, dK/dv = M(q) v.  O(n)."""
+    Q, single = as_batch(q, model.nq, "q")
+    B = Q.shape[0]
+    V, _ = as_batch(v, model.nv, "v", B)
+    gq = np.empty((B, model.nv))
+    gv = np.empty((B, model.nv))
+    kinetic_energy_gradient_batch(model.k, work_for(model, B), Q, V, gq, gv)
+    return _out(gq, single), _out(gv, single)
 
 
 def point_jacobian(model, q, body, point=(0.0, 0.0, 0.0)):
