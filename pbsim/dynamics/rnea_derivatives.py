@@ -199,15 +199,28 @@ def rnea_derivatives_state(m, x, b, q, v, a, dq, dv):
             force_cross_add(xi, H[i], Gv[k])
         for k in range(nvi):
             row = j0 + k
-            j = i
-            while j >= 0:  # j = i and its ancestors
+            c0 = j0
+            for l in range(nvi):  # the diagonal block (j = i)
+                dq[row, c0 + l] = dot6(A2[k], U[i, l]) - dot6(A1[k], Bt[i, l])
+                dv[row, c0 + l] = dot6(A1[k], W[i, l]) - dot6(A2[k], S[i, l])
+            y0, y1, y2, y3, y4, y5 = A1[k, 0], A1[k, 1], A1[k, 2], A1[k, 3], A1[k, 4], A1[k, 5]
+            z0, z1, z2, z3, z4, z5 = A2[k, 0], A2[k, 1], A2[k, 2], A2[k, 3], A2[k, 4], A2[k, 5]
+            g0, g1, g2, g3, g4, g5 = Gq[k, 0], Gq[k, 1], Gq[k, 2], Gq[k, 3], Gq[k, 4], Gq[k, 5]
+            h0, h1, h2, h3, h4, h5 = Gv[k, 0], Gv[k, 1], Gv[k, 2], Gv[k, 3], Gv[k, 4], Gv[k, 5]
+            j = m.parent[i]
+            while j >= 0:  # the ancestors j of i: entries (i, j) and (j, i)
                 c0 = m.iv[j]
                 for l in range(m.nvj[j]):
-                    dq[row, c0 + l] = dot6(A2[k], U[j, l]) - dot6(A1[k], Bt[j, l])
-                    dv[row, c0 + l] = dot6(A1[k], W[j, l]) - dot6(A2[k], S[j, l])
-                    if j != i:
-                        dq[c0 + l, row] = dot6(S[j, l], Gq[k])
-                        dv[c0 + l, row] = dot6(S[j, l], Gv[k])
+                    u0, u1, u2, u3, u4, u5 = U[j, l, 0], U[j, l, 1], U[j, l, 2], U[j, l, 3], U[j, l, 4], U[j, l, 5]
+                    b0, b1, b2, b3, b4, b5 = Bt[j, l, 0], Bt[j, l, 1], Bt[j, l, 2], Bt[j, l, 3], Bt[j, l, 4], Bt[j, l, 5]
+                    w0, w1, w2, w3, w4, w5 = W[j, l, 0], W[j, l, 1], W[j, l, 2], W[j, l, 3], W[j, l, 4], W[j, l, 5]
+                    s0, s1, s2, s3, s4, s5 = S[j, l, 0], S[j, l, 1], S[j, l, 2], S[j, l, 3], S[j, l, 4], S[j, l, 5]
+                    dq[row, c0 + l] = (z0 * u0 + z1 * u1 + z2 * u2 + z3 * u3 + z4 * u4 + z5 * u5
+                                       - y0 * b0 - y1 * b1 - y2 * b2 - y3 * b3 - y4 * b4 - y5 * b5)
+                    dv[row, c0 + l] = (y0 * w0 + y1 * w1 + y2 * w2 + y3 * w3 + y4 * w4 + y5 * w5
+                                       - z0 * s0 - z1 * s1 - z2 * s2 - z3 * s3 - z4 * s4 - z5 * s5)
+                    dq[c0 + l, row] = s0 * g0 + s1 * g1 + s2 * g2 + s3 * g3 + s4 * g4 + s5 * g5
+                    dv[c0 + l, row] = s0 * h0 + s1 * h1 + s2 * h2 + s3 * h3 + s4 * h4 + s5 * h5
                 j = m.parent[j]
         par = m.parent[i]
         if par >= 0:
