@@ -12,8 +12,9 @@ Timing (microseconds per state, best of --repeat, process CPU time, one thread):
   pin         pin.computeRNEADerivatives per call from Python
   fd kernel   forward differences of our RNEA in a kernel (1 + 2 nv RNEA calls and nv integrates)
 Accuracy (max over --states random states): relative max-abs error of d tau/dq and d tau/dv vs
-Pinocchio and vs central differences of pbsim.rnea (h = 1e-6), and of dK/dq vs central differences
-of the kinetic energy.
+Pinocchio and vs central differences of pbsim.rnea (h = 1e-6), and of dK/dq vs Pinocchio
+(1/2 v^T dM/dq v from computeRNEADerivatives(q, 0, v) without gravity) and vs central differences of
+the kinetic energy.
 
     python scripts/bench_rnea_derivatives.py [--batch 64] [--repeat 5] [--states 10]
 """
@@ -119,13 +120,18 @@ def main(argv=None):
         pd = pm.createData()
         PQ = np.array([to_pin_q(m, q) for q in Q])
         # accuracy
-        e = dict(pin_q=0.0, pin_v=0.0, fd_q=0.0, fd_v=0.0, fd_k=0.0)
+        e = dict(pin_q=0.0, pin_v=0.0, pin_k=0.0, fd_q=0.0, fd_v=0.0, fd_k=0.0)
+        pm0 = pin_model(m)  # zero gravity: RNEA(q, 0, v) = M(q) v, whose dq-columns give dK/dq
+        pm0.gravity.linear = np.zeros(3)
+        pd0 = pm0.createData()
         DQ, DV = pbsim.rnea_derivatives(m, Q[: args.states], V[: args.states], A[: args.states])
         GK, _ = pbsim.kinetic_energy_gradient(m, Q[: args.states], V[: args.states])
         for k in range(args.states):
             pin.computeRNEADerivatives(pm, pd, PQ[k], V[k], A[k])
             e["pin_q"] = max(e["pin_q"], rel(DQ[k], pd.dtau_dq))
             e["pin_v"] = max(e["pin_v"], rel(DV[k], pd.dtau_dv))
+            pin.computeRNEADerivatives(pm0, pd0, PQ[k], np.zeros(m.nv), V[k])
+            e["pin_k"] = max(e["pin_k"], rel(GK[k], 0.5 * V[k] @ pd0.dtau_dq))
             if k < 3:
                 fq, fv, fk = central_fd(m, Q[k], V[k], A[k])
                 e["fd_q"] = max(e["fd_q"], rel(DQ[k], fq))
@@ -152,11 +158,13 @@ def main(argv=None):
         f"best of {args.repeat}; process CPU time"
     )
     print("\nAccuracy (relative max-abs error; vs Pinocchio over", args.states, "states, vs central FD over 3)")
-    print("| model | nv | dtau/dq vs pin | dtau/dv vs pin | dtau/dq vs FD | dtau/dv vs FD | dK/dq vs FD |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| model | nv | dtau/dq vs pin | dtau/dv vs pin | dK/dq vs pin | dtau/dq vs FD | dtau/dv vs FD | dK/dq vs FD |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in acc:
         print(
-            f"| {r['model']} | {r['nv']} | {r['pin_q']:.1e} | {r['pin_v']:.1e} | {r['fd_q']:.1e} | "
+            f"| {r['model']} | {r['nv']} | {r['pin_q']:.1e} | {r['pin_v']:.1e} | {r['pin_k']:.1e} | {r['fd_q']:.1e} | "
             f"{r['fd_v']:.1e} | {r['fd_k']:.1e} |"
         )
     print("\nTiming (microseconds per state)")
