@@ -39,7 +39,7 @@ M_TOL = 1e-9  # relative mass-matrix error against the reference
 
 # Refusal reasons (first match wins): (pattern in "ErrorClass: message", short reason)
 REASONS = [
-    (r"mimics joint", "mimic joint (unsupported)"),
+    (r"mimics joint|mimic joints form a cycle", "mimic joint (not coupled)"),
     (r"^MeshNotFoundError", "mesh file not found"),
     (r"MuJoCo could not compile", "MuJoCo refuses it"),
     (r"malformed XML", "malformed XML"),
@@ -54,10 +54,11 @@ REASONS = [
 # Refused by default although the reference loads them: the reason, the option that loads the
 # file anyway, and why it is not the default.
 RETRY = {
-    "mimic joint (unsupported)": (
+    "mimic joint (not coupled)": (
         {"mimic": "independent"},
-        "pbsim has no coupled-joint constraint; mimic='independent' loads the joint as an "
-        "independent DOF, as Pinocchio's buildModelFromUrdf (mimic=False) and pybullet do",
+        "a mimic joint pbsim cannot couple (not a 1-DOF joint, unknown master, cycle); "
+        "mimic='independent' loads it as an independent DOF, as Pinocchio's buildModelFromUrdf "
+        "(mimic=False) and pybullet do",
     ),
     "mesh file not found": (
         {"missing_meshes": "warn"},

@@ -7,12 +7,15 @@ from collections import namedtuple
 import numpy as np
 
 # Leading axis B everywhere: kernels for state b read and write index b only.
-DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj")
+# mY, mK, mt: scratch of the mimic-joint coupling (pbsim.dynamics.mimic), sized by the number k
+# of mimic joints (k = 0: empty, the kernels compile once either way)
+DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt")
 
 
 def make_work(model, batch: int) -> DynWork:
     nb = max(model.nb, 1)
     B = max(int(batch), 1)
+    k = len(getattr(model, "mimic", ()))
     z = np.zeros
     return DynWork(
         R=z((B, nb, 3, 3)), p=z((B, nb, 3)),  # body pose in parent
@@ -21,6 +24,7 @@ def make_work(model, batch: int) -> DynWork:
         IA=z((B, nb, 6, 6)), pA=z((B, nb, 6)),  # articulated / composite inertia; bias or body force
         U=z((B, nb, 6, 6)), Dinv=z((B, nb, 6, 6)), u=z((B, nb, 6)),
         tmp=z((B, 2, 6, 6)), vec=z((B, 2, 6)), Rj=z((B, 3, 3)),
+        mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
     )
 
 

@@ -127,8 +127,15 @@ class Integrator:
     implicit = False
     OPTIONS: tuple = ()
     STEP: StepSpec | None = None
+    # honours coupled mimic joints (Model.mimic: the explicit steps, through accel_solve and
+    # pbsim.dynamics.mimic); a method that does not refuses a coupled model here
+    supports_mimic = False
 
     def __init__(self, model, scene: Scene | None = None, **options):
+        if getattr(model, "mimic", None) and not self.supports_mimic:
+            raise InputError(f"{self.name} does not support coupled mimic joints (joint "
+                             f"{model.mimic[0][0]!r} mimics {model.mimic[0][1]!r}); use euler, explicit_euler or "
+                             "rk2-4, or load with mimic='independent'")
         self.model = model
         self.scene = scene if scene is not None else Scene()
         self.options = options

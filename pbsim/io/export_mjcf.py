@@ -195,6 +195,11 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
                 j.set("actuatorfrclimited", "true")
             if np.any(np.isfinite(model.velocity_limit[k : k + nv])):
                 velocity_dropped.append(model.joint_names[i])
+    if model.mimic:
+        report.append(
+            f"MJCF: mimic coupling of {len(model.mimic)} joint(s) dropped (written as independent joints): "
+            f"{[a for a, _, _, _ in model.mimic][:6]}"
+        )
     if velocity_dropped:
         report.append(
             f"MJCF: velocity limits of {len(velocity_dropped)} joint(s) dropped (MJCF has none): "

@@ -299,6 +299,9 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                     dyn[attr] = fmt(d.max())
             if dyn:
                 etree.SubElement(j, "dynamics", **dyn)
+            for slave, master, mult, off in model.mimic:  # coupled mimic joint: its root master
+                if slave == model.joint_names[i]:
+                    etree.SubElement(j, "mimic", joint=master, multiplier=fmt(mult), offset=fmt(off))
             if np.any(model.stiffness[k : k + model.nvj[i]]):
                 report.append(f"URDF: joint {model.joint_names[i]!r}: stiffness (joint spring) dropped (URDF has none)")
             if t == BALL:

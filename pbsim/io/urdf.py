@@ -11,9 +11,18 @@ joints.  Rules (documented in docs/robots.md and ``pbsim info`` notes):
 - a link without ``<inertial>`` is massless; a ``mass="0"`` link keeps its rotational inertia (as
   Pinocchio); joint axis defaults to (1, 0, 0) and is normalised;
 - ``<dynamics damping friction>``: viscous damping and dry friction (``Model.frictionloss``);
-- ``mimic`` joints: pbsim has no coupled-joint constraint, so ``mimic="error"`` (default) refuses
-  them with a named error and ``mimic="independent"`` loads them as independent joints (as
-  Pinocchio's ``buildModelFromUrdf`` and pybullet do by default), with a warning and a note;
+- ``mimic`` joints (``<mimic joint= multiplier= offset=>``, defaults 1 and 0): ``mimic="couple"``
+  (default) loads them as Pinocchio's ``buildModelFromUrdf(..., mimic=True)`` does: the joint's
+  ``q = multiplier * q_master + offset`` and ``v = multiplier * v_master``, no DOF of its own
+  (chains resolve to the root master; :meth:`Model.mimic_coupling` gives the coupling matrix G).
+  The state still carries the joint's entries in q and v (as MuJoCo and pybullet states do); the
+  explicit integrators (euler, explicit_euler, rk2-4) solve the exactly coupled dynamics and set
+  the slaved entries from their masters after every step (so an initial state that violates the
+  coupling is corrected by the first step); the other integrators refuse a coupled model.  Only
+  1-DOF revolute/continuous/prismatic joints can be coupled; an unknown master, a cycle, a
+  non-finite multiplier or offset is a ``ParseError`` naming the joint.  ``mimic="independent"``
+  loads them as independent joints (as Pinocchio's default and pybullet do), with a warning and a
+  note; ``mimic="error"`` refuses them;
 - relative mesh paths are looked up beside the file, then in its parent folders (pybullet's
   search path is usually the data root).
 """
@@ -31,7 +40,7 @@ from pbsim.model.builder import JOINT_TYPES, JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
 from pbsim.model.notes import warn
 
-MIMIC_MODES = ("error", "independent")
+MIMIC_MODES = ("couple", "independent", "error")
 
 
 def rpy_to_rot(r, p, y):
@@ -46,7 +55,7 @@ def rpy_to_rot(r, p, y):
 
 
 class _Reader:
-    def __init__(self, path: str, package_map: dict[str, str] | None, missing_meshes: str, mimic: str = "error"):
+    def __init__(self, path: str, package_map: dict[str, str] | None, missing_meshes: str, mimic: str = "couple"):
         self.path = str(path)
         self.dir = Path(path).resolve().parent
         self.package_map = {k: str(v) for k, v in (package_map or {}).items()}
@@ -234,6 +243,7 @@ class _Reader:
                     "continuous, prismatic, fixed, floating, spherical/ball)",
                 )
             mim = el.find("mimic")
+            mimic = None
             if mim is not None:
                 what = (
                     f"joint {name!r} mimics joint {mim.get('joint')!r} (multiplier {mim.get('multiplier', '1')}, "
@@ -242,16 +252,32 @@ class _Reader:
                 if self.mimic == "error":
                     raise self.err(
                         mim,
-                        f"{what}: mimic joints are not supported (pbsim has no coupled-joint constraint yet); "
-                        "pass mimic='independent' to load it as an independent joint, as Pinocchio's "
-                        "buildModelFromUrdf and pybullet do by default",
+                        f"{what}: mimic joints are refused (mimic='error'); the default mimic='couple' couples "
+                        "it, mimic='independent' loads it as an independent joint",
                     )
-                warn(
-                    self.notes,
-                    f"line {mim.sourceline}: {what}: loaded as an independent joint (mimic='independent'), "
-                    "the coupling is dropped",
-                    self.path,
-                )
+                if self.mimic == "independent":
+                    warn(
+                        self.notes,
+                        f"line {mim.sourceline}: {what}: loaded as an independent joint (mimic='independent'), "
+                        "the coupling is dropped",
+                        self.path,
+                    )
+                else:
+                    if not mim.get("joint"):
+                        raise self.err(mim, f"joint {name!r}: <mimic> without joint=")
+                    if jt not in ("revolute", "continuous", "prismatic"):
+                        raise self.err(
+                            mim,
+                            f"{what}: joint {name!r} is a {jt!r} joint; only 1-DOF revolute, continuous and "
+                            "prismatic joints can be coupled (mimic='independent' loads it uncoupled)",
+                        )
+                    vals = []
+                    for attr, default in (("multiplier", 1.0), ("offset", 0.0)):
+                        try:
+                            vals.append(float(self.floats(mim, attr, 1, (default,))[0]))
+                        except ParseError as e:
+                            raise self.err(mim, f"joint {name!r}: {str(e).split(': ', 1)[-1]}") from None
+                    mimic = (mim.get("joint"), vals[0], vals[1])
             par, chi = el.find("parent"), el.find("child")
             if par is None or chi is None or not par.get("link") or not chi.get("link"):
                 raise self.err(el, f"joint {name!r} needs <parent link=...> and <child link=...>")
@@ -260,7 +286,7 @@ class _Reader:
             axis = self.floats(ax_el, "xyz", 3, (1, 0, 0)) if ax_el is not None else np.array([1.0, 0, 0])
             if jt in ("revolute", "prismatic", "continuous") and np.linalg.norm(axis) < 1e-12:
                 raise self.err(ax_el if ax_el is not None else el, f"joint {name!r} has a zero axis")
-            j = JointSpec(name, jt, par.get("link"), chi.get("link"), R, p, axis)
+            j = JointSpec(name, jt, par.get("link"), chi.get("link"), R, p, axis, mimic=mimic)
             lim = el.find("limit")
             if lim is not None:
                 if jt != "continuous":
@@ -303,7 +329,7 @@ def load_urdf(
     package_map: dict | None = None,
     fix_inertia: bool = False,
     missing_meshes: str = "error",
-    mimic: str = "error",
+    mimic: str = "couple",
 ):
     """Read a URDF file into a :class:`pbsim.Model`.
 
@@ -311,8 +337,9 @@ def load_urdf(
     ``package_map``: ``{"pkg": "/path"}`` for ``package://pkg/...`` mesh paths.
     ``fix_inertia``: project non-physical inertias instead of raising :class:`InertiaError`.
     ``missing_meshes``: "error" (default) or "warn" (skip the shape).
-    ``mimic``: "error" (default: a mimic joint is refused) or "independent" (load it as an
-    independent joint, as Pinocchio and pybullet do by default; a warning and a note say so).
+    ``mimic``: "couple" (default: a mimic joint is slaved to its master, no DOF of its own; see
+    the module doc), "independent" (load it as an independent joint, as Pinocchio and pybullet
+    do by default; a warning and a note say so) or "error" (refuse it).
     """
     path = str(path)
     if missing_meshes not in ("error", "warn"):

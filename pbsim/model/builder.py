@@ -15,7 +15,11 @@ Rules applied here, once for every loader:
   a :class:`~pbsim.model.notes.ModelWarning` naming the link (and a note).  ``fix_inertia=True``
   projects every non-physical link inertia to the nearest physical one instead (noted);
   links welded to the world are static and only need finite values;
-- a model without any moving joint is static (``nq = nv = 0``, a note says so).
+- a model without any moving joint is static (``nq = nv = 0``, a note says so);
+- a joint with ``JointSpec.mimic = (master, multiplier, offset)`` is slaved to its master
+  (``q = multiplier * q_master + offset``, no DOF of its own; :meth:`Model.mimic_coupling`): both
+  must be moving 1-DOF joints, chains resolve to the root master, a cycle or an unknown master is a
+  :class:`ParseError` naming the joint.
 """
 from __future__ import annotations
 
@@ -73,6 +77,8 @@ class JointSpec:
     stiffness: float = 0.0  # joint spring: tau = -stiffness * (q - springref) (1-DOF joints)
     springref: float = 0.0
     frictionloss: float = 0.0  # dry joint friction (MJCF frictionloss, URDF <dynamics friction>)
+    # coupled mimic joint (URDF <mimic>): (master joint name, multiplier, offset), q = m q_master + o
+    mimic: tuple | None = None
 
 
 class ModelBuilder:
@@ -245,6 +251,7 @@ class ModelBuilder:
                 self.notes.append(f"joint {b['joint']!r}: stiffness of a {b['spec'].type} joint is not imported")
         armature = per_dof("armature", 0.0)
         self._regularize_massless(bodies, armature)
+        mimic = self._resolve_mimic(bodies)
         model = Model(
             name=self.name,
             body_names=[b["name"] for b in bodies],
@@ -262,8 +269,47 @@ class ModelBuilder:
             notes=list(self.notes),
             stiffness=stiffness, frictionloss=per_dof("frictionloss", 0.0),
             springref=self._springref(bodies),
+            mimic=mimic,
         )
         return model
+
+    def _resolve_mimic(self, bodies) -> list:
+        """``[(slave, root master, multiplier, offset)]`` of the coupled mimic joints, chains
+        (a mimic of a mimic) composed down to the root master; a note per joint."""
+        specs = {j.name: j for j in self.joints}
+        moving = {b["joint"]: b for b in bodies}
+        direct = {}
+        for j in self.joints:
+            if j.mimic is None:
+                continue
+            master, mult, off = j.mimic[0], float(j.mimic[1]), float(j.mimic[2])
+            what = f"joint {j.name!r} mimics joint {master!r}"
+            if not (np.isfinite(mult) and np.isfinite(off)):
+                raise ParseError(self.where(f"{what}: multiplier {mult} and offset {off} must be finite"))
+            for name, role in ((j.name, "mimic joint"), (master, "mimicked joint")):
+                if name not in specs:
+                    raise ParseError(self.where(f"{what}, which does not exist"))
+                b = moving.get(name)
+                if b is None or b["jtype"] not in (REVOLUTE, PRISMATIC):
+                    raise ParseError(self.where(
+                        f"{what}: the {role} {name!r} is a {specs[name].type!r} joint; only "
+                        "1-DOF revolute, continuous and prismatic joints can be coupled"))
+            direct[j.name] = (master, mult, off)
+        out = []
+        for slave in direct:
+            master, mult, off = direct[slave]
+            seen = [slave]
+            while master in direct:  # q_s = m (m2 q_r + o2) + o = (m m2) q_r + (m o2 + o)
+                if master in seen:
+                    raise ParseError(self.where(
+                        f"joint {slave!r}: mimic joints form a cycle ({' -> '.join(seen + [master])})"))
+                seen.append(master)
+                m2, mult2, off2 = direct[master]
+                master, mult, off = m2, mult * mult2, mult * off2 + off
+            out.append((slave, master, mult, off))
+            self.notes.append(f"joint {slave!r} mimics {master!r}: q = {mult:g}*q_{master} + {off:g} (no DOF of "
+                              "its own; carried in q, kept by the integrators)")
+        return out
 
     def _springref(self, bodies) -> np.ndarray:
         """(nq,) rest configuration of the joint springs: the loader's, else each 1-DOF joint's

@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pbsim.dynamics.joints import BALL, FREE, JOINT_NAMES, PRISMATIC, REVOLUTE
+from pbsim.errors import InputError
 from pbsim.model.geometry import Frame, Geometry
 
 # What the kernels see: a namedtuple of arrays (passes to numba njit and CUDA kernels alike).
 KModel = namedtuple(
     "KModel",
     "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping "
-    "lower upper limit_kp limit_kd stiffness springref frictionloss",
+    "lower upper limit_kp limit_kd stiffness springref frictionloss "
+    "mimic_qs mimic_qm mimic_vs mimic_vm mimic_mult mimic_off",
 )
 
 
@@ -55,6 +57,10 @@ class Model:
     limit_stiffness: np.ndarray | None = None
     limit_damping: np.ndarray | None = None
     actuators: object = None  # pbsim.control.actuators.Actuators (MJCF <actuator>); None: none
+    # coupled mimic joints: [(slave joint, root master joint, multiplier, offset)], q_slave =
+    # multiplier * q_master + offset, v_slave = multiplier * v_master (no DOF of its own; the slave
+    # keeps its entries in q and v, the explicit integrators keep them coupled)
+    mimic: list = field(default_factory=list)
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -84,6 +90,20 @@ class Model:
 
         self.S = np.stack([motion_subspace(int(self.jtype[i]), self.axis[i]) for i in range(nb)]) \
             if nb else np.zeros((0, 6, 6))
+        self.mimic = [(str(a), str(b), float(c), float(d)) for a, b, c, d in self.mimic]
+        for a, b, _, _ in self.mimic:
+            for n in (a, b):
+                i = self.joint_index(n)
+                if self.jtype[i] not in (REVOLUTE, PRISMATIC):
+                    raise InputError(f"model {self.name!r}: mimic joint {n!r} is a {self.joint_type_name(i)} "
+                                     "joint; only 1-DOF revolute/prismatic joints can be coupled")
+        idx = [(int(self.iq[self.joint_index(a)]), int(self.iq[self.joint_index(b)]),
+                int(self.iv[self.joint_index(a)]), int(self.iv[self.joint_index(b)])) for a, b, _, _ in self.mimic]
+        k = len(self.mimic)
+        self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm = (
+            np.array([t[c] for t in idx], np.int64).reshape(k) for c in range(4))
+        self.mimic_mult = np.array([t[2] for t in self.mimic], np.float64).reshape(k)
+        self.mimic_off = np.array([t[3] for t in self.mimic], np.float64).reshape(k)
         self._k = None
 
     # ------------------------------------------------------------------ kernels
@@ -95,8 +115,41 @@ class Model:
             self._k = KModel(self.nb, self.nq, self.nv, self.parent, self.jtype, self.iq, self.iv,
                              self.nqj, self.nvj, self.tree_R, self.tree_p, self.axis, self.S,
                              self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
-                             self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss)
+                             self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
+                             self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
+                             self.mimic_off)
         return self._k
+
+    # ------------------------------------------------------------------ mimic joints
+    @property
+    def nmimic(self) -> int:
+        """Number of coupled mimic joints (constraints ``q_s = m q_master + o``)."""
+        return len(self.mimic)
+
+    def mimic_coupling(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(G, free)``: ``free`` (nv - k,) the v-indices that are DOFs of their own (every index
+        but the mimic joints'), ``G`` (nv, nv - k) the coupling ``v = G v[free]``.  The reduced
+        mass matrix of the coupled model is ``G.T @ M @ G`` (Pinocchio's ``mimic=True`` model)."""
+        free = np.setdiff1d(np.arange(self.nv), self.mimic_vs).astype(np.int64)
+        col = {int(j): c for c, j in enumerate(free)}
+        G = np.zeros((self.nv, free.size))
+        for c, j in enumerate(free):
+            G[j, c] = 1.0
+        for s, mj, mult in zip(self.mimic_vs, self.mimic_vm, self.mimic_mult):
+            G[s, col[int(mj)]] = mult
+        return G, free
+
+    def mimic_project(self, q, v=None):
+        """Copies of ``q`` (and ``v``) (single or batched) with the mimic joints set from their
+        masters: ``q_s = m q_master + o``, ``v_s = m v_master`` (what the integrators do after
+        every step)."""
+        q = np.array(q, dtype=np.float64)
+        q[..., self.mimic_qs] = self.mimic_mult * q[..., self.mimic_qm] + self.mimic_off
+        if v is None:
+            return q
+        v = np.array(v, dtype=np.float64)
+        v[..., self.mimic_vs] = self.mimic_mult * v[..., self.mimic_vm]
+        return q, v
 
     def limit_gains(self) -> tuple[np.ndarray, np.ndarray]:
         """``(kp, kd)`` (nv,) of the joint-limit spring-damper: ``limit_stiffness``/``limit_damping``
@@ -129,7 +182,7 @@ class Model:
                 q[k] = 1.0
             elif self.jtype[i] == FREE:
                 q[k + 3] = 1.0
-        return q
+        return self.mimic_project(q) if getattr(self, "mimic_qs", None) is not None and self.mimic else q
 
     def default_configuration(self) -> np.ndarray:
         """The file's own reference pose (MJCF qpos0 / keyframe) or :meth:`neutral`."""
@@ -155,7 +208,7 @@ class Model:
                 q[k:k + 3] = rng.uniform(-1, 1, 3)
                 u = rng.normal(size=4)
                 q[k + 3:k + 7] = u / np.linalg.norm(u)
-        return q
+        return self.mimic_project(q) if self.mimic else q
 
     # ------------------------------------------------------------------ names
     def joint_index(self, name: str) -> int:
@@ -217,6 +270,7 @@ class Model:
             ],
             "joint_names": list(self.joint_names),
             "joint_types": [self.joint_type_name(i) for i in range(self.nb)],
+            "mimic": [{"joint": a, "master": b, "multiplier": c, "offset": d} for a, b, c, d in self.mimic],
             "notes": list(self.notes),
         }
 
@@ -245,7 +299,8 @@ class Model:
     def summary(self) -> str:
         rows = [f"Model {self.name!r}  ({self.source or 'built in code'})",
                 f"  bodies {self.nb}   nq {self.nq}   nv {self.nv}   total mass {self.total_mass:.4f} kg   "
-                f"{'floating' if self.floating_base else 'fixed'} base   gravity {self.gravity.tolist()}",
+                f"{'floating' if self.floating_base else 'fixed'} base   gravity {self.gravity.tolist()}"
+                + (f"   {self.nmimic} mimic joint(s): {self.nv - self.nmimic} DOFs of their own" if self.mimic else ""),
                 f"  {'#':>3} {'joint':<24} {'type':<9} {'body':<24} {'parent':<24} {'q idx':<8} {'v idx':<8} limits"]
         for i in range(self.nb):
             j = self.iv[i]

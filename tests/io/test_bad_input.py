@@ -107,17 +107,18 @@ def test_massless_leaf_gets_armature_and_no_nan(tmp_path):
     assert any("armature" in n for n in m.notes)
 
 
-def test_mimic_joint_refused(tmp_path):
+def test_mimic_joint_refused_when_asked(tmp_path):
     body = GOOD_LINK.format(n="a") + GOOD_LINK.format(n="b") + GOOD_LINK.format(n="c")
     joints = (
         "<joint name='j1' type='revolute'><parent link='a'/><child link='b'/></joint>\n"
         "<joint name='j2' type='revolute'><parent link='b'/><child link='c'/><mimic joint='j1' multiplier='2'/></joint>"
     )
     p = write(tmp_path, urdf(body, joints))
-    with pytest.raises(ParseError, match=r"robot\.urdf:2: joint 'j2' mimics joint 'j1' \(multiplier 2.*not supported"):
-        pbsim.load(p)
+    with pytest.raises(ParseError, match=r"robot\.urdf:2: joint 'j2' mimics joint 'j1' \(multiplier 2.*refused"):
+        pbsim.load(p, mimic="error")
     with pytest.raises(ParseError, match="mimic must be one of"):
         pbsim.load(p, mimic="coupled")
+    assert pbsim.load(p).mimic == [("j2", "j1", 2.0, 0.0)]  # the default couples it (tests/io/test_mimic.py)
 
 
 def test_axis_default_and_normalisation(tmp_path):

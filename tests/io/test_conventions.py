@@ -115,7 +115,7 @@ ZERO_MASS_LINK_FILES = [
     ("kuka_iiwa/model_vr_limits.urdf", True, {}),
     ("sphere2red_nocol.urdf", True, {}),
     ("table/table.urdf", True, {}),
-    ("franka_panda/panda.urdf", None, {"mimic": "independent"}),
+    ("franka_panda/panda.urdf", None, {}),  # coupled mimic finger: the full-coordinate M is the same
 ]
 
 
@@ -279,13 +279,15 @@ def test_mjcf_disabled_gravity(tmp_path):
 
 # ---------------------------------------------------------------------- mimic joints
 @pytest.mark.parametrize("rel", ["franka_panda/panda.urdf", "xarm/xarm6_with_gripper.urdf"])
-def test_mimic_gripper_refused_cleanly_or_loaded_independent(rel):
+def test_mimic_gripper_coupled_refused_or_loaded_independent(rel):
     path = pybullet_file(rel)
-    with pytest.raises(ParseError, match=r"\.urdf:\d+: joint '\w+' mimics joint '\w+'.*mimic joints are not supported"):
-        pbsim.load(path)
+    m = quiet_load(path)  # default mimic="couple": slaved, no DOF of its own (tests/io/test_mimic.py)
+    assert m.mimic and any("mimics" in n and "no DOF of its own" in n for n in m.notes)
+    with pytest.raises(ParseError, match=r"\.urdf:\d+: joint '\w+' mimics joint '\w+'.*mimic joints are refused"):
+        quiet_load(path, mimic="error")
     with pytest.warns(ModelWarning, match="loaded as an independent joint"):
         m = pbsim.load(path, mimic="independent")
-    assert any("mimics joint" in n for n in m.notes)
+    assert any("mimics joint" in n for n in m.notes) and not m.mimic
     # as Pinocchio's default buildModelFromUrdf (mimic=False): same DOFs, same mass matrix
     assert pin_mass_matrix_error(m, path) < 1e-9
 

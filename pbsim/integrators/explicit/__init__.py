@@ -28,11 +28,13 @@ class SemiImplicitEuler(Integrator):
     """Semi-implicit Euler."""
 
     name = "euler"
+    supports_mimic = True
     STEP = StepSpec(euler_step, features=FEATURES, used=_used)
 
 
 class _RungeKutta(Integrator):
     tableau = "rk4"
+    supports_mimic = True
     STEP = StepSpec(rk_step, extra=_tableau, features=FEATURES, used=_used)
 
 

@@ -4,6 +4,10 @@ Euler and explicit Runge-Kutta 2/3/4 on the generalized-coordinate equations.
 Runge-Kutta stages live in the tangent space at q_k (Runge-Kutta-Munthe-Kaas): the stage
 configuration is ``q_k (+) dq`` and the stage derivative of ``dq`` is ``dexp^-1_dq(v)`` for ball
 and free joints, so RK keeps its order with quaternions.
+
+Coupled mimic joints: every acceleration is the coupled one (``accel_solve``,
+:mod:`pbsim.dynamics.mimic`) and each step ends by setting the mimic joints' q and v from their
+masters (which also corrects an initial state that violates the coupling).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
+from pbsim.dynamics.mimic import mimic_project
 from pbsim.dynamics.passive import limit_project
 from pbsim.integrators.explicit.forces import forward_dynamics
 
@@ -36,6 +41,7 @@ def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
         vn[b, j] = v[b, j] + dt * qdd[j]
         sw.dq[b, j] = dt * vn[b, j]
     integrate_config(m, q[b], sw.dq[b], qn[b], w.Rj[b])
+    mimic_project(m, qn[b], vn[b])
 
 
 @kernel
@@ -66,6 +72,7 @@ def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
     integrate_config(m, q[b], dqs, qn[b], w.Rj[b])
     if ns == 1:  # explicit Euler moves q with the old v: no force can stop it within the step
         limit_project(m, q[b], qn[b], vn[b])
+    mimic_project(m, qn[b], vn[b])  # coupled mimic joints: drop the round-off drift
 
 
 RKExtra = namedtuple("RKExtra", "A wts")  # the Butcher tableau, the ``x`` of the RK step
