@@ -122,7 +122,9 @@ def energy(model, q, v):
 def rnea_derivatives(model, q, v, qdd):
     """``(d tau/dq, d tau/dv)`` of :func:`rnea` (gravity included), each (nv, nv) or (B, nv, nv);
     rows are tau, columns the tangent ``q (+) dq`` (:func:`integrate`'s; for ball/free joints the
-    same matrix as Pinocchio's ``computeRNEADerivatives``).  O(n * depth)."""
+    same matrix as Pinocchio's ``computeRNEADerivatives``).  O(n * depth).  A model with coupled
+    mimic joints is differentiated in its full coordinates; its reduced Jacobians are
+    ``G.T @ d @ G`` with ``G, _ = model.mimic_coupling()`` (the coupling is linear)."""
     Q, single = as_batch(q, model.nq, "q")
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
