@@ -7,7 +7,10 @@ per iteration in the contact impulses; notes/pbfd_nmdp.md B1 and item 9).
 - :data:`QP_BOX`: each variable of the block in ``[lo_i, hi_i]`` (infinite bounds: free);
 - :data:`QP_CONE`: three variables ``(x_n, x_t1, x_t2)``, the friction cone ``|x_t| <= mu x_n``
   (hence ``x_n >= 0``);
-- :data:`QP_SIMPLEX`: ``x >= 0``, ``sum x <= 1`` (NMDP's per-contact weights, Eq. 5).
+- :data:`QP_SIMPLEX`: ``x >= 0``, ``sum x <= c`` (NMDP's per-contact weights, Eq. 5: ``c = 1``);
+  the block's ``mu`` entry is the cap ``c`` when it is > 0, else ``c = 1`` (a capped simplex of
+  another size lets a caller scale its variables per block, e.g. to forces, without changing
+  the projection's exactness).
 
 Accelerated projected gradient (FISTA, Beck & Teboulle 2009) with the Lipschitz constant found
 by backtracking (for a quadratic the test is exact: ``d^T A d <= L |d|^2``) and gradient-based
@@ -50,13 +53,19 @@ def cone_project(x, i, mu):
 
 @kernel
 def simplex_project(x, i0, i1):
-    """Euclidean projection of ``x[i0:i1]`` onto ``{w >= 0, sum w <= 1}``, in place (Michelot's
-    algorithm: the threshold tau rises, its support shrinks, at most i1 - i0 passes)."""
+    """Euclidean projection of ``x[i0:i1]`` onto ``{w >= 0, sum w <= 1}``, in place."""
+    capped_simplex_project(x, i0, i1, 1.0)
+
+
+@kernel
+def capped_simplex_project(x, i0, i1, cap):
+    """Euclidean projection of ``x[i0:i1]`` onto ``{w >= 0, sum w <= cap}`` (``cap > 0``), in place
+    (Michelot's algorithm: the threshold tau rises, its support shrinks, at most i1 - i0 passes)."""
     s = 0.0
     for i in range(i0, i1):
         if x[i] > 0.0:
             s += x[i]
-    if s <= 1.0:
+    if s <= cap:
         for i in range(i0, i1):
             if x[i] < 0.0:
                 x[i] = 0.0
@@ -65,7 +74,7 @@ def simplex_project(x, i0, i1):
     for i in range(i0, i1):
         s += x[i]
     cnt = i1 - i0
-    tau = (s - 1.0) / cnt
+    tau = (s - cap) / cnt
     for _ in range(i1 - i0):
         s = 0.0
         c = 0
@@ -73,7 +82,7 @@ def simplex_project(x, i0, i1):
             if x[i] > tau:
                 s += x[i]
                 c += 1
-        tau = (s - 1.0) / c
+        tau = (s - cap) / c
         if c == cnt:
             break
         cnt = c
@@ -92,7 +101,8 @@ def qp_project(x, lo, hi, bstart, btype, mu):
         if t == QP_CONE:
             cone_project(x, i0, mu[k])
         elif t == QP_SIMPLEX:
-            simplex_project(x, i0, i1)
+            c = mu[k]
+            capped_simplex_project(x, i0, i1, c if c > 0.0 else 1.0)
         else:
             for i in range(i0, i1):
                 if x[i] < lo[i]:
@@ -210,7 +220,8 @@ def qp_solve(A, b, n, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
 def qp_layout(blocks):
     """Block arrays for :func:`qp_solve` from a list of blocks, in variable order:
     ``("box", lo, hi)`` (lo, hi: sequences of one length, or scalars with a size:
-    ``("box", lo, hi, size)``), ``("free", size)``, ``("cone", mu)``, ``("simplex", size)``.
+    ``("box", lo, hi, size)``), ``("free", size)``, ``("cone", mu)``, ``("simplex", size)`` (or
+    ``("simplex", size, cap)``: ``sum x <= cap``).
     Returns ``(n, lo, hi, bstart, btype, mu)``."""
     lo, hi, start, kind, mus = [], [], [0], [], []
     for blk in blocks:
@@ -231,7 +242,9 @@ def qp_layout(blocks):
                 raise ValueError(f"friction coefficient must be >= 0, got {u!r}")
             a, c = np.full(3, -np.inf), np.full(3, np.inf)
         elif name == "simplex":
-            m, t, u = int(blk[1]), QP_SIMPLEX, 0.0
+            m, t, u = int(blk[1]), QP_SIMPLEX, (float(blk[2]) if len(blk) > 2 else 0.0)
+            if len(blk) > 2 and not (math.isfinite(u) and u > 0.0):
+                raise ValueError(f"simplex cap must be a finite number > 0, got {blk[2]!r}")
             a, c = np.full(m, -np.inf), np.full(m, np.inf)
         else:
             raise ValueError(f"unknown QP block {name!r} (box, free, cone, simplex)")

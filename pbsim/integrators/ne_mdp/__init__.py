@@ -1,0 +1,113 @@
+"""``ne_mdp``: NE-MDP, the baseline of paper 002 (NMDP, Pan & Hauser; notes/pbfd_nmdp.md B2):
+forward Newton-Euler with the contact forces of the maximal dissipation principle over NMDP's
+polytope wrench model, one convex QP per step.
+
+    v(w) = v + dt H^^-1 (tau - C + sum_x J_x^T V_x w_x),   H^ = H + diag(arm)  (SPD's dt Kd, as MABA)
+    w*   = argmin 1/2 v(w)^T H v(w)   over w_x >= 0, 1^T w_x <= 1
+    q+   = q (+) dt v(w*)
+
+(paper 002 Eq. 3, whose "-C" is "+C" with Eq. 1's sign convention; the contact vertices
+``V_x = (k d^3 + zeta)(n + mu t^i)`` of :mod:`pbsim.contact.nmdp` evaluated at q).  The
+equations, the contact set and the QP are in :mod:`.step`.
+
+Options: ``k`` (cubic stiffness [N/m^3]; None: ``M g / (4 delta_ref^3)``, four points carry the
+weight at the scene's delta_ref, 5 mm), ``zeta`` (capacity of candidate points out of contact [N];
+None: ``1e-3 k delta_ref^3``), ``vx`` (friction directions per point, >= 3; default 4), ``margin``
+(contact set: points within this of the environment at q or at the predicted ``q (+) dt v``; 2 cm),
+``max_iterations`` (QP iteration cap; 10000) and ``tol`` (QP KKT residual, in units of the step's largest capacity; 1e-9),
+``on_fail`` (a step whose QP did not converge: "warn", "raise" or "ignore").  mu is the scene's.
+Diagnostics: iterations = QP iterations, residual = its KKT residual, converged = the QP reached
+``tol`` (False also when the mass matrix could not be factored), ``extra["active_contacts"]``: the
+candidate points of the step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from pbsim.contact.nmdp import check_wrench_parameters, default_k, tangent_frame
+from pbsim.errors import InputError, SimulationError
+from pbsim.integrators.base import Integrator, Option, StepSpec, register
+from pbsim.integrators.ne_mdp.step import BATCHED, NeMdpX, make_ne_mdp_extra, ne_mdp_step  # noqa: F401
+
+VX = 4  # default friction directions per contact point (the aligned pyramid of B-T3)
+MARGIN = 0.02  # [m] the contact set's band (note B5 item 8)
+MAX_ITERATIONS = 10000  # QP iteration cap (degenerate steps, every capacity saturated while settling, took up to ~2000)
+TOL = 1e-9  # QP KKT residual (vertex forces over the step's largest capacity; QP scaled by its largest diagonal)
+ZETA_FRACTION = 1e-3  # default zeta = ZETA_FRACTION k delta_ref^3 (the capacity at depth 0.1 delta_ref)
+
+
+def _extra(integrator, B):
+    I = integrator
+    return make_ne_mdp_extra(
+        I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin,
+        I.max_iterations, I.tol,
+    )  # fmt: skip
+
+
+@register("ne_mdp", doc="NE-MDP: forward Newton-Euler + maximal-dissipation contact over NMDP's polytope wrench, "
+                        "one QP per step (paper 002's baseline)")  # fmt: skip
+class NeMdp(Integrator):
+    """NE-MDP (paper 002's baseline): forward Newton-Euler, MDP contact forces by one QP per step."""
+
+    name = "ne_mdp"
+    OPTIONS = (
+        Option("k", None, "NMDP contact stiffness k [N/m^3], capacity k d^3 + zeta per point (None: M g / "
+               "(4 delta_ref^3), 4 points carry the weight at the scene's delta_ref)", "float"),
+        Option("zeta", None, "NMDP capacity of a candidate point out of contact [N] (None: 1e-3 k delta_ref^3)",
+               "float"),
+        Option("vx", VX, "NMDP friction directions (polytope vertices) per contact point (>= 3)", "int"),
+        Option("margin", MARGIN, "contact points with signed distance below this [m] at q or at q + dt v enter "
+               "the step's contact set", "float"),
+        Option("max_iterations", MAX_ITERATIONS, "QP iteration cap per step", "int"),
+        Option("tol", TOL, "QP tolerance: KKT (natural) residual of the vertex forces / the step's largest "
+               "capacity", "float"),
+        Option("on_fail", "warn", "what a step whose QP did not converge does", "str", ("warn", "raise", "ignore")),
+    )  # fmt: skip
+    STEP = StepSpec(ne_mdp_step, extra=_extra, batched=BATCHED, info="info")
+
+    def __init__(self, model, scene=None, **options):
+        super().__init__(model, scene, **options)
+        sc = self.scene
+        k = options.get("k")
+        zeta = options.get("zeta")
+        vx = options.get("vx", VX)
+        self.mu = sc.mu
+        self.k = default_k(model, sc.delta_ref) if k is None else k
+        if zeta is None and isinstance(self.k, (int, float)) and math.isfinite(self.k):
+            zeta = ZETA_FRACTION * self.k * sc.delta_ref**3
+        self.zeta = zeta
+        check_wrench_parameters("ne_mdp", self.mu, self.k, self.zeta, vx)
+        self.mu, self.k, self.zeta, self.vx = float(self.mu), float(self.k), float(self.zeta), int(vx)
+        self.margin = options.get("margin", MARGIN)
+        if not (isinstance(self.margin, (int, float)) and math.isfinite(self.margin) and self.margin >= 0.0):
+            raise InputError(f"ne_mdp: margin must be a finite number >= 0 [m], got {self.margin!r}")
+        self.max_iterations = options.get("max_iterations", MAX_ITERATIONS)
+        if self.max_iterations is None or int(self.max_iterations) < 1:
+            raise InputError(f"ne_mdp: max_iterations must be >= 1, got {self.max_iterations!r}")
+        self.max_iterations = int(self.max_iterations)
+        self.tol = options.get("tol", TOL)
+        if self.tol is None or not (math.isfinite(float(self.tol)) and float(self.tol) > 0.0):
+            raise InputError(f"ne_mdp: tol must be a finite number > 0, got {self.tol!r}")
+        self.tol = float(self.tol)
+        self.on_fail = options.get("on_fail", "warn")
+        self.frame = tangent_frame(model)
+
+    def _step(self, state, control, dt):
+        if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            raise InputError("ne_mdp: the state holds NaN or inf (q or v)")
+        new, d = super()._step(state, control, dt)
+        d.extra["active_contacts"] = d.extra.pop("objective").astype(int)
+        bad = ~d.converged
+        if bad.any() and self.on_fail != "ignore":
+            i = np.flatnonzero(bad)
+            msg = (f"ne_mdp: the contact QP did not converge in {len(i)} of {len(bad)} trajectories (first: "
+                   f"{i[0]}, KKT residual {d.residual[i[0]]:.3g} > tol {self.tol:g} after {d.iterations[i[0]]} "
+                   f"iterations; raise max_iterations or tol)")  # fmt: skip
+            if self.on_fail == "raise":
+                raise SimulationError(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        return new, d

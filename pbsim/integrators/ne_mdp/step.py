@@ -1,0 +1,300 @@
+"""The ``ne_mdp`` step kernel: NMDP's baseline NE-MDP (paper 002 Eq. 3 with the sign corrected
+to ``+C``, notes/pbfd_nmdp.md B2): forward Newton-Euler with the contact forces chosen by the
+maximal dissipation principle, one convex QP per step.
+
+One step of trajectory b, with ``H = M(q)`` (CRBA, armature included), ``C = h(q, v)`` (RNEA's
+Coriolis, centrifugal and gravity terms), ``tau`` and the implicit diagonal ``arm`` of
+:func:`pbsim.control.solve.joint_forces` (stable PD ``dt Kd``, implicit damping, passive springs /
+friction / joint limits: ``H^ = H + diag(arm)``, what MABA adds to ABA's D)::
+
+    v(w) = v + dt H^^-1 (tau - C + sum_x J_x^T V_x w_x)      (V_x: 3 x V vertex matrix at q)
+    w*   = argmin 1/2 v(w)^T H v(w)   s.t. w_x >= 0, 1^T w_x <= 1 per contact point
+    q+   = q (+) dt v(w*)
+
+With ``v* = v(0)`` and the columns ``X_i = dt H^^-1 J^T v^i`` (one per vertex) the QP is
+``min 1/2 w^T (X^T H X) w + (X^T H v*)^T w`` over per-contact simplex blocks.  It is solved in the
+variables ``u = w capacity / c_max`` (``c_max``: the step's largest capacity; per contact the capped
+simplex ``u >= 0``, ``sum u <= capacity / c_max``, exact projections all the same), scaled by its
+largest diagonal entry, by :func:`pbsim.optim.qp.qp_solve` (FISTA, from ``u = 0``): every variable
+then has the scale of its direction, not of its depth (in ``w`` a candidate of capacity zeta
+beside one carrying the weight has ~1e-9 of the curvature and FISTA crawls), and the KKT residual
+(the natural residual) is in units of the largest capacity: ``tol`` 1e-9 is a force error of about
+1e-9 of it.
+
+The contact set is fixed for the step (note B5 item 8): a point is a candidate when its signed depth
+``r - phi`` is above ``-margin`` at ``q`` or at the predicted ``q (+) dt v``.  Its vertices
+(:mod:`pbsim.contact.nmdp`) are evaluated at ``q`` (the forward scheme): capacity
+``k d^3 + zeta`` with the depth ``d`` at ``q``, directions ``n + mu t^i`` from the smooth tangent
+basis; the force acts at the point's sphere surface ``x - r n`` (the penalty model's point).  A
+candidate whose normal row ``J^T n`` vanishes (a point on a fixed body) is dropped.
+
+Effort clamping (``Control(clamp=True)``) re-solves the step with saturated stable-PD joints fixed
+at their limit (the explicit integrators' active set), at most 4 times, like ``ne_dry``.
+``info`` = [QP iterations, KKT residual, converged, candidate contacts]; converged is 0 when the QP
+did not reach ``tol`` within ``maxit`` iterations (or the mass matrix could not be factored).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from pbsim.backends.kernel import kernel
+from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction
+from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.control.solve import joint_forces
+from pbsim.dynamics.crba import crba_state
+from pbsim.dynamics.joints import integrate_config
+from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.rnea import rnea_state
+from pbsim.optim.linalg import cholesky_factor, cholesky_solve
+from pbsim.optim.qp import QP_SIMPLEX, qp_solve
+
+ROW_EPS = 1e-24  # a candidate whose |J^T n|^2 is below this cannot move (fixed body): dropped
+
+# The step's scratch ``x`` (leading axis B on the arrays; P = max(1, scene points), V = vx, MP = P V):
+# H (nv, nv) M(q); L (nv, nv) Cholesky factor of M + diag(arm); h (nv) bias forces; rhs, vs, dv,
+# zero (nv); qp (nq) the predicted configuration; sdp (P) signed depths there; act (P) ints:
+# candidate points; pos, nrm (P, 3) force points and normals; cap (P) capacities; X, HX (MP, nv)
+# the columns dt H^^-1 J^T v^i and H X_i; A (MP, MP), g, w (MP) the QP; lo, hi (MP) unused bounds;
+# bstart (P + 1), btype (P), bmu (P) its blocks; qw (5, MP) its scratch; qinfo (4) its info;
+# info (4) [QP iterations, residual, converged, candidates]; F (3, 3) the up frame of the tangent
+# basis; k, zeta, mu, vx, margin, maxit, tol: the options.
+NeMdpX = namedtuple(
+    "NeMdpX",
+    "H L h rhs vs dv zero qp sdp act pos nrm cap X HX A g w lo hi bstart btype bmu qw qinfo info "
+    "F k zeta mu vx margin maxit tol",
+)
+BATCHED = (
+    "H", "L", "h", "rhs", "vs", "dv", "zero", "qp", "sdp", "act", "pos", "nrm", "cap", "X", "HX", "A", "g", "w",
+    "lo", "hi", "bstart", "btype", "bmu", "qw", "qinfo", "info",
+)  # fmt: skip
+
+
+def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol) -> NeMdpX:
+    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
+    nv = max(model.nv, 1)
+    P = max(int(npts), 1)
+    B = max(int(B), 1)
+    MP = P * int(vx)
+    z = np.zeros
+    return NeMdpX(
+        z((B, nv, nv)), z((B, nv, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
+        z((B, max(model.nq, 1))), z((B, P)), z((B, P), np.int64), z((B, P, 3)), z((B, P, 3)), z((B, P)),
+        z((B, MP, nv)), z((B, MP, nv)), z((B, MP, MP)), z((B, MP)), z((B, MP)),
+        np.full((B, MP), -np.inf), np.full((B, MP), np.inf), z((B, P + 1), np.int64),
+        np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 5, MP)), z((B, 4)), z((B, 4)),
+        np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), int(vx), float(margin),
+        int(maxit), float(tol),
+    )  # fmt: skip
+
+
+@kernel
+def ne_mdp_candidates(m, s, w, x, b, q, v, dt, dq):
+    """The step's contact set (module docstring) into ``x.act``/``pos``/``nrm``/``cap``; returns
+    its size.  Leaves the world poses at the predicted configuration (the caller redoes them)."""
+    nv = m.nv
+    for j in range(nv):
+        dq[j] = dt * v[j]
+    integrate_config(m, q, dq, x.qp[b], w.Rj[b])
+    fk_state(m, w, b, x.qp[b])
+    for kp in range(s.npts):
+        body = s.pt_body[kp]
+        _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, kp, w.Rw[b, body], w.pw[b, body])
+        x.sdp[b, kp] = sd
+    fk_state(m, w, b, q)
+    nc = 0
+    for kp in range(s.npts):
+        body = s.pt_body[kp]
+        px, py, pz, sd, nx, ny, nz = contact_detect(s, kp, w.Rw[b, body], w.pw[b, body])
+        if not (sd > -x.margin or x.sdp[b, kp] > -x.margin):
+            continue
+        r = s.pt_radius[kp]
+        x.act[b, nc] = kp
+        x.pos[b, nc, 0], x.pos[b, nc, 1], x.pos[b, nc, 2] = px - r * nx, py - r * ny, pz - r * nz
+        x.nrm[b, nc, 0], x.nrm[b, nc, 1], x.nrm[b, nc, 2] = nx, ny, nz
+        x.cap[b, nc] = nmdp_capacity(x.k, x.zeta, sd, True)
+        nc += 1
+    return nc
+
+
+@kernel
+def ne_mdp_columns(m, s, w, x, b, nc):
+    """``J^T (n + mu t^i)`` of every candidate's vertex directions into the rows of ``x.X`` (poses
+    at q); drops the candidates that cannot move or have no capacity.  Returns the number kept."""
+    nv = m.nv
+    V = x.vx
+    X = x.X[b]
+    kept = 0
+    for c in range(nc):
+        kp = x.act[b, c]
+        body = s.pt_body[kp]
+        nx, ny, nz = x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2]
+        px, py, pz = x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2]
+        r0 = V * kept
+        for j in range(nv):
+            X[r0, j] = 0.0
+        point_force_jt(m, w, b, body, px, py, pz, nx, ny, nz, X[r0])
+        nn = 0.0
+        for j in range(nv):
+            nn += X[r0, j] * X[r0, j]
+        if not (nn > ROW_EPS):
+            continue
+        cap = x.cap[b, c]
+        if not (cap > 0.0):  # zeta = 0 and out of contact: no force
+            continue
+        for i in range(V):
+            ux, uy, uz = nmdp_direction(x.F, x.mu, nx, ny, nz, i, V)
+            for j in range(nv):
+                X[r0 + i, j] = 0.0
+            point_force_jt(m, w, b, body, px, py, pz, ux, uy, uz, X[r0 + i])
+        if kept != c:
+            x.act[b, kept] = kp
+            x.cap[b, kept] = cap
+        kept += 1
+    return kept
+
+
+@kernel
+def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
+    """v(w*) into ``x.dv`` from the factor ``x.L`` (``Jrows``: the rows of ``x.X`` are still
+    ``J^T (n + mu t^i)``; they are overwritten by ``dt H^^-1 J^T (n + mu t^i)``).  The QP is solved
+    in the vertex forces ``f = c u`` (``c``: the largest capacity of the step), per contact
+    ``u >= 0``, ``sum u <= capacity / c`` (capped simplices): every variable has the same scale
+    whatever its point's depth (in the weights ``w`` a point of capacity zeta next to one of the
+    weight's capacity makes FISTA crawl), scaled by the largest diagonal entry.  Returns
+    ``(iterations, residual, solved)``."""
+    nv = m.nv
+    L = x.L[b]
+    for j in range(nv):
+        x.rhs[b, j] = dt * (tau[j] - x.h[b, j])
+    cholesky_solve(L, x.rhs[b], x.dv[b], nv)
+    for j in range(nv):
+        x.vs[b, j] = v[j] + x.dv[b, j]
+        x.dv[b, j] = x.vs[b, j]
+    if nc == 0:
+        return 0, 0.0, True
+    V = x.vx
+    n = V * nc
+    X = x.X[b]
+    HX = x.HX[b]
+    H = x.H[b]
+    cmax = 0.0
+    for c in range(nc):
+        if x.cap[b, c] > cmax:
+            cmax = x.cap[b, c]
+    for r in range(n):
+        if Jrows:
+            cholesky_solve(L, X[r], X[r], nv)
+            for j in range(nv):
+                X[r, j] *= dt * cmax
+        for i in range(nv):
+            acc = 0.0
+            for j in range(nv):
+                acc += H[i, j] * X[r, j]
+            HX[r, i] = acc
+    A = x.A[b]
+    g = x.g[b]
+    smax = 0.0
+    for r in range(n):
+        acc = 0.0
+        for j in range(nv):
+            acc += HX[r, j] * x.vs[b, j]
+        g[r] = acc
+        for c in range(r, n):
+            acc = 0.0
+            for j in range(nv):
+                acc += X[r, j] * HX[c, j]
+            A[r, c] = acc
+            A[c, r] = acc
+        if A[r, r] > smax:
+            smax = A[r, r]
+    wv = x.w[b]
+    for r in range(n):
+        wv[r] = 0.0
+    if not (smax > 0.0):
+        return 0, 0.0, smax == 0.0
+    inv = 1.0 / smax
+    for r in range(n):
+        g[r] *= inv
+        for c in range(n):
+            A[r, c] *= inv
+    bs = x.bstart[b]
+    for c in range(nc + 1):
+        bs[c] = V * c
+    for c in range(nc):
+        x.bmu[b, c] = x.cap[b, c] / cmax  # the simplex caps (> 0)
+    ok = qp_solve(A, g, n, x.lo[b], x.hi[b], bs[: nc + 1], x.btype[b, :nc], x.bmu[b, :nc], wv, x.maxit, x.tol,
+                  x.qw[b], x.qinfo[b])  # fmt: skip
+    for r in range(n):
+        wr = wv[r]
+        if wr != 0.0:
+            for j in range(nv):
+                x.dv[b, j] += wr * X[r, j]
+    return np.int64(x.qinfo[b, 0]), x.qinfo[b, 1], ok
+
+
+@kernel
+def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """The contract's step (:class:`pbsim.integrators.base.StepSpec`): one ``ne_mdp`` step of
+    trajectory b, ``(q[b], v[b]) -> (qn[b], vn[b])``; ``x.info[b]`` = [QP iterations, KKT
+    residual, converged, candidate contacts]."""
+    nv = m.nv
+    qb = q[b]
+    vb = v[b]
+    joint_forces(m, c, w, sw, b, qb, vb, dt, True)
+    nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 else 0
+    for j in range(nv):
+        x.zero[b, j] = 0.0
+    rnea_state(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
+    H = x.H[b]
+    L = x.L[b]
+    crba_state(m, w, b, qb, H)  # M(q); also the world poses at q
+    nc = ne_mdp_columns(m, s, w, x, b, nc0) if nc0 > 0 else 0
+    its = 0
+    res = 0.0
+    ok = True
+    for it in range(5):
+        for i in range(nv):
+            for j in range(nv):
+                L[i, j] = H[i, j]
+            L[i, i] += sw.arm[b, i]
+        if not cholesky_factor(L, L, nv):
+            for j in range(nv):
+                x.dv[b, j] = np.nan
+            ok = False
+            break
+        if it > 0 and nc > 0:  # a re-solve: the columns J^T v^i again (X was overwritten)
+            nc = ne_mdp_columns(m, s, w, x, b, nc)
+        i1, r1, solved = ne_mdp_velocity(m, x, b, vb, sw.tau[b], dt, nc, True)
+        its += i1
+        res = r1
+        ok = solved
+        if c.clamp == 0:
+            break
+        changed = False  # effort clamping: saturated stable-PD joints become explicit at their limit
+        for j in range(nv):
+            kc = sw.kc[b, j]
+            if kc == 0.0:
+                continue
+            lim = c.effort[j]
+            a = sw.tc[b, j] - kc * (x.dv[b, j] - vb[j]) / dt
+            if a > lim or a < -lim:
+                cl = lim if a > 0.0 else -lim
+                sw.tau[b, j] += cl - sw.tc[b, j]
+                sw.arm[b, j] -= kc
+                sw.tc[b, j] = cl
+                sw.kc[b, j] = 0.0
+                changed = True
+        if not changed or it == 4:
+            break
+    for j in range(nv):
+        vn[b, j] = x.dv[b, j]
+        sw.dq[b, j] = dt * x.dv[b, j]
+    integrate_config(m, qb, sw.dq[b], qn[b], w.Rj[b])
+    info = x.info[b]
+    info[0] = its
+    info[1] = res
+    info[2] = 1.0 if ok else 0.0
+    info[3] = nc
