@@ -226,3 +226,29 @@ def test_capped_simplex_projection():
     assert list(mu) == [0.0, 0.25]
     with pytest.raises(ValueError):
         qp_layout([("simplex", 2, 0.0)])
+
+
+def test_ne_mdp_step_on_cuda_backend_cudasim(tmp_path):
+    """The step kernel through the CUDA backend (CudaBatch, the cuda_twin of ne_mdp_step and of
+    optim.qp's FISTA; numba's CUDA simulator in a subprocess) equals the CPU integrator's step,
+    QP iterations included (_cudasim_ne_mdp.py)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    pytest.importorskip("numba.cuda")
+    script = Path(__file__).with_name("_cudasim_ne_mdp.py")
+    spec = importlib.util.spec_from_file_location("_pbsim_ne_mdp_cudasim", script)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    ref = tmp_path / "ne_mdp_cpu.npz"
+    np.savez(ref, **check.cpu_outputs())
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, str(script), str(ref)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
+    assert set(diffs) == {"q", "v", "e"}, r.stdout
+    assert max(diffs.values()) <= 1e-10, diffs
+    assert "ITER same" in r.stdout, r.stdout

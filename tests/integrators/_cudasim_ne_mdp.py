@@ -1,0 +1,65 @@
+"""NE-MDP's step kernel run by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``,
+:func:`pbsim.optim.qp.qp_solve` included) against the CPU integrator, in two halves (as
+_cudasim_pbfd.py): :func:`cpu_outputs` in the pytest process; ``python _cudasim_ne_mdp.py
+CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the same inputs and prints
+``DIFF name value`` lines (relative max differences) and ``ITER same|differ`` (QP iterations of
+the last step)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).parents[2]), str(Path(__file__).parents[2] / "scripts")]
+
+DT, STEPS = 0.005, 3
+
+
+def setup():
+    """(model, scene, q, v): a box sliding on the plane 2 mm in, and one falling onto it tilted."""
+    from bench_ne_mdp import box
+    from pbsim.contact import make_scene
+
+    m = box()
+    scene = make_scene(m, mu=0.5, box_edge_points=0)
+    q = np.tile(m.neutral(), (2, 1))
+    q[0, 2] = 0.048
+    q[1, 2] = 0.07
+    q[1, 3:7] = [0.99, 0.05, -0.1, 0.02]
+    q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1)[:, None]
+    v = np.array([[0.5, 0.1, -0.1, 0.1, 0.05, -0.2], [-0.3, 0.1, -1.0, 0.0, 0.2, 0.1]])
+    return m, scene, q, v
+
+
+def cpu_outputs() -> dict:
+    from pbsim.integrators import State, make
+
+    m, scene, q, v = setup()
+    I = make("ne_mdp", m, scene)
+    s = State.make(m, q, v)
+    for _ in range(STEPS):
+        s, d = I.step(s, None, DT)
+        assert d.converged.all() and (d.extra["active_contacts"] > 0).all()
+    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))
+
+
+def gpu_outputs() -> dict:
+    from pbsim.backends import cuda as pc
+
+    m, scene, q, v = setup()
+    g = pc.CudaBatch(m, "ne_mdp", scene=scene, batch=2)
+    g.set_state(q, v)
+    g.advance(STEPS, DT)
+    qg, vg, eg = g.record()
+    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+
+
+if __name__ == "__main__":
+    with np.load(sys.argv[1]) as f:
+        cpu = dict(f)
+    gpu = gpu_outputs()
+    for name in ("q", "v", "e"):
+        a, b = np.asarray(gpu[name], float), cpu[name]
+        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
+    same = np.array_equal(np.asarray(gpu["it"]), cpu["it"])
+    print("ITER", "same" if same else f"differ {gpu['it']} {cpu['it']}")
