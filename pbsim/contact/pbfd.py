@@ -31,6 +31,23 @@ terrain's grid -- and drops the curvature term elsewhere (spheres, capsules, cur
 cells).  With ``beta > 0`` the friction and its Jacobian vanish at ``u = 0`` (the ``u u^T /
 |u|`` term is 0/0 there and is set to 0).
 
+**The energy form (paper 003 Eq. 11, the PBD baseline ``pbd_friction``)** is the same point
+with friction as an energy, ``C_par P_par``, ``P_par = |u|^(beta+1) d^(gamma+1)``, whose true
+gradient (Eq. 12) is the friction plus the spurious normal force ``f* = (gamma+1) |u|^(beta+1)
+d^gamma n`` (kept: it is what makes PBD friction fail, Sec. IV-B):
+
+    F = -C_perp d^alpha n + C_par [ (beta+1) |u|^(beta-1) d^(gamma+1) u - (gamma+1) |u|^(beta+1) d^gamma n ]
+
+    K = C_perp alpha d^(alpha-1) n n^T
+        + C_par [ (beta+1) d^(gamma+1) (|u|^(beta-1) T + (beta-1) |u|^(beta-3) u u^T)
+                  - (beta+1)(gamma+1) |u|^(beta-1) d^gamma (u n^T + n u^T)
+                  + gamma (gamma+1) |u|^(beta+1) d^(gamma-1) n n^T ]
+
+(the Hessian, symmetric on planes where ``n = n_k``; indefinite while sliding).  Note the
+tangential term: the gradient of ``|u|^(beta+1)`` is ``(beta+1) |u|^(beta-1) u``, one power of
+``|u|`` below Eq. 12's ``f_par`` as printed (``(beta+1) |u|^beta u``), which PBFD uses as its
+force; the two forms share this kernel (:func:`pbfd_friction`'s ``energy`` flag).
+
 Constants: :func:`normal_scale` (the default ``C_perp``) and :func:`friction_constant` (a
 ``C_par`` for a Coulomb ``mu``: PBFD friction is a velocity-dependent drag, see its docstring;
 ``pbsim.friction_for_mu`` is its public form).
@@ -56,7 +73,7 @@ def normal_scale(model, delta_ref: float = DELTA_REF, alpha: float = 2.0, n_ref:
 
 
 def friction_constant(mu: float, dt: float, c_normal: float, v_ref: float = V_REF, alpha: float = 2.0,
-                    beta: float = 1.0, gamma: float = 1.0, depth: float = DELTA_REF) -> float:
+                      beta: float = 1.0, gamma: float = 1.0, depth: float = DELTA_REF, energy: bool = False) -> float:
     """A starting ``C_par`` for a desired Coulomb coefficient ``mu`` at time step ``dt``.
 
     PBFD friction is not Coulomb friction.  Per point, ``|f_par| / |f_perp| = (C_par / C_perp)
@@ -75,7 +92,13 @@ def friction_constant(mu: float, dt: float, c_normal: float, v_ref: float = V_RE
 
     Faster sliding is braked more (``mu_eff = mu (v/v_ref)^(beta+1)``), slower sliding less; the
     same physics at another ``dt`` needs ``C_par`` scaled by ``dt^-(beta+1)``, which this rule
-    does (a fixed ``C_par`` does not)."""
+    does (a fixed ``C_par`` does not).
+
+    ``energy``: the same rule for the energy form (Eq. 11, ``pbd_friction``), whose tangential
+    force per point is ``(beta+1) C_par |u|^beta d^(gamma+1)`` (one power of ``|u|`` less):
+    ``mu_eff = (beta+1) (C_par / C_perp) (dt |v_t|)^beta d^(gamma+1-alpha)`` (linear in the sliding
+    speed with the defaults), hence ``(dt v_ref)^beta`` in the rule (C_par ~ dt^-beta); the
+    spurious normal force is not counted."""
     mu, dt, c_normal, v_ref = float(mu), float(dt), float(c_normal), float(v_ref)
     for nm, v in (("mu", mu), ("c_normal", c_normal)):
         if not (math.isfinite(v) and v >= 0.0):
@@ -83,16 +106,19 @@ def friction_constant(mu: float, dt: float, c_normal: float, v_ref: float = V_RE
     for nm, v in (("dt", dt), ("v_ref", v_ref), ("depth", float(depth)), ("beta", float(beta))):
         if not (math.isfinite(v) and v > 0.0):
             raise InputError(f"friction_constant: {nm} must be a finite number > 0, got {v!r}")
-    return mu * c_normal / ((beta + 1.0) * (dt * v_ref) ** (beta + 1.0) * float(depth) ** (gamma + 1.0 - alpha))
+    p = beta if energy else beta + 1.0
+    return mu * c_normal / ((beta + 1.0) * (dt * v_ref) ** p * float(depth) ** (gamma + 1.0 - alpha))
 
 
 @kernel
-def pbfd_point(s, k, cn, cf, alpha, beta, gamma, R, p, Rk, pk, F, K):
+def pbfd_point(s, k, cn, cf, alpha, beta, gamma, energy, R, p, Rk, pk, F, K):
     """PBFD's contact point ``k`` on its body at pose ``(R, p)``, which was at ``(Rk, pk)`` at
     the start of the step (poses as :func:`contact_detect` takes them), with ``cn = C_perp``,
     ``cf = C_par``: writes ``F`` (3,), the point's residual term ``dP/dx - C_par f_par``, and
     ``K`` (3, 3) = ``dF/dx`` (module docstring; zero out of contact); returns the normal energy
-    ``C_perp d^(alpha+1) / (alpha+1)``."""
+    ``C_perp d^(alpha+1) / (alpha+1)``.  With ``energy`` the friction is Eq. 11's energy
+    (``F``, ``K``: its gradient and Hessian, spurious normal force included; the returned energy
+    includes ``C_par |u|^(beta+1) d^(gamma+1)``)."""
     x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
     for r in range(3):
         F[r] = 0.0
@@ -111,16 +137,20 @@ def pbfd_point(s, k, cn, cf, alpha, beta, gamma, R, p, Rk, pk, F, K):
         for c in range(3):
             nc = n0 if c == 0 else (n1 if c == 1 else n2)
             K[r, c] = kn * nr * nc
+    ef = 0.0
     if cf > 0.0:
-        pbfd_friction(s, k, cf, beta, gamma, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K)
-    return cn * da * dep / (alpha + 1.0)
+        ef = pbfd_friction(s, k, cf, beta, gamma, energy, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K)
+    return cn * da * dep / (alpha + 1.0) + ef
 
 
 @kernel
-def pbfd_friction(s, k, cf, beta, gamma, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K):
+def pbfd_friction(s, k, cf, beta, gamma, energy, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K):
     """Adds ``-C_par f_par`` (Eq. 12's first term) to ``F`` and its Jacobian to ``K`` for contact
     point ``k`` at ``x`` (depth ``dep`` > 0, normal ``n`` there), tangent plane frozen at the
-    point's place ``x_k`` at the start of the step (pose ``(Rk, pk)``)."""
+    point's place ``x_k`` at the start of the step (pose ``(Rk, pk)``); returns 0.  With
+    ``energy``: the gradient and Hessian of Eq. 11's ``C_par |u|^(beta+1) d^(gamma+1)`` instead
+    (tangential force ``(beta+1) |u|^(beta-1) d^(gamma+1) u`` and the spurious normal force, module
+    docstring), returning that energy."""
     y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
     e0, e1, e2 = x0 - y0, x1 - y1, x2 - y2
     en = m0 * e0 + m1 * e1 + m2 * e2
@@ -128,22 +158,47 @@ def pbfd_friction(s, k, cf, beta, gamma, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F,
     u1 = e1 - en * m1
     u2 = e2 - en * m2
     uu = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-    if not (uu > 0.0):
-        return  # f_par and its Jacobian vanish at u = 0 (beta > 0)
     c1 = cf * (beta + 1.0)
-    ub = uu ** beta
-    dg = dep ** gamma
-    a = c1 * ub * dg * dep  # -C_par f_par = a u
+    bt = beta - 1.0 if energy else beta  # the power of |u| in the tangential force ``a u``
+    dg = dep**gamma
+    if not (uu > 0.0):
+        # the force vanishes at u = 0 (beta > 0); so does its Jacobian, except the energy form's
+        # Hessian with beta = 1 (|u|^2: (beta+1) d^(gamma+1) T)
+        if energy and bt == 0.0:
+            a = c1 * dg * dep
+            for r in range(3):
+                mr = m0 if r == 0 else (m1 if r == 1 else m2)
+                for c in range(3):
+                    mc = m0 if c == 0 else (m1 if c == 1 else m2)
+                    K[r, c] += a * ((1.0 if r == c else 0.0) - mr * mc)
+        return 0.0
+    ub = uu**bt
+    a = c1 * ub * dg * dep  # tangential: a u (PBFD: -C_par f_par)
     F[0] += a * u0
     F[1] += a * u1
     F[2] += a * u2
-    bb = c1 * dg * dep * beta * uu ** (beta - 2.0)  # u u^T term
-    cd = c1 * (gamma + 1.0) * dg * ub  # depth term: -(gamma+1) d^gamma |u|^beta u n^T
+    bb = c1 * dg * dep * bt * uu ** (bt - 2.0) if bt != 0.0 else 0.0  # u u^T term
+    cd = c1 * (gamma + 1.0) * dg * ub  # depth term: -(gamma+1) d^gamma |u|^bt u n^T
+    sp = 0.0  # energy form: the spurious normal force's d-derivative, gamma (gamma+1) |u|^(beta+1) d^(gamma-1) n n^T
+    ef = 0.0
+    if energy:
+        ue = uu ** (beta + 1.0)
+        fs = cf * (gamma + 1.0) * ue * dg  # dP/dx gets -fs n (f* = fs n pushes out)
+        F[0] -= fs * n0
+        F[1] -= fs * n1
+        F[2] -= fs * n2
+        sp = cf * gamma * (gamma + 1.0) * ue * dep ** (gamma - 1.0)
+        ef = cf * ue * dg * dep
     for r in range(3):
         ur = u0 if r == 0 else (u1 if r == 1 else u2)
         mr = m0 if r == 0 else (m1 if r == 1 else m2)
+        nr = n0 if r == 0 else (n1 if r == 1 else n2)
         for c in range(3):
             uc = u0 if c == 0 else (u1 if c == 1 else u2)
             mc = m0 if c == 0 else (m1 if c == 1 else m2)
             nc = n0 if c == 0 else (n1 if c == 1 else n2)
-            K[r, c] += a * ((1.0 if r == c else 0.0) - mr * mc) + bb * ur * uc - cd * ur * nc
+            kk = a * ((1.0 if r == c else 0.0) - mr * mc) + bb * ur * uc - cd * ur * nc
+            if energy:  # d(-fs n)/dx = -cd n u^T + sp n n^T  (cd = C_par (beta+1)(gamma+1) |u|^(beta-1) d^gamma)
+                kk += -cd * nr * uc + sp * nr * nc
+            K[r, c] += kk
+    return ef

@@ -55,16 +55,17 @@ def friction_for_mu(mu: float, dt: float, model=None, *, c_normal: float | None 
     return friction_constant(mu, dt, c_normal, v_ref, alpha, beta, gamma, delta_ref)
 
 
-def _number(name, value, lo, strict, allow_none=False):
+def _number(name, value, lo, strict, allow_none=False, method="pbfd"):
     """A finite float >= lo (> lo when ``strict``), else InputError naming the option."""
     if value is None and allow_none:
         return None
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"pbfd option {name!r} must be a number, got {value!r}") from None
+        raise InputError(f"{method} option {name!r} must be a number, got {value!r}") from None
     if not math.isfinite(x) or x < lo or (strict and x == lo):
-        raise InputError(f"pbfd option {name!r} must be a finite number {'>' if strict else '>='} {lo:g}, got {value!r}")
+        raise InputError(f"{method} option {name!r} must be a finite number {'>' if strict else '>='} {lo:g}, "
+                         f"got {value!r}")
     return x
 
 
@@ -100,47 +101,54 @@ class Pbfd(Integrator):
         Option("gamma", 1.0, "friction exponent on the depth, d^(gamma+1) (> 0)", "float"),
     )
     STEP = STEP
+    # for a subclass with friction as an energy (pbd_friction): the step kernel of each optimizer
+    # (the class's STEP: the batch drivers'), and the contact model's form (PbfdModel.energy)
+    STEPS = {"lm": STEP, "lbfgs": STEP_LBFGS}
+    ENERGY = False
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)
         o = dict(options)
+        nm = self.name
         self.optimizer = o.pop("optimizer", "lm")
-        if self.optimizer not in ("lm", "lbfgs"):
-            raise InputError(f"pbfd optimizer must be 'lm' or 'lbfgs', got {self.optimizer!r}")
+        if self.optimizer not in self.STEPS:
+            raise InputError(f"{nm} optimizer must be one of {', '.join(map(repr, self.STEPS))}, "
+                             f"got {self.optimizer!r}")
         maxit = o.pop("max_iterations", None)
-        self.maxit = int((50 if self.optimizer == "lm" else 500) if maxit is None else maxit)
+        self.maxit = int((500 if self.optimizer == "lbfgs" else 50) if maxit is None else maxit)
         if self.maxit < 1:
-            raise InputError(f"pbfd option 'max_iterations' must be >= 1, got {maxit!r}")
-        self.rtol = _number("rtol", o.pop("rtol", 1e-9), 0.0, True)
-        self.xtol = _number("xtol", o.pop("xtol", 1e-12), 0.0, False)
-        self.substeps_on_failure = int(_number("substep", o.pop("substep", 3), 0.0, False))
-        self.alpha = _number("alpha", o.pop("alpha", 2.0), 1.0, True)
-        self.beta = _number("beta", o.pop("beta", 1.0), 0.0, True)
-        self.gamma = _number("gamma", o.pop("gamma", 1.0), 0.0, True)
-        cn = _number("c_normal", o.pop("c_normal", None), 0.0, False, allow_none=True)
-        cf = _number("c_friction", o.pop("c_friction", None), 0.0, False, allow_none=True)
+            raise InputError(f"{nm} option 'max_iterations' must be >= 1, got {maxit!r}")
+        self.rtol = _number("rtol", o.pop("rtol", 1e-9), 0.0, True, method=nm)
+        self.xtol = _number("xtol", o.pop("xtol", 1e-12), 0.0, False, method=nm)
+        self.substeps_on_failure = int(_number("substep", o.pop("substep", 3), 0.0, False, method=nm))
+        self.alpha = _number("alpha", o.pop("alpha", 2.0), 1.0, True, method=nm)
+        self.beta = _number("beta", o.pop("beta", 1.0), 0.0, True, method=nm)
+        self.gamma = _number("gamma", o.pop("gamma", 1.0), 0.0, True, method=nm)
+        cn = _number("c_normal", o.pop("c_normal", None), 0.0, False, allow_none=True, method=nm)
+        cf = _number("c_friction", o.pop("c_friction", None), 0.0, False, allow_none=True, method=nm)
         if o:
-            raise InputError(f"unknown pbfd options: {sorted(o)}")
+            raise InputError(f"unknown {nm} options: {sorted(o)}")
         sc = self.scene
         self.c_normal = normal_scale(model, sc.delta_ref, self.alpha) if cn is None else cn
         self.c_friction = cf  # None: friction_for_mu(scene.mu, dt) at every step
-        # C_par(dt) = cf_dt / dt^(beta+1) when c_friction is None
-        cf_dt = friction_constant(sc.mu, 1.0, self.c_normal, V_REF, self.alpha, self.beta, self.gamma, sc.delta_ref)
+        # C_par(dt) = cf_dt / dt^(beta+1) when c_friction is None (energy form: dt^beta)
+        cf_dt = friction_constant(sc.mu, 1.0, self.c_normal, V_REF, self.alpha, self.beta, self.gamma, sc.delta_ref,
+                                  energy=self.ENERGY)
         self.ks = sc.kernel_arrays(model)
         self.pm = make_pbfd_model(model, self.ks.npts, self.c_normal, -1.0 if cf is None else cf, cf_dt, self.alpha,
-                                  self.beta, self.gamma)
+                                  self.beta, self.gamma, energy=self.ENERGY)
         g = float(np.linalg.norm(model.gravity)) or 9.81
         self.energy_scale = max(float(model.total_mass), 1e-6) * g * 1.0  # M g x 1 m [J]
         self.gtol = self.rtol * self.energy_scale
         self._scratch_b: dict = {}
-        if self.optimizer == "lbfgs":  # its own step kernel (the batch drivers run the class's: LM)
-            self.STEP = STEP_LBFGS
+        if self.STEPS[self.optimizer] is not type(self).STEP:  # its own step kernel (the batch drivers: the class's)
+            self.STEP = self.STEPS[self.optimizer]
 
     def friction_at(self, dt: float) -> float:
         """The C_par a step of ``dt`` uses."""
         if self.c_friction is not None:
             return self.c_friction
-        return self.pm.cf_dt / float(dt) ** (self.beta + 1.0)
+        return self.pm.cf_dt / float(dt) ** (self.beta + 1.0 - self.pm.energy)
 
     # the step: the kernel through the generic driver, then the sub-step fallback ------------------
     def _scratch(self, B):

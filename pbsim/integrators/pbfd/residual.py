@@ -24,6 +24,10 @@ the environment normal's change (:mod:`pbsim.contact.pbfd`), and for ball/free j
 off-diagonal joint-space Hessian terms PBAD also drops (:mod:`pbsim.integrators.pbad.joints`).
 
 Solvers (:mod:`.solve`): JTJ-LM on ``GE = |r|^2 / 2`` and LBFGS on GE.
+
+With ``PbfdModel.energy`` the same kernels are the PBD baseline's (``pbd_friction``, paper 003
+Eq. 11): the contact model's energy form makes :func:`pbfd_objective` return ``E + C_par P_par``,
+``r = grad(E + C_par P_par)`` (the spurious normal force included) and ``J_r`` its Hessian.
 """
 from __future__ import annotations
 
@@ -41,24 +45,29 @@ from pbsim.optim.linalg import dot
 
 # PBAD's model constants (every field of PbadModel, which pbad2_eval reads: second moments, no
 # drag points, D1/D2 sized to the scene's points) + PBFD's: C_perp, C_par (< 0: C_par = cf_dt /
-# dt^(beta+1), the mu-matched default), alpha, beta, gamma
-PbfdModel = namedtuple("PbfdModel", PbadModel._fields + ("c_normal", "c_friction", "cf_dt", "alpha", "beta", "gamma"))
+# dt^(beta+1), the mu-matched default), alpha, beta, gamma; energy: 1.0 for friction as Eq. 11's
+# energy (the PBD baseline, pbsim.integrators.pbd_friction: F is then the true gradient, spurious
+# normal force included, and K its Hessian), 0.0 for PBFD's force (Eq. 12-13)
+PbfdModel = namedtuple("PbfdModel",
+                       PbadModel._fields + ("c_normal", "c_friction", "cf_dt", "alpha", "beta", "gamma", "energy"))
 
 
 def make_pbfd_model(model, npts: int, c_normal: float, c_friction: float, cf_dt: float, alpha: float,
-                    beta: float, gamma: float) -> PbfdModel:
+                    beta: float, gamma: float, energy: bool = False) -> PbfdModel:
     """PBFD's constants for ``model`` and a scene of ``npts`` contact points (``c_friction`` < 0:
-    ``C_par = cf_dt / dt^(beta+1)`` at every step)."""
+    ``C_par = cf_dt / dt^(beta+1)`` at every step, ``dt^beta`` with ``energy``)."""
     pm = make_pbad_model(model, D1=np.zeros(npts), D2=np.zeros(npts))
-    return PbfdModel(*pm, float(c_normal), float(c_friction), float(cf_dt), float(alpha), float(beta), float(gamma))
+    return PbfdModel(*pm, float(c_normal), float(c_friction), float(cf_dt), float(alpha), float(beta), float(gamma),
+                     1.0 if energy else 0.0)
 
 
 @kernel
 def friction_at(pm, dt):
-    """``C_par`` of a step of ``dt``: the given constant, or the mu-matched ``cf_dt / dt^(beta+1)``."""
+    """``C_par`` of a step of ``dt``: the given constant, or the mu-matched ``cf_dt / dt^(beta+1)``
+    (the energy form's: ``cf_dt / dt^beta``, :func:`pbsim.contact.pbfd.friction_constant`)."""
     if pm.c_friction >= 0.0:
         return pm.c_friction
-    return pm.cf_dt / dt ** (pm.beta + 1.0)
+    return pm.cf_dt / dt ** (pm.beta + 1.0 - pm.energy)
 
 
 @kernel
@@ -66,16 +75,18 @@ def pbfd_contact_terms(m, pm, s, T, Tk, dt, G, F, K):
     """PBFD's contact (:func:`pbsim.contact.pbfd.pbfd_point`) at the scene's contact points, in the
     place of PBAD's Eq. 9 (:func:`pbsim.integrators.pbad.energy.contact_terms`, same signature):
     adds ``F [p;1]^T`` to ``G``, stores per point ``F`` and ``K = dF/dx`` after the drag points',
-    returns the normal energy ``C_perp sum d^(alpha+1) / (alpha+1)``."""
+    returns the normal energy ``C_perp sum d^(alpha+1) / (alpha+1)`` (+ the friction energy
+    ``C_par P_par`` of Eq. 11 with ``pm.energy``: then ``F`` and ``K`` are its gradient and Hessian)."""
     e = 0.0
     k0 = pm.npts
     cf = friction_at(pm, dt)
+    energy = pm.energy > 0.5
     for k in range(s.npts):
         i = s.pt_body[k]
         pl = s.pt_local[k]
         Fk = F[k0 + k]
-        e += pbfd_point(s, k, pm.c_normal, cf, pm.alpha, pm.beta, pm.gamma, T[i], T[i, :, 3], Tk[i], Tk[i, :, 3],
-                        Fk, K[k0 + k])
+        e += pbfd_point(s, k, pm.c_normal, cf, pm.alpha, pm.beta, pm.gamma, energy, T[i], T[i, :, 3], Tk[i],
+                        Tk[i, :, 3], Fk, K[k0 + k])
         for r in range(3):
             G[i, r, 0] += Fk[r] * pl[0]
             G[i, r, 1] += Fk[r] * pl[1]

@@ -28,7 +28,9 @@ PbfdX = namedtuple("PbfdX", "pm pw V wf info st done maxit gtol xtol method")
 BATCHED = ("pw", "V", "wf", "info", "st", "done")
 
 
-def _extra(integrator, B, lbfgs: bool) -> PbfdX:
+def make_pbfd_x(integrator, B, lbfgs: bool) -> PbfdX:
+    """The steps' ``x`` for ``B`` trajectories of a made pbfd (or pbd_friction) integrator
+    (``lbfgs``: the LBFGS pair store and the second dynamics workspace)."""
     I = integrator
     model = I.model
     pw = make_pbad_work(model, I.pm, B, 2, lbfgs_m=8 if lbfgs else 1)
@@ -44,12 +46,12 @@ def pbfd_extra(integrator, B) -> PbfdX:
     if integrator.optimizer != "lm":
         raise InputError("the batch drivers (CpuBatch, device='cuda') run pbfd with optimizer='lm' only "
                          "(LBFGS: use the integrator's step)")
-    return _extra(integrator, B, False)
+    return make_pbfd_x(integrator, B, False)
 
 
 def pbfd_lbfgs_extra(integrator, B) -> PbfdX:
     """The LBFGS step's ``x`` (the integrator's own step only)."""
-    return _extra(integrator, B, True)
+    return make_pbfd_x(integrator, B, True)
 
 
 @kernel
