@@ -97,3 +97,63 @@ def lu_solve_inplace(A, x, n):
             s -= A[i, j] * x[j]
         x[i] = s / A[i, i]
     return True
+
+
+@kernel
+def lu_factor(A, LU, piv, n):
+    """LU factor with partial pivoting of the leading n x n block of A into LU (may alias A) and
+    the row swaps into ``piv`` (int, n): ``P A = L U``, unit L below the diagonal.  False when the
+    matrix is numerically singular (a pivot below 1e-14 of the largest entry: the rank test NMDP's
+    projection uses to declare failure).  Pair with :func:`lu_solve`."""
+    amax = 0.0
+    for i in range(n):
+        for j in range(n):
+            LU[i, j] = A[i, j]
+            if abs(A[i, j]) > amax:
+                amax = abs(A[i, j])
+    if not (amax > 0.0) or not math.isfinite(amax):
+        return False
+    for k in range(n):
+        p = k
+        best = abs(LU[k, k])
+        for i in range(k + 1, n):
+            if abs(LU[i, k]) > best:
+                best = abs(LU[i, k])
+                p = i
+        piv[k] = p
+        if not (best > 1e-14 * amax):
+            return False
+        if p != k:
+            for j in range(n):
+                t = LU[k, j]
+                LU[k, j] = LU[p, j]
+                LU[p, j] = t
+        inv = 1.0 / LU[k, k]
+        for i in range(k + 1, n):
+            f = LU[i, k] * inv
+            LU[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    LU[i, j] -= f * LU[k, j]
+    return True
+
+
+@kernel
+def lu_solve(LU, piv, x, n):
+    """Solve A x = x (rhs in x, overwritten) with the factor of :func:`lu_factor`."""
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            t = x[k]
+            x[k] = x[p]
+            x[p] = t
+    for i in range(n):
+        s = x[i]
+        for j in range(i):
+            s -= LU[i, j] * x[j]
+        x[i] = s
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, n):
+            s -= LU[i, j] * x[j]
+        x[i] = s / LU[i, i]
