@@ -252,3 +252,49 @@ def test_ne_mdp_step_on_cuda_backend_cudasim(tmp_path):
     assert set(diffs) == {"q", "v", "e"}, r.stdout
     assert max(diffs.values()) <= 1e-10, diffs
     assert "ITER same" in r.stdout, r.stdout
+
+
+URDF_LIMITED = """<robot name="pend">
+ <link name="base"/>
+ <link name="arm"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
+  <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+ <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+  <limit lower="-0.5" upper="0.5" effort="100" velocity="10"/></joint>
+</robot>"""
+
+
+@pytest.mark.parametrize("dt", [1e-3, 2e-2])
+def test_joint_limits_as_the_explicit_methods(tmp_path, dt):
+    """The joint-limit spring-damper of joint_forces (as euler and ne_dry get it): a pendulum driven
+    into its limit at 6 rad/s overshoots <= 0.05 rad, and the step equals euler's (MABA)."""
+    import pbsim
+
+    p = tmp_path / "pend.urdf"
+    p.write_text(URDF_LIMITED)
+    model = pbsim.load(str(p), floating_base=False)
+    a = State.make(model, np.array([0.4]), np.array([6.0]))
+    b = a.copy()
+    ne, eu = make("ne_mdp", model), make("euler", model)
+    qs = []
+    for _ in range(int(round(1.5 / dt))):
+        a, _ = ne.step(a, None, dt)
+        b, _ = eu.step(b, None, dt)
+        qs.append(a.q[0, 0])
+    assert np.allclose(a.q, b.q, atol=1e-10) and np.allclose(a.v, b.v, atol=1e-10)
+    qs = np.array(qs)
+    assert qs.max() > 0.45 and max(qs.max() - 0.5, -0.5 - qs.min(), 0.0) <= 0.05
+
+
+def test_effort_clamping_matches_ne_dry():
+    """Stable PD with effort limits (the explicit integrators' active set, re-solved): without
+    contact ne_mdp's step is ne_dry's."""
+    model = pbsim_models.chain(4, damping=0.05)
+    model.effort_limit[:] = 0.05  # N m: the SPD torque toward -0.5 rad saturates
+    ctl = Control(mode="spd", kp=50.0, kd=2.0, q_ref=np.full(4, -0.5), clamp=True)
+    a = State.make(model, np.array([0.4, -0.3, 0.2, 0.1]))
+    b = a.copy()
+    ne, nd = make("ne_mdp", model), make("ne_dry", model)
+    for _ in range(100):
+        a, _ = ne.step(a, ctl, 0.01)
+        b, _ = nd.step(b, ctl, 0.01)
+    assert np.allclose(a.q, b.q, atol=1e-12) and np.allclose(a.v, b.v, atol=1e-12)
