@@ -2,11 +2,14 @@
 
 A 1 kg box (0.2 m cube, 20 contact points: corners and edge midpoints) starts at rest depth on a
 plane with 1 m/s along x; the distance it has slid at T = 5 s is plotted against C_par for
-``pbfd`` at three time steps, next to the PBD-style baseline: ``pbad`` with its Eq. 9 contact
-(paper 000: ``D1 d^2 + D2 d^2 |u / dt|^2``, i.e. friction as an energy, spurious normal force
-included; its C_par is ``D2 / dt^2``, reached through the scene's mu since pbad's
-``D2 = mu k / (2 * 0.1 m/s)``).  The C_par values are log-spaced, 1e-4 to 1e4 times a nominal
-value per dt (the one with ``c v0 T = 1`` in the A-T4 recursion, ``c = 2 (C_par / C_perp) g dt^2``).
+``pbfd`` at three time steps, next to the PBD baselines (friction as an energy, whose gradient
+holds the spurious normal force of paper 003 Eq. 12): ``pbd_friction`` (paper 003 Eq. 11, the
+note's B1: ``C_par |u|^2 d^2`` with pbfd's alpha = 2 normal force ``C_perp d^3 / 3``, the same
+C_perp, LM on the energy) and ``pbad`` with its Eq. 9 contact (paper 000: ``D1 d^2 + D2 d^2 |u /
+dt|^2``, alpha = beta = gamma = 1; its C_par is ``D2 / dt^2``, reached through the scene's mu
+since pbad's ``D2 = mu k / (2 * 0.1 m/s)``).  The C_par values are log-spaced, 1e-4 to 1e4 times
+a nominal value per dt (the one with ``c v0 T = 1`` in the A-T4 recursion,
+``c = 2 (C_par / C_perp) g dt^2``), the same for the three methods.
 
 Prints a table (distance, the A-T4 reference recursion for pbfd, deepest penetration, solver
 convergence on |r| and iterations) and writes docs/img/fig_pbfd_sliding.png.
@@ -92,6 +95,25 @@ def main(dts=(0.01, 0.05, 0.1), T=5.0):
             ok = r["conv"] & (r["res"] <= 1e-6 * I.energy_scale)
             rows.append(("pbfd", dt, cf, r["x"], ref, r["pen"], ok.mean(), r["its"].mean(), r["its"].max(), r["wall"]))
             curves.setdefault(("pbfd", dt), []).append((cf, r["x"], ref))
+            # pbd_friction (Eq. 11): the same C_perp and C_par, LM on the energy
+            P = make("pbd_friction", model, scene, c_friction=cf)
+            rp = slide(P, model, dt, T, HALF - np.sqrt(MASS * G / (8 * P.c_normal)))
+            okp = rp["conv"] & (rp["res"] <= 1e-6 * P.energy_scale)
+            rows.append(
+                (
+                    "pbd_friction",
+                    dt,
+                    cf,
+                    rp["x"],
+                    np.nan,
+                    rp["pen"],
+                    okp.mean(),
+                    rp["its"].mean(),
+                    rp["its"].max(),
+                    rp["wall"],
+                )
+            )
+            curves.setdefault(("pbd_friction", dt), []).append((cf, rp["x"], np.nan))
             # pbad (Eq. 9): D2 = mu k / (2 v_ref) = C_par dt^2  ->  mu = 2 v_ref C_par dt^2 / k
             k = MASS * G / (4 * 0.005)
             mu = 2 * 0.1 * cf * dt * dt / k
@@ -115,15 +137,15 @@ def main(dts=(0.01, 0.05, 0.1), T=5.0):
             curves.setdefault(("pbad", dt), []).append((cf, rb["x"], np.nan))
     print(f"box 1 kg, 0.2 m, v0 = {V0} m/s, distance at T = {T} s; pbfd C_perp = {cn:.4g} N/m^2 (default)")
     print(
-        f"{'method':<6} {'dt':>5} {'C_par':>10} {'distance':>9} {'A-T4 ref':>9} {'max pen':>8} {'conv':>5} "
+        f"{'method':<12} {'dt':>5} {'C_par':>10} {'distance':>9} {'A-T4 ref':>9} {'max pen':>8} {'conv':>5} "
         f"{'its':>5} {'max':>4} {'wall s':>7}"
     )
     for m, dt, cf, x, ref, pen, conv, it, itmax, wall in rows:
         print(
-            f"{m:<6} {dt:>5} {cf:>10.3g} {x:>9.4f} {ref:>9.4f} {pen * 1e3:>6.2f}mm {conv:>5.2f} {it:>5.2f} "
+            f"{m:<12} {dt:>5} {cf:>10.3g} {x:>9.4f} {ref:>9.4f} {pen * 1e3:>6.2f}mm {conv:>5.2f} {it:>5.2f} "
             f"{itmax:>4d} {wall:>7.2f}"
         )
-    for m in ("pbfd", "pbad"):
+    for m in ("pbfd", "pbd_friction", "pbad"):
         for dt in dts:
             x = np.array([c[1] for c in curves[m, dt]])
             inc = np.diff(x) / np.maximum(x[:-1], 1e-12)
@@ -151,9 +173,11 @@ def plot(curves, dts, T):
     for ax, dt in zip(axes[0], dts):
         a = np.array(curves["pbfd", dt])
         b = np.array(curves["pbad", dt])
+        p = np.array(curves["pbd_friction", dt])
         ax.semilogx(a[:, 0], a[:, 1], "o-", color="tab:red", label="pbfd (Eq. 13)")
         ax.semilogx(a[:, 0], a[:, 2], "k--", lw=1, label="A-T4 recursion")
-        ax.semilogx(b[:, 0], b[:, 1], "s-", color="tab:blue", label="pbad, Eq. 9 (PBD friction)")
+        ax.semilogx(p[:, 0], p[:, 1], "^-", color="tab:blue", label="pbd_friction (Eq. 11, PBD)")
+        ax.semilogx(b[:, 0], b[:, 1], "s:", color="tab:cyan", label="pbad, Eq. 9 (PBD, alpha = 1)")
         ax.set_title(f"dt = {dt} s")
         ax.set_xlabel("C_par (pbad: D2 / dt^2)")
         ax.set_ylabel(f"sliding distance at {T:g} s [m]")
