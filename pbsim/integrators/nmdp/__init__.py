@@ -31,7 +31,9 @@ was not hit; ``extra``: ``min_alpha`` (smallest ``h / dt``), ``substeps``, ``alp
 the cap was hit, the state is the best projection iterate, not a solution), ``iteration_cap``
 (sub-steps that ran out of ``max_iterations``: feasible, not stationary), ``projection_failures``,
 ``qp_failures`` (QP solves that stopped at their iteration limit), ``rejections``,
-``newton_iterations``.
+``newton_iterations``, ``accepted_max_residual`` (the largest ``|G|_inf`` of an accepted iterate),
+``accepted_k_rises`` (accepted iterates whose K rose: 0), ``k_start``/``k_end`` (K after the
+initial projection and at the end of the last sub-step).
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ import numpy as np
 from pbsim.contact.nmdp import check_wrench_parameters, default_k, tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, Option, StepSpec, register
-from pbsim.integrators.nmdp.step import (BATCHED, S_CAP, S_ITCAP, S_NEWTON, S_PFAIL, S_QPFAIL, S_REJ, S_SUB,
-                                         make_nmdp_extra, nmdp_step)
+from pbsim.integrators.nmdp.step import (BATCHED, S_CAP, S_GACC, S_ITCAP, S_K0, S_K1, S_KRISE, S_NEWTON, S_PFAIL,
+                                         S_QPFAIL, S_REJ, S_SUB, make_nmdp_extra, nmdp_step)
 
 __all__ = ["Nmdp", "NmdpZo"]
 
@@ -150,6 +152,10 @@ class Nmdp(Integrator):
         d.extra["qp_failures"] = st[:, S_QPFAIL].astype(int)
         d.extra["rejections"] = st[:, S_REJ].astype(int)
         d.extra["newton_iterations"] = st[:, S_NEWTON].astype(int)
+        d.extra["accepted_max_residual"] = st[:, S_GACC].copy()
+        d.extra["accepted_k_rises"] = st[:, S_KRISE].astype(int)
+        d.extra["k_start"] = st[:, S_K0].copy()
+        d.extra["k_end"] = st[:, S_K1].copy()
         bad = ~d.converged
         if bad.any() and self.on_fail != "ignore":
             i = int(np.flatnonzero(bad)[0])

@@ -74,7 +74,9 @@ The contact set is fixed for the whole step (B5 item 8): points with signed dept
 ``info`` = [outer iterations (all sub-steps), largest final |G|_inf, converged (every sub-step
 stopped by xtol, no cap), min alpha]; ``stats`` = [sub-steps, projection failures, QP solves that
 did not reach their tolerance, cap hit, sub-steps at the iteration cap, rejections, Newton
-iterations, -].
+iterations, largest final |G|_inf, largest |G|_inf of an accepted iterate (the initial projection
+included), accepted iterates whose K rose (0 by construction: a check), K after the initial
+projection and K at the end, both of the last sub-step] (Theorem 5.5's invariants, B-T2).
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's l
 QP_MAXIT = 5000  # FISTA iterations per QP
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
 # stats columns
-S_SUB, S_PFAIL, S_QPFAIL, S_CAP, S_ITCAP, S_REJ, S_NEWTON, S_RES = range(8)
+S_SUB, S_PFAIL, S_QPFAIL, S_CAP, S_ITCAP, S_REJ, S_NEWTON, S_RES, S_GACC, S_KRISE, S_K0, S_K1 = range(12)
+NSTATS = 12
 
 # The step's scratch (leading axis B on the batched fields; P = max(1, scene points), V = vx,
 # MP = P V, n = nv): rw RneaDerivWork; q0, v0 the sub-step's start; th, thn, thb, qp (nq)
@@ -142,7 +145,7 @@ def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol
         z((B, P)), z((B, P), np.int64), z((B, P)), z((B, P, V, 3)), z((B, P, V, 3, 3)), z((B, 3, 3)),
         z((B, 3, 3)), z((B, 3, 3)), z((B, 3, 3)), z((B, n, 8)), z((B, MP, n)), z((B, MP, n)), z((B, MP, n)),
         z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP, MP)), z((B, 5, MP)), z((B, 4)),
-        z((B, P + 1), np.int64), np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 4)), z((B, 8)),
+        z((B, P + 1), np.int64), np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 4)), z((B, NSTATS)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), V, float(margin), int(maxit),
         float(tol), float(xtol), float(eta), int(depth), int(zo),
     )  # fmt: skip
@@ -539,6 +542,10 @@ def nmdp_pgm(m, s, c, w, sw, x, b, q0, v0, h, st):
     ok, K, res = nmdp_project(m, s, w, x, b, q0, v0, th, h, wts, nc, first, st)
     if not ok:
         return 2, 0, res
+    st[S_K0] = K
+    st[S_K1] = K
+    if res > st[S_GACC]:
+        st[S_GACC] = res
     if nc == 0:
         return 0, 0, res
     gamma = 1.0
@@ -554,6 +561,11 @@ def nmdp_pgm(m, s, c, w, sw, x, b, q0, v0, h, st):
             dth = inf_norm(dq, nv)
         if okn and not (Kn > K):  # accept
             gamma *= x.eta
+            if Kn > K:  # (cannot happen: the acceptance test) counted for the B-T2 check
+                st[S_KRISE] += 1.0
+            if resn > st[S_GACC]:
+                st[S_GACC] = resn
+            st[S_K1] = Kn
             for j in range(m.nq):
                 th[j] = thn[j]
             for rr in range(V * nc):

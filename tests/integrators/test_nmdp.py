@@ -1,0 +1,309 @@
+"""``nmdp`` / ``nmdp_zo`` (NE-NMDP of paper 002; notes/pbfd_nmdp.md B1, B4, B5).
+
+B-T1: A = dG/dtheta (first order) against central differences of G, <= 1e-6 relative, with B =
+dG/dw and g = dK/dtheta, on a spinning box touching a tilted plane (free joint) and a ball-joint
+chain touching a sphere (curved normal); the zeroth-order A differs from it by exactly
+``-sum_x J_x^T (dv_x/dtheta) w_x`` (the wrench module's dv/dtheta).  B-T2: on a rollout every
+accepted iterate has |G|_inf <= tol and K never rises; the final state satisfies G = 0 again when
+recomputed.  B-T3: a box with mu = 0.5, V_x = 4 on an incline sticks at 20 deg and slides at g (sin
+35 - 0.5 cos 35) at 35 deg, dt 5 and 50 ms (nmdp) and 5 ms (nmdp_zo).  Free fall is the backward-
+Euler parabola.  CpuBatch equals Integrator.step.  The sub-step cap is flagged.  Bad inputs are
+InputErrors.
+"""
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbsim
+import pbsim_models
+from pbsim.backends.cpu import CpuBatch
+from pbsim.contact import Plane, Scene, Sphere, sample_contact_points
+from pbsim.contact.nmdp import nmdp_vertices
+from pbsim.errors import InputError, SimulationError
+from pbsim.integrators import State, make
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from bench_nmdp_incline import box, slide, stick  # noqa: E402
+
+G = 9.81
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+def _box_case():
+    """A spinning, translating box with two corners in a tilted plane, weights on every vertex."""
+    m = box()
+    a = np.radians(15)
+    n = np.array([-np.sin(a), 0.0, np.cos(a)])
+    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[:3] = [0.02, -0.01, 0.06]
+    quat = np.array([0.97, 0.12, -0.18, 0.1])
+    q0[3:7] = quat / np.linalg.norm(quat)
+    v0 = np.array([0.3, -0.2, -0.5, 1.5, -2.0, 0.8])
+    return m, sc, q0, v0
+
+
+def _chain_case():
+    """Three spherical (quaternion) joints hanging from the world, the tip pressed into a sphere."""
+    m = pbsim_models.chain(3, joint="spherical")
+    sc = Scene(environment=[Sphere([0.25, 0.0, -0.322], 0.3)], points=sample_contact_points(m), mu=0.7)
+    rng = np.random.default_rng(3)
+    q0 = m.neutral()
+    for i in range(3):
+        qq = np.array([1.0, 0.0, 0.0, 0.0]) + 0.3 * rng.standard_normal(4)
+        q0[4 * i : 4 * i + 4] = qq / np.linalg.norm(qq)
+    q0[0:4] = [np.cos(0.4), 0.0, np.sin(0.4), 0.0]  # the chain leans down toward the sphere
+    v0 = 0.8 * rng.standard_normal(m.nv)
+    return m, sc, q0, v0
+
+
+def _state_in_contact(integ, q0, v0, dt):
+    """theta = q0 (+) dt v0 (+) a twist, random weights on the step's candidates."""
+    m = integ.model
+    rng = np.random.default_rng(7)
+    th = pbsim.integrate(m, q0, dt * v0 + 1e-3 * rng.standard_normal(m.nv))
+    cand = integ.candidates(q0, v0, dt)
+    w = rng.uniform(0.0, 1.0, (len(cand), integ.vx))
+    w /= w.sum(axis=1, keepdims=True) * 1.3
+    return th, w.ravel(), cand
+
+
+CASES = {"box": _box_case, "chain": _chain_case}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bt1_first_order_A_B_and_grad_K_match_central_differences(case):
+    m, sc, q0, v0 = CASES[case]()
+    dt = 0.02
+    integ = make("nmdp", m, sc)
+    th, w, cand = _state_in_contact(integ, q0, v0, dt)
+    pen = nmdp_vertices(m, sc, th)["sd"][cand]
+    assert (pen > 0).sum() >= 1  # some candidate is in contact: the cubic term is live
+    Gv, A, B, K, g, _M = integ.residual(q0, v0, th, w, dt)
+    eps = 1e-6
+    Afd = np.zeros_like(A)
+    gfd = np.zeros(m.nv)
+    for j in range(m.nv):
+        e = np.zeros(m.nv)
+        e[j] = eps
+        rp = integ.residual(q0, v0, pbsim.integrate(m, th, e), w, dt, deriv=False)
+        rm = integ.residual(q0, v0, pbsim.integrate(m, th, -e), w, dt, deriv=False)
+        Afd[:, j] = (rp[0] - rm[0]) / (2 * eps)
+        gfd[j] = (rp[3] - rm[3]) / (2 * eps)
+    assert _rel(A, Afd) <= 1e-6, _rel(A, Afd)
+    assert _rel(g, gfd) <= 1e-6, _rel(g, gfd)
+    Bfd = np.zeros_like(B)
+    for r in range(B.shape[1]):  # G is affine in w
+        e = np.zeros(B.shape[1])
+        e[r] = 1.0
+        Bfd[:, r] = integ.residual(q0, v0, th, w + e, dt, deriv=False)[0] - Gv
+    assert _rel(B, Bfd) <= 1e-9
+    assert K > 0
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bt1_zeroth_order_A_drops_exactly_the_vertex_derivative(case):
+    """A_FO - A_ZO = -sum_x J_a^T (sum_i w_i dv^i/dtheta) (a: the force's point, the sphere
+    surface), with dv/dtheta from pbsim.contact.nmdp (itself checked against central
+    differences in tests/contact/test_nmdp_wrench.py)."""
+    m, sc, q0, v0 = CASES[case]()
+    dt = 0.02
+    fo, zo = make("nmdp", m, sc), make("nmdp_zo", m, sc)
+    th, w, cand = _state_in_contact(fo, q0, v0, dt)
+    A1 = fo.residual(q0, v0, th, w, dt)[1]
+    A0 = zo.residual(q0, v0, th, w, dt)[1]
+    assert np.array_equal(A0, fo.residual(q0, v0, th, w, dt, first=False)[1])
+    wv = nmdp_vertices(m, sc, th)
+    ks = sc.kernel_arrays(m)
+    want = np.zeros_like(A1)
+    W = w.reshape(len(cand), fo.vx)
+    for ci, kp in enumerate(cand):
+        body = int(ks.pt_body[kp])
+        R, p = _body_pose(m, th, body)
+        a = wv["x"][kp] - ks.pt_radius[kp] * wv["n"][kp]
+        Ja = pbsim.point_jacobian(m, th, body, R.T @ (a - p))[3:]
+        dv = np.einsum("i,ijk->jk", W[ci], wv["dV"][kp])
+        want -= Ja.T @ dv
+    assert _rel(A1 - A0, want) <= 1e-9
+    assert np.abs(want).max() > 1e-3 * np.abs(A1).max()  # the dropped part is not negligible here
+
+
+def _body_pose(m, q, body):
+    from pbsim.dynamics.kinematics import fk_state
+    from pbsim.dynamics.workspace import work_for
+
+    w = work_for(m, 1)
+    fk_state(m.k, w, 0, np.ascontiguousarray(q, float))
+    return w.Rw[0, body].copy(), w.pw[0, body].copy()
+
+
+def test_bt2_accepted_iterates_are_feasible_and_k_never_rises():
+    """A tilted, spinning box dropped on a plane, 0.4 s at 10 ms: per step the largest |G|_inf of
+    an accepted iterate is <= tol, no accepted iterate raised K, K at the end <= K after the
+    initial projection, and the new state recomputed from outside satisfies G = 0 and its
+    kinetic energy is K."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.6)
+    integ = make("nmdp", m, sc)
+    q0 = m.neutral()
+    q0[2] = 0.12
+    quat = np.array([0.96, 0.2, -0.1, 0.05])
+    q0[3:7] = quat / np.linalg.norm(quat)
+    s = State.make(m, q0, np.array([0.4, 0.0, -0.5, 0.5, -1.0, 2.0]))
+    dt = 0.01
+    contact_steps = 0
+    for _ in range(40):
+        q, v = s.q[0].copy(), s.v[0].copy()
+        s, d = integ.step(s, None, dt)
+        assert d.converged[0] and not d.extra["alpha_cap"][0]
+        assert d.extra["accepted_max_residual"][0] <= integ.gtol
+        assert d.extra["accepted_k_rises"][0] == 0
+        assert d.extra["k_end"][0] <= d.extra["k_start"][0] * (1 + 1e-12) + 1e-15
+        if d.extra["substeps"][0] == 1:
+            cand = integ.candidates(q, v, dt)
+            w = integ._x.wts[0, : len(cand) * integ.vx].copy()
+            contact_steps += len(cand) > 0 and w.max() > 0
+            Gv, _A, _B, K, _g, _M = integ.residual(q, v, s.q[0], w, dt, deriv=False)
+            assert np.abs(Gv).max() <= integ.gtol
+            assert np.isclose(K, pbsim.energy(m, s.q[0], s.v[0])[0], rtol=1e-9, atol=1e-12)
+            assert np.isclose(K, d.extra["k_end"][0], rtol=1e-9, atol=1e-12)
+    assert contact_steps >= 20
+
+
+@pytest.mark.parametrize("dt", [5e-3, 50e-3])
+def test_bt3_incline_20deg_sticks(dt):
+    """tan 20 = 0.36 < mu = 0.5: after 0.5 s of settling the box moves < 1 cm (note: 1 mm) in 2 s."""
+    r = stick("nmdp", dt)
+    assert r["conv"].all()
+    assert r["creep"] < 1e-3  # measured: 0.000 mm at 5 ms and 50 ms (docs/benchmarks/nmdp.md)
+
+
+@pytest.mark.parametrize("method,dt", [("nmdp", 5e-3), ("nmdp", 50e-3), ("nmdp_zo", 5e-3)])
+def test_bt3_incline_35deg_slides_at_g_sin_minus_mu_cos(method, dt):
+    want = G * (np.sin(np.radians(35)) - 0.5 * np.cos(np.radians(35)))
+    r = slide(method, dt)
+    assert r["conv"].all()
+    assert abs(r["acc"] - want) <= 0.1 * want  # measured: 1.6088 vs 1.6088 (docs/benchmarks/nmdp.md)
+
+
+def test_zo_sticks_at_20deg():
+    r = stick("nmdp_zo", 5e-3)
+    assert r["conv"].all() and r["creep"] < 1e-3
+
+
+@pytest.mark.parametrize("method", ["nmdp", "nmdp_zo"])
+def test_free_fall_is_the_backward_euler_parabola(method):
+    """No contact in reach: theta_{k+1} = theta_k + h v_{k+1}, v_{k+1} = v_k - g h, one PGM
+    iteration-free step each (no candidates): z_n = z0 + v0 t - g h^2 n (n + 1) / 2, which is the
+    analytic parabola z0 + v0 t - g t^2 / 2 up to g h t / 2."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    integ = make(method, m, sc)
+    q0 = m.neutral()
+    q0[2] = 2.0
+    vz0 = 1.0
+    s = State.make(m, q0, np.array([0.3, 0.0, vz0, 0.0, 0.0, 0.0]))
+    h = 0.01
+    n = 40
+    for _ in range(n):
+        s, d = integ.step(s, None, h)
+        assert d.converged[0] and d.iterations[0] == 0 and d.extra["substeps"][0] == 1
+    t = n * h
+    z_disc = 2.0 + vz0 * t - G * h * h * n * (n + 1) / 2
+    assert np.isclose(s.q[0, 2], z_disc, rtol=0, atol=1e-10)
+    assert np.isclose(s.v[0, 2], vz0 - G * t, atol=1e-10)
+    assert np.isclose(s.q[0, 0], 0.3 * t, atol=1e-12)
+    assert abs(s.q[0, 2] - (2.0 + vz0 * t - G * t * t / 2)) <= G * h * t / 2 + 1e-10
+
+
+def test_cpubatch_equals_integrator_step():
+    m = box()
+    a = np.radians(20)
+    n = np.array([-np.sin(a), 0.0, np.cos(a)])
+    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[:3] = 0.05 * n
+    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
+    Q = np.stack([q0, q0])
+    Q[1, 2] += 0.02
+    V = np.zeros((2, 6))
+    V[1] = [0.5, 0.2, -0.3, 0.0, 0.3, 1.0]
+    integ = make("nmdp", m, sc)
+    s = State.make(m, Q, V)
+    for _ in range(15):
+        s, d = integ.step(s, None, 0.01)
+    cb = CpuBatch(m, "nmdp", scene=sc, batch=2)
+    cb.set_state(Q, V)
+    cb.advance(15, 0.01)
+    q, v = cb.state()
+    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
+    info = cb.solver_info()
+    assert (info[:, 2] == 1).all()
+
+
+def test_sub_step_cap_is_flagged_never_silent():
+    """A projection tolerance no Newton step can reach: every level fails, the cap (alpha =
+    2^-substep) is hit, the step is flagged (converged False, alpha_cap, warning / raise)."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[2] = 0.048
+    integ = make("nmdp", m, sc, tol=1e-30, substep=2)
+    with pytest.warns(RuntimeWarning, match="sub-step cap"):
+        s, d = integ.step(State.make(m, q0), None, 0.01)
+    assert not d.converged[0] and d.extra["alpha_cap"][0]
+    assert d.extra["min_alpha"][0] == 0.25 and d.extra["projection_failures"][0] >= 3
+    assert np.isfinite(s.q).all()
+    integ = make("nmdp", m, sc, tol=1e-30, substep=1, on_fail="raise")
+    with pytest.raises(SimulationError, match="cap"):
+        integ.step(State.make(m, q0), None, 0.01)
+    integ = make("nmdp", m, sc, tol=1e-30, substep=0, on_fail="ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _s, d = integ.step(State.make(m, q0), None, 0.01)
+    assert d.extra["alpha_cap"][0] and d.extra["min_alpha"][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    "opts,match",
+    [
+        (dict(vx=2), "vx"),
+        (dict(k=-1.0), "k"),
+        (dict(zeta=-1.0), "zeta"),
+        (dict(eta=1.0), "eta"),
+        (dict(tol=0.0), "tol"),
+        (dict(xtol=-1e-6), "xtol"),
+        (dict(max_iterations=0), "max_iterations"),
+        (dict(substep=-1), "substep"),
+        (dict(margin=-0.1), "margin"),
+        (dict(on_fail="boom"), "on_fail"),
+        (dict(gamma=2.0), "no option"),
+    ],
+)
+def test_bad_options_are_input_errors(opts, match):
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    for name in ("nmdp", "nmdp_zo"):
+        with pytest.raises(InputError, match=match):
+            make(name, m, sc, **opts)
+
+
+def test_negative_mu_and_nan_state_are_input_errors():
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    sc.mu = -0.2
+    with pytest.raises(InputError, match="mu"):
+        make("nmdp", m, sc)
+    sc.mu = 0.5
+    integ = make("nmdp", m, sc)
+    q = m.neutral()
+    q[2] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        integ.step(State.make(m, q), None, 0.01)
