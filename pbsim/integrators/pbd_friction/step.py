@@ -9,7 +9,8 @@
   stiffness vanishes at d = 0; PBAD's Eq. 9 lands them just inside).
 - ``jtj`` (JTJ-LM on ``|grad E|^2 / 2``, PBFD's solver): PBFD's own step kernel, unchanged: its
   residual with the energy-form contact *is* ``grad E``.
-- ``lbfgs`` (LBFGS on E, PBAD's preconditioned loop): PBAD order 2's LBFGS specialised likewise.
+- ``lbfgs`` (LBFGS on E, PBAD's preconditioned loop): PBAD order 2's LBFGS specialised likewise,
+  with PBFD's limit on each direction (landing fraction, trust cap).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_lb
 from pbsim.integrators.pbad.step import BATCHED as PBAD_BATCHED
 from pbsim.integrators.pbad.step import PbadX, pbad_begin, pbad_end, pbad_iterate, pbad_step
 from pbsim.integrators.pbfd.residual import pbfd_objective
-from pbsim.integrators.pbfd.solve import STEP_FRAC
+from pbsim.integrators.pbfd.solve import STEP_FRAC, lbfgs_trust
 from pbsim.integrators.pbfd.step import STEP as PBFD_STEP
 from pbsim.integrators.pbfd.step import make_pbfd_x
 
@@ -37,7 +38,16 @@ def landing_limit(m, s, T, xi, dx, frac):
     return contact_step_limit(m, s, T, xi, dx, STEP_FRAC)
 
 
-PBD = dict(pbad2_eval=pbfd_objective, contact_step_limit=landing_limit)
+@kernel
+def pbd_lbfgs_limit(P, b, slope):
+    """LBFGS hook (PBAD's loop has none): PBFD's landing limit and trust cap on the direction
+    (:func:`~pbsim.integrators.pbfd.solve.lbfgs_trust`; without the cap LBFGS took the falling
+    chain of scripts/fig_pbfd_optimizers.py to a far minimum of E, 4e4 m away)."""
+    m, s, pm, c, w, wf, pw, q, v, dt = P
+    return lbfgs_trust(m, s, pw, b, slope)
+
+
+PBD = dict(pbad2_eval=pbfd_objective, contact_step_limit=landing_limit, lbfgs_limit=pbd_lbfgs_limit)
 pbd_lm_step = specialize(pbad_step, "pbd_friction", **PBD)
 pbd_begin = specialize(pbad_begin, "pbd_friction", **PBD)
 pbd_iterate = specialize(pbad_iterate, "pbd_friction", **PBD)

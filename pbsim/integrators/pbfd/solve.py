@@ -145,9 +145,16 @@ def pbfd_lbfgs_h0(P, b, h0, d):
 
 @kernel
 def pbfd_lbfgs_limit(P, b, slope):
-    """LBFGS hook: as LM's trials, points entering the environment land inside, not through it
-    (poses and twists of the iterate in pw.T[b, 2], pw.xi[b, 0]); then the :data:`MAX_STEP` cap."""
+    """LBFGS hook: :func:`lbfgs_trust`."""
     m, s, pm, c, w, wf, pw, q, v, dt, V = P
+    return lbfgs_trust(m, s, pw, b, slope)
+
+
+@kernel
+def lbfgs_trust(m, s, pw, b, slope):
+    """The LBFGS direction ``pw.dx[b]`` limited as LM's trials: points entering the environment
+    land inside, not through it (poses and twists of the iterate in pw.T[b, 2], pw.xi[b, 0]);
+    then the :data:`MAX_STEP` cap.  Returns the slope scaled likewise (pbfd, pbd_friction)."""
     n = m.nv
     dx = pw.dx[b]
     if s.npts > 0:
