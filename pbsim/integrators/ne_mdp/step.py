@@ -18,8 +18,8 @@ simplex ``u >= 0``, ``sum u <= capacity / c_max``, exact projections all the sam
 largest diagonal entry, by :func:`pbsim.optim.qp.qp_solve` (FISTA, from ``u = 0``): every variable
 then has the scale of its direction, not of its depth (in ``w`` a candidate of capacity zeta
 beside one carrying the weight has ~1e-9 of the curvature and FISTA crawls), and the KKT residual
-(the natural residual) is in units of the largest capacity: ``tol`` 1e-9 is a force error of about
-1e-9 of it.
+(the natural residual) is in units of the largest capacity: ``tol`` 1e-6 is a force error of about
+1e-6 of it.
 
 The contact set is fixed for the step (note B5 item 8): a point is a candidate when its signed depth
 ``r - phi`` is above ``-margin`` at ``q`` or at the predicted ``q (+) dt v``.  Its vertices
