@@ -10,8 +10,9 @@ the end of the step over NMDP's polytope wrench (:mod:`pbsim.contact.nmdp`, eval
 
 solved by the projected gradient method of Algorithm 1: first order (``nmdp``, Eq. 7-9: exact
 ``A = dG/dtheta``) or zeroth order (``nmdp_zo``, Eq. 10-11: the ``dv_x/dtheta`` part of A
-dropped), inside Algorithm 2's adaptive sub-stepping (a step whose projection fails is redone as
-two halves, recursively, down to ``alpha = 2^-substep``).  The equations, the QP, the projection
+dropped), inside Algorithm 2's adaptive sub-stepping (a step whose projection fails or whose PGM
+runs out of ``max_iterations`` is redone as two halves, recursively, down to ``alpha =
+2^-substep``).  The equations, the QP, the projection
 and the loop are in :mod:`.step`; the whole of Algorithm 2 is one step kernel (the recursion is a
 loop over dyadic ticks), so ``CpuBatch`` and ``rollout`` run the same code as
 :meth:`Integrator.step`.
@@ -20,7 +21,8 @@ Deviations and choices (each documented in :mod:`.step`): the corrected alpha sc
 dt`` (B5 item 1), the proximal rule reversed to match Eq. 8 (reject: ``gamma / eta``; accept:
 ``gamma eta``; B5 item 2), Algorithm 2 carrying ``(theta, thetadot)`` with the cap (B5 item 3),
 zeta in newtons on the candidate points only (B5 item 4), the contact set fixed per step (B5 item
-8), the PSD ``Q = H / h^2`` (B1), the start ``theta_- (+) h thetadot_-`` (B5 item 10), the
+8), the PSD ``Q = H / h^2`` (B1), the start ``theta_- (+) h thetadot_-`` (B5 item 10) with the
+weights of the linearised MDP QP there (``init="qp"``; ``"zero"``: the paper's ``w = 0``), the
 proximal weight scaled by the QP's curvature and the QP in force-scaled variables (scale-free
 gamma), no ``|w|^2`` regularisation (Remark 4).  Effort clamping (``Control(clamp=True)``) only
 pre-clips the explicit actuation; the stable-PD part is not clamped.
@@ -28,8 +30,9 @@ pre-clips the explicit actuation; the stable-PD part is not clamped.
 Diagnostics: ``iterations`` = outer PGM iterations (summed over sub-steps), ``residual`` = the
 largest final ``|G|_inf`` [N, N m], ``converged`` = every sub-step stopped by ``xtol`` and the cap
 was not hit; ``extra``: ``min_alpha`` (smallest ``h / dt``), ``substeps``, ``alpha_cap`` (bool:
-the cap was hit, the state is the best projection iterate, not a solution), ``iteration_cap``
-(sub-steps that ran out of ``max_iterations``: feasible, not stationary), ``projection_failures``,
+a sub-step of the smallest alpha failed: the state is its best projection iterate, not a solution,
+or its last feasible iterate when it ran out of iterations), ``iteration_cap`` (sub-steps at the
+smallest alpha that ran out of ``max_iterations``: feasible, not stationary), ``projection_failures``,
 ``qp_failures`` (QP solves that stopped at their iteration limit), ``rejections``,
 ``newton_iterations``, ``accepted_max_residual`` (the largest ``|G|_inf`` of an accepted iterate),
 ``accepted_k_rises`` (accepted iterates whose K rose: 0), ``k_start``/``k_end`` (K after the
@@ -60,7 +63,7 @@ def _extra(integrator, B):
     I = integrator
     return make_nmdp_extra(
         I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
-        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0,
+        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0,
     )  # fmt: skip
 
 
@@ -80,7 +83,9 @@ def _options(maxit):
         Option("max_iterations", maxit, "outer PGM iterations per (sub-)step", "int"),
         Option("substep", 6, "Algorithm 2: a failed step is halved recursively down to alpha = 2^-substep "
                "(the cap; 0: never)", "int"),
-        Option("on_fail", "warn", "what a step that hit the sub-step cap or the iteration cap does", "str",
+        Option("init", "qp", "start of the PGM: 'qp' the linearised MDP QP at theta_- (+) dt v (ours), 'zero' "
+               "w = 0 (the paper's Algorithm 1)", "str", ("qp", "zero")),
+        Option("on_fail", "warn", "what a step whose sub-step at the cap alpha failed or ran out of iterations does", "str",
                ("warn", "raise", "ignore")),
     )  # fmt: skip
 
@@ -124,7 +129,7 @@ class Nmdp(Integrator):
         self.tol = _num("tol", options.get("tol", 1e-8), 0.0, True, nm)
         self.xtol = _num("xtol", options.get("xtol", 1e-6), 0.0, True, nm)
         self.eta = _num("eta", options.get("eta", 1.5), 1.0, True, nm)
-        mi = options.get("max_iterations", type(self).OPTIONS[7].default)
+        mi = options.get("max_iterations", next(o.default for o in type(self).OPTIONS if o.name == "max_iterations"))
         if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 1:
             raise InputError(f"{nm}: max_iterations must be an integer >= 1, got {mi!r}")
         self.max_iterations = int(mi)
@@ -132,6 +137,9 @@ class Nmdp(Integrator):
         if isinstance(sub, bool) or not isinstance(sub, (int, np.integer)) or not 0 <= sub <= 20:
             raise InputError(f"{nm}: substep must be an integer in 0..20 (alpha >= 2^-substep), got {sub!r}")
         self.substep = int(sub)
+        self.init = options.get("init", "qp")
+        if self.init not in ("qp", "zero"):
+            raise InputError(f"{nm}: init must be 'qp' or 'zero', got {self.init!r}")
         self.on_fail = options.get("on_fail", "warn")
         if self.on_fail not in ("warn", "raise", "ignore"):
             raise InputError(f"{nm}: on_fail must be 'warn', 'raise' or 'ignore', got {self.on_fail!r}")
@@ -159,10 +167,10 @@ class Nmdp(Integrator):
         bad = ~d.converged
         if bad.any() and self.on_fail != "ignore":
             i = int(np.flatnonzero(bad)[0])
-            why = ("hit the sub-step cap alpha = 2^-%d (the state is the best projection iterate, |G|_inf %.3g)"
-                   % (self.substep, d.residual[i]) if d.extra["alpha_cap"][i]
-                   else f"ran out of max_iterations = {self.max_iterations} in "
-                        f"{d.extra['iteration_cap'][i]} sub-step(s) (feasible, not stationary)")  # fmt: skip
+            why = (f"ran out of max_iterations = {self.max_iterations} at the sub-step cap alpha = 2^-{self.substep} "
+                   "(feasible, not stationary)" if d.extra["iteration_cap"][i]
+                   else "hit the sub-step cap alpha = 2^-%d (the state is the best projection iterate, |G|_inf %.3g)"
+                   % (self.substep, d.residual[i]))  # fmt: skip
             msg = f"{self.name}: {int(bad.sum())} of {len(bad)} trajectories did not converge (first: {i}, {why})"
             if self.on_fail == "raise":
                 raise SimulationError(msg)
@@ -217,5 +225,5 @@ class NmdpZo(Nmdp):
 
     name = "nmdp_zo"
     ZO = True
-    OPTIONS = _options(1000)
+    OPTIONS = _options(500)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")

@@ -50,23 +50,33 @@ below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps its weight 
 below 1e-14 of its largest entry), when ``|G|_inf`` does not decrease from one Newton step to the
 next, or after ``PROJ_MAX`` steps.
 
-**Algorithm 1** (the note's cleaned-up form, B5 item 2): ``w = 0``, ``theta^0 = theta_- (+) h
-thetadot_-`` projected (B5 item 10: the explicit prediction as the start); then per iteration the
+**Algorithm 1** (the note's cleaned-up form, B5 item 2): ``theta^0 = theta_- (+) h thetadot_-``
+(B5 item 10: the explicit prediction as the start), ``w^0 = 0`` (``init="zero"``, the paper's) or
+(``init="qp"``, the default, **[ours]**) the QP of the linearisation at that unprojected point (A,
+B, g there, ``G != 0`` taken into the linear model, a weak proximal term ``gamma = 1e3``: NE-MDP's
+problem, the linearised maximal dissipation), then projected.  Why: from ``w = 0`` a loaded robot's
+projection is the step *without* ground forces -- a standing spider's stable-PD torques, no longer
+balanced by the feet, fold its light legs by a radian in 50 ms and lift its feet 0.6 m out of the
+ground, where every capacity is zeta and the PGM cannot bring the contact back (a feasible local
+minimum, accepted; measured: the spider collapsed at dt = 50 ms in its 5th step).  Then per
+iteration the
 QP at the accepted ``(theta, w)``, the projection of the trial from theta; ``K`` increased or the
 projection failed: reject, ``gamma <- gamma / eta``; else accept, ``gamma <- gamma eta``, and stop
 when ``|theta^k (-) theta^(k-1)|_inf < xtol``.  A rejected trial whose projection succeeded within
 ``xtol`` of theta also stops (stationary to within xtol).  ``max_iterations`` outer iterations
-without stopping: the sub-step keeps its last accepted (feasible, G = 0) iterate and is flagged
-(iteration cap).
+without stopping: status 1 (Algorithm 2 halves the sub-step; at the cap it keeps the last accepted,
+feasible iterate, flagged).
 
 **Algorithm 2** (B5 item 3) as a loop over dyadic ticks (no recursion, so it is one kernel): the
 step is ``2^depth`` ticks; a sub-step of level L spans ``2^(depth-L)`` ticks and carries
-``(theta, thetadot)`` to the next; a failed PGM (initial projection failed or the LU was singular)
-splits the current sub-step in two (L + 1); after a sub-step completes, the level goes back up
+``(theta, thetadot)`` to the next; a PGM that failed (initial projection failed or the LU was
+singular) or ran out of ``max_iterations`` (the paper's Algorithm 1 has no cap: its not converging is
+the divergence Algorithm 2 reacts to) splits the current sub-step in two (L + 1); after a sub-step completes, the level goes back up
 while the position closes the parent's interval -- exactly the recursion's order (the second half
 is tried at the size of the half, whatever the first half became).  At ``L = depth`` (``alpha =
 2^-depth``, 1/64 by default) a failure is the **cap**: the sub-step takes the projection iterate
-with the smallest ``|G|_inf`` and the step is flagged (``stats[CAP]``, converged 0), never silently.
+with the smallest ``|G|_inf`` (out of iterations: its last accepted iterate, feasible) and the step
+is flagged (``stats[CAP]``, converged 0), never silently.
 
 The contact set is fixed for the whole step (B5 item 8): points with signed depth above
 ``-margin`` at ``theta_-`` or at ``theta_- (+) dt thetadot_-``.
@@ -103,6 +113,7 @@ from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve
 PROJ_MAX = 50  # Newton steps of one manifold projection
 CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's largest is inert
 QP_MAXIT = 5000  # FISTA iterations per QP
+GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the QP strictly convex)
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
 # stats columns
 S_SUB, S_PFAIL, S_QPFAIL, S_CAP, S_ITCAP, S_REJ, S_NEWTON, S_RES, S_GACC, S_KRISE, S_K0, S_K1 = range(12)
@@ -120,7 +131,7 @@ NmdpX = namedtuple(
     "NmdpX",
     "rw q0 v0 th thn thb qp vel acc Pm G A LU piv dq gk mv g tau0 arm dRq dRv M sdp act cap Vt Dv T1 T2 Dn Dd "
     "Jc Bm Dm HX wts wn qb lo hi QA qw qinfo bstart btype bmu info stats "
-    "F k zeta mu vx margin maxit tol xtol eta depth zo",
+    "F k zeta mu vx margin maxit tol xtol eta depth zo init",
 )
 BATCHED = (
     "rw", "q0", "v0", "th", "thn", "thb", "qp", "vel", "acc", "Pm", "G", "A", "LU", "piv", "dq", "gk", "mv", "g",
@@ -129,7 +140,7 @@ BATCHED = (
 )  # fmt: skip
 
 
-def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo) -> NmdpX:
+def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init) -> NmdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
     n = max(model.nv, 1)
     nq = max(model.nq, 1)
@@ -147,7 +158,7 @@ def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol
         z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP, MP)), z((B, 5, MP)), z((B, 4)),
         z((B, P + 1), np.int64), np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 4)), z((B, NSTATS)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), V, float(margin), int(maxit),
-        float(tol), float(xtol), float(eta), int(depth), int(zo),
+        float(tol), float(xtol), float(eta), int(depth), int(zo), int(init),
     )  # fmt: skip
 
 
@@ -437,14 +448,29 @@ def nmdp_project(m, s, w, x, b, q0, v0, th, h, wts, nc, first, st):
 
 
 @kernel
-def nmdp_qp(m, x, b, nc, h, gamma, st):
+def nmdp_qp(m, x, b, nc, h, gamma, st, offset):
     """The QP (Eq. 8 / 10, module docstring) at the accepted iterate (A, B rows, H, g from its
-    evaluation) for the trial weights ``x.wn``.  Returns False when A is singular."""
+    evaluation) for the trial weights ``x.wn``.  With ``offset`` (the warm start at a point where
+    G != 0) the linearised constraint ``G + A dtheta + B dw = 0`` moves theta by the Newton step
+    ``d0 = -A^-1 G`` too, so the gradient becomes ``g + Q d0``.  Returns False when A is singular."""
     nv = m.nv
     V = x.vx
     n = V * nc
     if not lu_factor(x.A[b], x.LU[b], x.piv[b], nv):
         return False
+    geff = x.gk[b]  # (the evaluation's dK/dq scratch, free here)
+    for j in range(nv):
+        geff[j] = x.g[b, j]
+    if offset:
+        d0 = x.dq[b]
+        for j in range(nv):
+            d0[j] = -x.G[b, j]
+        lu_solve(x.LU[b], x.piv[b], d0, nv)
+        for i in range(nv):
+            sacc = 0.0
+            for j in range(nv):
+                sacc += x.M[b, i, j] * d0[j]
+            geff[i] += sacc / (h * h)
     cmax = 0.0
     for ci in range(nc):
         if x.cap[b, ci] > cmax:
@@ -500,7 +526,7 @@ def nmdp_qp(m, x, b, nc, h, gamma, st):
     for rr in range(n):
         sacc = 0.0
         for j in range(nv):
-            sacc += x.g[b, j] * D[rr, j]
+            sacc += geff[j] * D[rr, j]
         for cc in range(n):
             sacc += QA[rr, cc] * u[cc]
         qb[rr] = -sacc * inv
@@ -539,6 +565,11 @@ def nmdp_pgm(m, s, c, w, sw, x, b, q0, v0, h, st):
     for j in range(nv):
         dq[j] = h * v0[j]
     integrate_config(m, q0, dq, th, w.Rj[b])
+    if x.init == 1 and nc > 0:  # warm start: the QP of the linearisation at the prediction
+        nmdp_eval(m, s, w, x, b, q0, v0, th, h, wts, nc, True, first)
+        if nmdp_qp(m, x, b, nc, h, GAMMA_INIT, st, True):
+            for rr in range(V * nc):
+                wts[rr] = wn[rr]
     ok, K, res = nmdp_project(m, s, w, x, b, q0, v0, th, h, wts, nc, first, st)
     if not ok:
         return 2, 0, res
@@ -550,7 +581,7 @@ def nmdp_pgm(m, s, c, w, sw, x, b, q0, v0, h, st):
         return 0, 0, res
     gamma = 1.0
     for it in range(x.maxit):
-        if not nmdp_qp(m, x, b, nc, h, gamma, st):
+        if not nmdp_qp(m, x, b, nc, h, gamma, st, False):
             return 2, it, res
         for j in range(m.nq):
             thn[j] = th[j]
@@ -612,7 +643,7 @@ def nmdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         h = dt / float(np.int64(1) << L)
         status, k, res = nmdp_pgm(m, s, c, w, sw, x, b, q0, v0, h, st)
         its += k
-        if status == 2 and L < depth:
+        if status != 0 and L < depth:  # failed or out of iterations: two halves
             L += 1
             continue
         if status == 2:
@@ -620,6 +651,7 @@ def nmdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
             conv = False
         elif status == 1:
             st[S_ITCAP] += 1.0
+            st[S_CAP] = 1.0
             conv = False
         nmdp_velocity(m, w, x, b, q0, v0, th, h)
         for j in range(m.nq):
