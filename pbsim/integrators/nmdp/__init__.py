@@ -22,7 +22,9 @@ dt`` (B5 item 1), the proximal rule reversed to match Eq. 8 (reject: ``gamma / e
 ``gamma eta``; B5 item 2), Algorithm 2 carrying ``(theta, thetadot)`` with the cap (B5 item 3),
 zeta in newtons on the candidate points only (B5 item 4), the contact set fixed per step (B5 item
 8), the PSD ``Q = H / h^2`` (B1), the start ``theta_- (+) h thetadot_-`` (B5 item 10) with the
-weights of the linearised MDP QP there (``init="qp"``; ``"zero"``: the paper's ``w = 0``), the
+weights of the linearised MDP QP there (``init="qp"``; ``"zero"``: the paper's ``w = 0``), a
+projection whose Newton step exceeds ``max_step`` counted as failed (B5 item 10: no line search,
+failure means subdivide), the
 proximal weight scaled by the QP's curvature and the QP in force-scaled variables (scale-free
 gamma), no ``|w|^2`` regularisation (Remark 4).  Effort clamping (``Control(clamp=True)``) only
 pre-clips the explicit actuation; the stable-PD part is not clamped.
@@ -63,7 +65,7 @@ def _extra(integrator, B):
     I = integrator
     return make_nmdp_extra(
         I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
-        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0,
+        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step,
     )  # fmt: skip
 
 
@@ -83,6 +85,8 @@ def _options(maxit):
         Option("max_iterations", maxit, "outer PGM iterations per (sub-)step", "int"),
         Option("substep", 6, "Algorithm 2: a failed step is halved recursively down to alpha = 2^-substep "
                "(the cap; 0: never)", "int"),
+        Option("max_step", 0.5, "a Newton step of the manifold projection moving a coordinate by more than this "
+               "(rad or m) is a projection failure (Algorithm 2 halves the step; ours)", "float"),
         Option("init", "qp", "start of the PGM: 'qp' the linearised MDP QP at theta_- (+) dt v (ours), 'zero' "
                "w = 0 (the paper's Algorithm 1)", "str", ("qp", "zero")),
         Option("on_fail", "warn", "what a step whose sub-step at the cap alpha failed or ran out of iterations does", "str",
@@ -137,6 +141,7 @@ class Nmdp(Integrator):
         if isinstance(sub, bool) or not isinstance(sub, (int, np.integer)) or not 0 <= sub <= 20:
             raise InputError(f"{nm}: substep must be an integer in 0..20 (alpha >= 2^-substep), got {sub!r}")
         self.substep = int(sub)
+        self.max_step = _num("max_step", options.get("max_step", 0.5), 0.0, True, nm)
         self.init = options.get("init", "qp")
         if self.init not in ("qp", "zero"):
             raise InputError(f"{nm}: init must be 'qp' or 'zero', got {self.init!r}")

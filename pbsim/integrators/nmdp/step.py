@@ -48,7 +48,11 @@ below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps its weight 
 **Manifold projection** (Eq. 9/11): Newton ``theta <- theta (+) (-A^-1 G)`` until
 ``|G|_inf <= tol``; it *fails* (the step is to be subdivided) when the LU finds A singular (pivot
 below 1e-14 of its largest entry), when ``|G|_inf`` does not decrease from one Newton step to the
-next, or after ``PROJ_MAX`` steps.
+next, after ``PROJ_MAX`` steps, or **[ours]** when a Newton step moves a coordinate by more than
+``max_step`` (rad or m; 0.5 by default): G has several roots at a large h (RNEA is quadratic in
+``(theta (-) theta_-) / h``, the capacity cubic in the depth) and such a jump lands on another one
+(measured: a standing spider at dt = 50 ms, its legs folded by a radian and its feet lifted 0.6 m,
+a root with every capacity at zeta from which the PGM cannot bring the contact back).
 
 **Algorithm 1** (the note's cleaned-up form, B5 item 2): ``theta^0 = theta_- (+) h thetadot_-``
 (B5 item 10: the explicit prediction as the start), ``w^0 = 0`` (``init="zero"``, the paper's) or
@@ -131,7 +135,7 @@ NmdpX = namedtuple(
     "NmdpX",
     "rw q0 v0 th thn thb qp vel acc Pm G A LU piv dq gk mv g tau0 arm dRq dRv M sdp act cap Vt Dv T1 T2 Dn Dd "
     "Jc Bm Dm HX wts wn qb lo hi QA qw qinfo bstart btype bmu info stats "
-    "F k zeta mu vx margin maxit tol xtol eta depth zo init",
+    "F k zeta mu vx margin maxit tol xtol eta depth zo init maxstep",
 )
 BATCHED = (
     "rw", "q0", "v0", "th", "thn", "thb", "qp", "vel", "acc", "Pm", "G", "A", "LU", "piv", "dq", "gk", "mv", "g",
@@ -140,7 +144,9 @@ BATCHED = (
 )  # fmt: skip
 
 
-def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init) -> NmdpX:
+def make_nmdp_extra(
+    model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep
+) -> NmdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
     n = max(model.nv, 1)
     nq = max(model.nq, 1)
@@ -158,7 +164,7 @@ def make_nmdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol
         z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP)), z((B, MP, MP)), z((B, 5, MP)), z((B, 4)),
         z((B, P + 1), np.int64), np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 4)), z((B, NSTATS)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), V, float(margin), int(maxit),
-        float(tol), float(xtol), float(eta), int(depth), int(zo), int(init),
+        float(tol), float(xtol), float(eta), int(depth), int(zo), int(init), float(maxstep),
     )  # fmt: skip
 
 
@@ -436,6 +442,8 @@ def nmdp_project(m, s, w, x, b, q0, v0, th, h, wts, nc, first, st):
         for j in range(nv):
             dq[j] = -G[j]
         lu_solve(x.LU[b], x.piv[b], dq, nv)
+        if not (inf_norm(dq, nv) <= x.maxstep):  # a jump toward another root: fail, halve the step
+            break
         integrate_config(m, th, dq, th, w.Rj[b])
         st[S_NEWTON] += 1.0
         rprev = r
