@@ -313,8 +313,9 @@ def test_negative_mu_and_nan_state_are_input_errors():
 def test_spider_stands_under_stable_pd(dt):
     """pbsim's spider (18 DOF: free torso, 4 legs of 3 joints) standing on a plane under stable
     PD for 1 s: every step converges, nothing hits the cap, the torso's height after settling
-    varies by < 2 cm (measured: 0.5 mm at 10 ms, 10.4 mm at 50 ms: it bobs by +-5 mm).  At 50 ms Algorithm 2 halves steps (the projection's step bound and
-    G's roots; measured min alpha 0.25), at 10 ms it does not (module docstrings)."""
+    varies by < 2 cm (measured: 0.5 mm at 10 ms, 10.4 mm at 50 ms: it bobs by +-5 mm).  At 50 ms
+    Algorithm 2 halves steps (the projection's step bound and G's roots; measured min alpha
+    0.25), at 10 ms it does not (pbsim/integrators/nmdp/step.py)."""
     from pbsim.contact.points import ContactPoints
     from pbsim_models.creatures import spider_contact_points, spider_standing
 
