@@ -23,9 +23,9 @@ the iterates are the same in every run).  Prints a markdown table
 and writes docs/img/fig_pbfd_optimizers.png (iterations and time per step against the step index).
 
 Usage: python scripts/fig_pbfd_optimizers.py [--long] [--steps N] [--repeat R] [--dt DT]
-  default: 40 steps (2 s) per scene, one run of each (about 2 min on the shared 2-core machine, numba
-  cache warm; LBFGS on Eq. 13 in scene (b) is most of it); --long: 200 steps (10 s), 3 alternating
-  runs of each (about 15 min; the numbers in docs/benchmarks/pbfd.md).
+  default: 40 steps (2 s) per scene, one run of each (about 2 CPU-minutes with the numba cache warm,
+  LBFGS on Eq. 13 in scene (b) most of it; 2-5 min wall on the shared 2-core machine); --long: 200
+  steps (10 s), 3 alternating runs of each (7 min wall; the numbers in docs/benchmarks/pbfd.md).
 """
 
 import argparse

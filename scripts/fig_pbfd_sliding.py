@@ -9,7 +9,9 @@ C_perp, LM on the energy) and ``pbad`` with its Eq. 9 contact (paper 000: ``D1 d
 dt|^2``, alpha = beta = gamma = 1; its C_par is ``D2 / dt^2``, reached through the scene's mu
 since pbad's ``D2 = mu k / (2 * 0.1 m/s)``).  The C_par values are log-spaced, 1e-4 to 1e4 times
 a nominal value per dt (the one with ``c v0 T = 1`` in the A-T4 recursion,
-``c = 2 (C_par / C_perp) g dt^2``), the same for the three methods.
+``c = 2 (C_par / C_perp) g dt^2``), the same for the three methods.  The dry-friction curve of
+the paper's figure: ``ne_dry`` (Newton-Euler, Stewart-Trinkle LCP by Lemke) against mu (top axis),
+starting at the plane (its contact is rigid), with the Coulomb reference ``v0^2 / (2 mu g)``.
 
 Prints a table (distance, the A-T4 reference recursion for pbfd, deepest penetration, solver
 convergence on |r| and iterations) and writes docs/img/fig_pbfd_sliding.png.
@@ -32,6 +34,7 @@ from pbsim.model.geometry import Geometry  # noqa: E402
 
 HALF, MASS, V0, G = 0.1, 1.0, 1.0, 9.81
 FACTORS = np.logspace(-4, 4, 9)
+MUS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)  # ne_dry's Coulomb coefficients
 
 
 def box_model():
@@ -135,6 +138,10 @@ def main(dts=(0.01, 0.05, 0.1), T=5.0):
                 )
             )
             curves.setdefault(("pbad", dt), []).append((cf, rb["x"], np.nan))
+        for mu in MUS:  # dry friction (Newton-Euler + LCP) against mu
+            scene_d = pbsim.Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=_points(model), mu=mu)
+            rd = slide(make("ne_dry", model, scene_d), model, dt, T, HALF)
+            curves.setdefault(("ne_dry", dt), []).append((mu, rd["x"], V0 * V0 / (2 * mu * G), rd["finite"]))
     print(f"box 1 kg, 0.2 m, v0 = {V0} m/s, distance at T = {T} s; pbfd C_perp = {cn:.4g} N/m^2 (default)")
     print(
         f"{'method':<12} {'dt':>5} {'C_par':>10} {'distance':>9} {'A-T4 ref':>9} {'max pen':>8} {'conv':>5} "
@@ -153,6 +160,13 @@ def main(dts=(0.01, 0.05, 0.1), T=5.0):
                 f"{m} dt {dt}: non-increasing (1e-4 m) {bool(np.all(np.diff(x) <= 1e-4))}, "
                 f"largest relative increase {inc.max():+.2%}"
             )
+    print(f"\nne_dry (dry friction) distance at {T} s against mu; Coulomb reference v0^2 / (2 mu g)")
+    print(f"{'dt':>6} " + " ".join(f"{'mu ' + str(mu):>14}" for mu in MUS))
+    for dt in dts:
+        print(
+            f"{dt:>6} "
+            + " ".join(f"{x:>7.4f}/{ref:<6.4f}" + ("" if ok else "!") for _, x, ref, ok in curves["ne_dry", dt])
+        )
     plot(curves, dts, T)
     return rows
 
@@ -169,7 +183,8 @@ def plot(curves, dts, T):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(dts), figsize=(4.2 * len(dts), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(dts), figsize=(4.4 * len(dts), 4.5), squeeze=False)
+    tops = []
     for ax, dt in zip(axes[0], dts):
         a = np.array(curves["pbfd", dt])
         b = np.array(curves["pbad", dt])
@@ -178,13 +193,23 @@ def plot(curves, dts, T):
         ax.semilogx(a[:, 0], a[:, 2], "k--", lw=1, label="A-T4 recursion")
         ax.semilogx(p[:, 0], p[:, 1], "^-", color="tab:blue", label="pbd_friction (Eq. 11, PBD)")
         ax.semilogx(b[:, 0], b[:, 1], "s:", color="tab:cyan", label="pbad, Eq. 9 (PBD, alpha = 1)")
-        ax.set_title(f"dt = {dt} s")
+        d = np.array([c[:3] for c in curves["ne_dry", dt]])
+        top = ax.twiny()
+        tops.append(top)
+        top.semilogx(d[:, 0], d[:, 1], "D-", color="tab:green", label="ne_dry (dry friction) vs mu")
+        top.semilogx(d[:, 0], d[:, 2], ":", color="tab:green", lw=1)
+        top.set_xlabel("mu (ne_dry)", color="tab:green")
+        top.tick_params(axis="x", colors="tab:green")
+        ax.text(0.97, 0.55, f"dt = {dt} s", transform=ax.transAxes, ha="right", fontsize=11)
         ax.set_xlabel("C_par (pbad: D2 / dt^2)")
         ax.set_ylabel(f"sliding distance at {T:g} s [m]")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][len(dts) // 2].legend(fontsize=8, loc="lower left")
+    mid = len(dts) // 2
+    h1, l1 = axes[0][mid].get_legend_handles_labels()
+    h2, l2 = tops[mid].get_legend_handles_labels()
+    fig.legend(h1 + h2, l1 + l2, fontsize=9, loc="lower center", ncol=5)
     fig.suptitle("Box sliding from 1 m/s (paper 003 Fig. 5)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     out = ROOT / "docs" / "img" / "fig_pbfd_sliding.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
