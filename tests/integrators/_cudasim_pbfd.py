@@ -2,10 +2,13 @@
 against the CPU integrator, in two halves (as tests/contact/_cudasim_pbad_contact.py):
 
 - :func:`cpu_outputs` runs ``make("pbfd", ...).step`` (compiled CPU kernels) in the pytest process;
-- ``python _cudasim_pbfd.py CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the
+- ``python _cudasim_pbfd.py CPU.npz [METHOD C_PAR]`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the
   same inputs, with both GPU schedules (whole steps in the kernel; one LM iteration per launch),
   and prints ``DIFF name value`` lines (relative max differences) and ``ITER same|differ``
   (JTJ-LM iterations of the last step); the launch schedule's names end in ``_launch``.
+
+``METHOD``: ``pbfd`` (default) or ``pbd_friction`` (the PBD baseline's LM kernels, whose
+per-launch phases are PBAD's), with its ``C_PAR``.
 """
 
 import sys
@@ -54,13 +57,13 @@ def _gap(m, scene, q):
     return out[:, 0].reshape(X.shape[:2]).min(axis=1)
 
 
-def cpu_outputs() -> dict:
+def cpu_outputs(method="pbfd", cpar=CPAR) -> dict:
     from pbsim.contact import contact_query
     from pbsim.integrators import State, make
 
     m, scene, q, v = setup()
     assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
-    I = make("pbfd", m, scene, c_friction=CPAR)
+    I = make(method, m, scene, c_friction=cpar)
     s = State.make(m, q, v)
     for _ in range(STEPS):
         s, d = I.step(s, None, DT)
@@ -68,11 +71,11 @@ def cpu_outputs() -> dict:
     return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
 
 
-def gpu_outputs(schedule="kernel") -> dict:
+def gpu_outputs(schedule="kernel", method="pbfd", cpar=CPAR) -> dict:
     from pbsim.backends import cuda as pc
 
     m, scene, q, v = setup()
-    g = pc.CudaBatch(m, "pbfd", scene=scene, batch=2, c_friction=CPAR, schedule=schedule)
+    g = pc.CudaBatch(m, method, scene=scene, batch=2, c_friction=cpar, schedule=schedule)
     g.set_state(q, v)
     g.advance(STEPS, DT)
     qg, vg, eg = g.record()
@@ -82,8 +85,9 @@ def gpu_outputs(schedule="kernel") -> dict:
 if __name__ == "__main__":
     with np.load(sys.argv[1]) as f:
         cpu = dict(f)
+    method, cpar = (sys.argv[2], float(sys.argv[3])) if len(sys.argv) > 3 else ("pbfd", CPAR)
     for schedule, tag in (("kernel", ""), ("launch", "_launch")):
-        gpu = gpu_outputs(schedule)
+        gpu = gpu_outputs(schedule, method, cpar)
         for name in ("q", "v", "e"):
             a, b = np.asarray(gpu[name], float), cpu[name]
             print("DIFF", name + tag, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))

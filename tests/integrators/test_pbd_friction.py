@@ -269,3 +269,38 @@ def test_cpu_batch_equals_integrator_step(box):
     assert (cb.solver_info()[:, 2] == 1).all()
     with pytest.raises(InputError, match="optimizer='lm' only"):
         CpuBatch(m, "pbd_friction", scene=scene, batch=2, optimizer="jtj")
+
+
+def test_pbd_friction_step_on_cuda_backend_cudasim(tmp_path):
+    """pbd_friction's LM step kernel and its per-launch phases (PBAD's, specialised with the energy
+    form) through the CUDA backend (CudaBatch under numba's CUDA simulator, in a subprocess) equal
+    the CPU integrator, iterations included: boxes sliding on two facets of a heightfield
+    (tests/integrators/_cudasim_pbfd.py with METHOD pbd_friction)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba.cuda")
+    script = Path(__file__).with_name("_cudasim_pbfd.py")
+    spec = importlib.util.spec_from_file_location("_pbsim_pbfd_cudasim", script)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    ref = tmp_path / "pbd_cpu.npz"
+    np.savez(ref, **check.cpu_outputs("pbd_friction", 1e4))
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
+    r = subprocess.run(
+        [sys.executable, str(script), str(ref), "pbd_friction", "1e4"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
+    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, r.stdout
+    assert max(diffs.values()) <= 1e-10, diffs
+    assert "ITER same" in r.stdout and "ITER_launch same" in r.stdout, r.stdout
