@@ -11,8 +11,8 @@ from pbsim.backends.kernel import CompileWatch
 from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
-from pbsim.errors import PbsimWarning, SimulationError, check_dt
-from pbsim.integrators.base import Integrator, State, make
+from pbsim.errors import InputError, PbsimWarning, SimulationError, check_choice, check_dt, check_int
+from pbsim.integrators.base import Integrator, State, make, validate_options
 from pbsim.trajectory import Trajectory  # defined below rollout_gpu too; pbsim.rollout.Trajectory stays
 
 
@@ -40,12 +40,21 @@ def rollout(
     geometry (an MJCF floor, hfields ...) and no contact when it has none (``pbsim.Scene()`` for
     none at all, ``pbsim.make_scene(model, ground="plane")`` to add a plane).
     ``on_nan``: "raise" (SimulationError naming the step and time) or "stop" (freeze diverged
-    trajectories and mark them in ``Trajectory.diverged``).  A body deeper in the environment than
+    trajectories at their last good state and mark them in ``Trajectory.diverged``;
+    ``Trajectory.info["divergence"]`` says at which step, when and why each first diverged).
+    "Diverged" is the rule every integrator shares (:mod:`pbsim.integrators.divergence`,
+    docs/reliability.md): NaN/inf, a joint speed beyond 1e4, or the energy rising by more than
+    10 times the model's energy scale.  A body deeper in the environment than
     ``Scene.max_penetration`` (0.05 m) is a SimulationError too with "raise", a warning with
     "stop"; ``Trajectory.info["max_penetration"]`` keeps the deepest point of each trajectory.
     ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
     numba-cuda, ``pip install 'pbsim[gpu]'``; see :func:`pbsim.rollout_gpu.rollout_cuda`).
     """
+    check_choice("on_nan", on_nan, ON_NAN)
+    steps = check_int("steps", steps, 0)
+    dt = check_dt(dt)
+    record_every = check_int("record_every", record_every, 1)
+    _check_integrator_options(integrator, integrator_options)
     if device == "cuda":
         from pbsim.rollout_gpu import rollout_cuda
 
@@ -65,21 +74,12 @@ def rollout(
             **integrator_options,
         )
     if device != "cpu":
-        from pbsim.errors import InputError
-
         raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if on_nan not in ("raise", "stop"):
-        raise ValueError(f"on_nan must be 'raise' or 'stop', got {on_nan!r}")
-    steps = int(steps)
-    if steps < 0:
-        raise ValueError(f"steps must be >= 0, got {steps}")
-    dt = check_dt(dt)
-    record_every = max(1, int(record_every))
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     if scene is None and not isinstance(integrator, Integrator):
         scene = default_scene(model)  # the model's own world geometry (MJCF floor ...), else none
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
-    state = State.make(model, q0, v0, batch)
+    state = State.make(model, q0, v0, batch, names=("q0", "v0"))
     B = state.batch
     name = integrator if isinstance(integrator, str) else integ.name
     watch = CompileWatch(name, notice=_notice(progress))
@@ -92,6 +92,7 @@ def rollout(
     E = np.zeros((nrec, B))
     Q[0], V[0], E[0] = state.q, state.v, e0
     diverged = np.zeros(B, bool)
+    first: list = [None] * B  # per trajectory: where and why it first diverged (on_nan="stop")
     pen = np.zeros(B)  # deepest contact point so far, per trajectory
     warned = False
     bar = None
@@ -102,16 +103,21 @@ def rollout(
             ctrl = ctrl_fn(state.t, state)
         with watch:
             new, diag = integ.step(state, ctrl, dt)
-        if diag.nan.any():
+        gone = diag.diverged if diag.diverged is not None else diag.nan
+        if gone.any() and not (gone & ~diverged).sum() == 0:
+            b = int(np.argmax(gone & ~diverged))
+            why = diag.divergence[b] if diag.divergence is not None else "NaN or inf in the state"
             if on_nan == "raise":
                 if bar is not None:
                     bar.close()
-                b = int(np.argmax(diag.nan))
                 raise SimulationError(
-                    f"integrator {name!r} diverged (NaN/inf) at step {k}, t = {new.t:.6g} s, "
-                    f"dt = {dt:g}, trajectory {b}; try a smaller dt or an implicit integrator"
+                    f"integrator {name!r} diverged ({why}) at step {k}, t = {new.t:.6g} s, dt = {dt:g}, "
+                    f"trajectory {b} (docs/reliability.md); try a smaller dt or an implicit integrator"
                 )
-            bad = diag.nan
+            for b in np.flatnonzero(gone & ~diverged):
+                first[b] = dict(step=k, t=float(new.t), why=diag.divergence[b] if diag.divergence else None)
+        if gone.any():
+            bad = gone
             diverged |= bad
             new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
             diag.energy[bad] = np.nan
@@ -154,8 +160,47 @@ def rollout(
         name,
         float(dt),
         diverged if on_nan == "stop" else None,
-        info={"compile_s": watch.seconds, "max_penetration": pen[0] if single else pen},
+        info={
+            "compile_s": watch.seconds,
+            "max_penetration": pen[0] if single else pen,
+            "divergence": first[0] if single else first,
+        },
     )
+
+
+ON_NAN = ("raise", "stop")
+ROLLOUT_ARGS = (
+    "integrator",
+    "dt",
+    "steps",
+    "q0",
+    "v0",
+    "batch",
+    "control",
+    "scene",
+    "record_every",
+    "progress",
+    "on_nan",
+    "device",
+)
+
+
+def _check_integrator_options(integrator, options: dict) -> None:
+    """The keyword options of ``rollout`` beyond its own: an integrator's options, checked by its
+    spec; an unknown one is an InputError listing rollout's arguments and the method's options."""
+    if not options:
+        return
+    if isinstance(integrator, Integrator):
+        raise InputError(
+            f"rollout got options {sorted(options)} with an Integrator instance; give them to "
+            f"make() instead (rollout's own arguments: {', '.join(ROLLOUT_ARGS)})"
+        )
+    if not isinstance(integrator, str):
+        raise InputError(f"integrator must be a name or an Integrator, got {integrator!r}")
+    try:
+        validate_options(integrator, options)
+    except InputError as e:
+        raise InputError(f"rollout: {e}; rollout's own arguments: {', '.join(ROLLOUT_ARGS)}") from None
 
 
 def _notice(progress: bool):

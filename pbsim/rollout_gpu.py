@@ -13,7 +13,7 @@ from pbsim.backends.cuda import CudaBatch
 from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
-from pbsim.errors import InputError, SimulationError, check_dt
+from pbsim.errors import InputError, SimulationError, check_dt, check_int
 from pbsim.integrators.base import State
 from pbsim.trajectory import Trajectory  # not pbsim.rollout: that module dispatches device="cuda" here
 
@@ -57,13 +57,11 @@ def rollout_cuda(
             "device='cuda' takes a constant pbsim.Control; a callable control would need the "
             "state on the host every step (use device='cpu')"
         )
-    steps = int(steps)
-    if steps < 0:
-        raise InputError(f"steps must be >= 0, got {steps}")
+    steps = check_int("steps", steps, 0)
     dt = check_dt(dt)
-    record_every = max(1, int(record_every))
+    record_every = check_int("record_every", record_every, 1)
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
-    state = State.make(model, q0, v0, batch)
+    state = State.make(model, q0, v0, batch, names=("q0", "v0"))
     B = state.batch
     if scene is None:
         scene = default_scene(model)  # the same rule as the CPU rollout

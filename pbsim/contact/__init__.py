@@ -6,6 +6,7 @@ import numpy as np
 from pbsim.contact.environment import (Box, Capsule, ContactInputError, EmptyMeshError, GridBudgetError,
                                        HeightField, MeshTerrain, OpenMeshError, Plane, Sphere,
                                        world_environment)
+from pbsim.errors import check_options
 from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
@@ -49,6 +50,12 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     are clamped at the band, so a sphere point of radius r > band would read a phantom contact.  ``points``:
     contact points (default :func:`sample_contact_points` with ``point_options``).
     ``environment``: extra shapes."""
+    if point_options:  # the only keywords beyond make_scene's own: sample_contact_points' options
+        import inspect
+
+        own = [n for n in inspect.signature(make_scene).parameters if n not in ("model", "point_options")]
+        pt = [n for n in inspect.signature(sample_contact_points).parameters if n != "model"]
+        check_options("make_scene", point_options, own + pt)
     env = list(environment)
     R = up_rotation(model)
     pts = points if points is not None else sample_contact_points(model, **point_options)

@@ -6,11 +6,12 @@ Kernels read a :class:`KControl` namedtuple.  Every array has a leading batch ax
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import wraps
 
 import numpy as np
 
-from pbsim.errors import InputError
+from pbsim.errors import InputError, check_options
 
 # mode: 0 = torques only, 1 = plain PD (paper 001 Eq. 1-2), 2 = stable PD (Eq. 4-7)
 # solver (SPD only): 0 = MABA embedded in ABA (App. A), 1 = sparse LTL (SF), 2 = dense Cholesky (DF)
@@ -139,3 +140,17 @@ class Control:
             cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
         return KControl(SPD if uses_pd else TORQUE, tau, kp, kd, q_ref, v_ref, SOLVERS[self.spd_solver],
                         1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict])
+
+
+def _checked_init(init):
+    """Control(...) with an unknown keyword: InputError listing the valid ones (not TypeError)."""
+
+    @wraps(init)
+    def __init__(self, *args, **kw):
+        check_options("Control", kw, [f.name for f in fields(Control)])
+        init(self, *args, **kw)
+
+    return __init__
+
+
+Control.__init__ = _checked_init(Control.__init__)

@@ -15,11 +15,24 @@ from pbsim.dynamics.workspace import work_for
 from pbsim.errors import InputError
 
 
+# Documented bound on every entry of an array given to the public API (q, v, tau, qdd, ...), in
+# SI units (docs/reliability.md): beyond it products such as v^2 * inertia overflow, and no
+# robot state is that large.  A quaternion (ball joint, free joint's rotation) must have a norm
+# of at least MIN_QUAT_NORM (an all-zero quaternion is no rotation).
+MAX_VALUE = 1e10
+MIN_QUAT_NORM = 1e-6
+
+
 def as_batch(x, n: int, name: str, batch: int | None = None):
-    """``x`` as a C-contiguous float64 (B, n) array; returns (array, was_single)."""
+    """``x`` as a C-contiguous float64 (B, n) array; returns (array, was_single).
+
+    InputError when it is not numeric (complex included), has the wrong shape, or holds NaN,
+    inf or an entry beyond :data:`MAX_VALUE`."""
     if type(x) is np.ndarray and x.dtype == np.float64:  # fast path: no conversion
         a = x
     else:
+        if np.iscomplexobj(x):
+            raise InputError(f"{name} must be real, got a complex array")
         try:
             a = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError) as e:
@@ -34,13 +47,44 @@ def as_batch(x, n: int, name: str, batch: int | None = None):
             a = np.broadcast_to(a, (batch, n))
         else:
             raise InputError(f"{name} has batch size {a.shape[0]}, expected {batch}")
-    if not np.isfinite(a.sum()) and not np.all(np.isfinite(a)):  # sum: one cheap pass; NaN/inf propagate
-        bad = np.argwhere(~np.isfinite(a))[0]
+    if not np.abs(a).max(initial=0.0) <= MAX_VALUE:  # one pass; NaN fails the comparison
+        bad = np.argwhere(~(np.abs(a) <= MAX_VALUE))[0]
         where = f"[{bad[1]}]" if single else f"[{bad[0]}, {bad[1]}]"
-        raise InputError(f"{name}{where} is {a[tuple(bad)]} (NaN or inf)")
+        x = a[tuple(bad)]
+        what = "NaN or inf" if not np.isfinite(x) else f"beyond the bound {MAX_VALUE:g}, docs/reliability.md"
+        raise InputError(f"{name}{where} is {x} ({what})")
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)
     return a, single
+
+
+def _quat_index(model):
+    """(k, 4) indices into q of the model's quaternions (ball joints, free joints' rotations)."""
+    idx = model.__dict__.get("_quat_index")
+    if idx is None:
+        rows = []
+        for i in range(model.nb):
+            jt, iq = int(model.jtype[i]), int(model.iq[i])
+            if jt == 2:
+                rows.append(range(iq, iq + 4))
+            elif jt == 3:
+                rows.append(range(iq + 3, iq + 7))
+        idx = model.__dict__["_quat_index"] = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return idx
+
+
+def as_q(model, q, name: str = "q", batch: int | None = None):
+    """:func:`as_batch` for a configuration: also InputError when a quaternion is (nearly) zero."""
+    Q, single = as_batch(q, model.nq, name, batch)
+    idx = _quat_index(model)
+    if idx.size:
+        nrm = np.sqrt((Q[:, idx] ** 2).sum(axis=2))  # (B, k)
+        if not nrm.min() >= MIN_QUAT_NORM:
+            b, k = np.argwhere(~(nrm >= MIN_QUAT_NORM))[0]
+            where = f"[{idx[k, 0]}:{idx[k, 3] + 1}]" if single else f"[{b}, {idx[k, 0]}:{idx[k, 3] + 1}]"
+            raise InputError(f"{name}{where} is a quaternion of norm {nrm[b, k]:.3g} (at least "
+                             f"{MIN_QUAT_NORM:g} needed; (1, 0, 0, 0) is the identity)")
+    return Q, single
 
 
 def _zeros(model):
@@ -56,7 +100,7 @@ def _out(x, single):
 
 def forward_kinematics(model, q):
     """World pose of every body: (nb, 4, 4), or (B, nb, 4, 4) for a batch."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     w = work_for(model, Q.shape[0])
     fk_batch(model.k, w, Q)
     B = Q.shape[0]
@@ -81,7 +125,7 @@ def frame_poses(model, q):
 
 def crba(model, q):
     """Joint-space mass matrix (nv, nv) or (B, nv, nv)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     M = np.empty((Q.shape[0], model.nv, model.nv))
     crba_batch(model.k, work_for(model, Q.shape[0]), Q, M)
     return _out(M, single)
@@ -89,7 +133,7 @@ def crba(model, q):
 
 def rnea(model, q, v, qdd):
     """Inverse dynamics: tau = M(q) qdd + C(q, v) v + g(q)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
     A, _ = as_batch(qdd, model.nv, "qdd", B)
@@ -100,7 +144,7 @@ def rnea(model, q, v, qdd):
 
 def aba(model, q, v, tau):
     """Forward dynamics: qdd = M(q)^-1 (tau - C(q, v) v - g(q))."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
     T, _ = as_batch(tau, model.nv, "tau", B)
@@ -111,7 +155,7 @@ def aba(model, q, v, tau):
 
 def energy(model, q, v):
     """(kinetic, potential) per state: shape (2,) or (B, 2)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
     e = np.empty((B, 2))
@@ -125,7 +169,7 @@ def rnea_derivatives(model, q, v, qdd):
     same matrix as Pinocchio's ``computeRNEADerivatives``).  O(n * depth).  A model with coupled
     mimic joints is differentiated in its full coordinates; its reduced Jacobians are
     ``G.T @ d @ G`` with ``G, _ = model.mimic_coupling()`` (the coupling is linear)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
     A, _ = as_batch(qdd, model.nv, "qdd", B)
@@ -138,7 +182,7 @@ def rnea_derivatives(model, q, v, qdd):
 def kinetic_energy_gradient(model, q, v):
     """``(dK/dq, dK/dv)`` of the kinetic energy ``K = 1/2 v^T M(q) v``: (nv,) each or (B, nv);
     dK/dq along the tangent ``q (+) dq`` at fixed v, dK/dv = M(q) v.  O(n)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     B = Q.shape[0]
     V, _ = as_batch(v, model.nv, "v", B)
     gq = np.empty((B, model.nv))
@@ -153,7 +197,7 @@ def point_jacobian(model, q, body, point=(0.0, 0.0, 0.0)):
         body = model.body_index(body)
     if not 0 <= int(body) < model.nb:
         raise InputError(f"body index {body} out of range [0, {model.nb})")
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     P, _ = as_batch(point, 3, "point")
     J = np.empty((Q.shape[0], 6, model.nv))
     point_jacobian_batch(model.k, work_for(model, Q.shape[0]), Q, int(body), P[0], J)
@@ -162,7 +206,7 @@ def point_jacobian(model, q, body, point=(0.0, 0.0, 0.0)):
 
 def integrate(model, q, dv):
     """q (+) dv on the configuration manifold (quaternions stay unit)."""
-    Q, single = as_batch(q, model.nq, "q")
+    Q, single = as_q(model, q)
     D, _ = as_batch(dv, model.nv, "dv", Q.shape[0])
     out = np.empty_like(Q)
     integrate_batch(model.k, work_for(model, Q.shape[0]), Q, D, out)
@@ -171,8 +215,8 @@ def integrate(model, q, dv):
 
 def difference(model, q0, q1):
     """The tangent vector dv with integrate(q0, dv) = q1."""
-    Q0, single = as_batch(q0, model.nq, "q0")
-    Q1, _ = as_batch(q1, model.nq, "q1", Q0.shape[0])
+    Q0, single = as_q(model, q0, "q0")
+    Q1, _ = as_q(model, q1, "q1", Q0.shape[0])
     out = np.empty((Q0.shape[0], model.nv))
     difference_batch(model.k, work_for(model, Q0.shape[0]), Q0, Q1, out)
     return _out(out, single)

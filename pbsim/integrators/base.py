@@ -24,8 +24,11 @@ import numpy as np
 
 from pbsim.control.control import Control
 from pbsim.contact.scene import Scene
-from pbsim.dynamics.api import as_batch
+from pbsim.dynamics.api import as_batch, as_q
 from pbsim.errors import InputError, check_batch, check_dt
+from pbsim.integrators.divergence import DEFAULT as DEFAULT_DIVERGENCE
+from pbsim.integrators.divergence import DivergenceRule
+from pbsim.integrators.divergence import check as check_divergence
 from pbsim.integrators.options import Option
 
 _REGISTRY: dict[str, tuple[type, dict, str]] = {}
@@ -43,15 +46,20 @@ class State:
     t: float = 0.0
     q_prev: np.ndarray | None = None
     carry: dict = field(default_factory=dict)
+    # (B,) energy the divergence rule measures this run against (pbsim.integrators.divergence):
+    # set by the first step, kept by the next ones, dropped by reset_history
+    energy_ref: np.ndarray | None = None
 
     @classmethod
-    def make(cls, model, q=None, v=None, batch: int | None = None, t: float = 0.0) -> "State":
+    def make(cls, model, q=None, v=None, batch: int | None = None, t: float = 0.0,
+             names: tuple = ("q", "v")) -> "State":
+        """``names``: what the errors call q and v (``rollout`` passes ("q0", "v0"))."""
         batch = check_batch(batch)
         q = model.default_configuration() if q is None else q
-        Q, _ = as_batch(q, model.nq, "q")
+        Q, _ = as_q(model, q, names[0])
         if batch is not None:
-            Q, _ = as_batch(Q, model.nq, "q", batch)
-        V, _ = as_batch(np.zeros(model.nv) if v is None else v, model.nv, "v", Q.shape[0])
+            Q, _ = as_batch(Q, model.nq, names[0], batch)
+        V, _ = as_batch(np.zeros(model.nv) if v is None else v, model.nv, names[1], Q.shape[0])
         return cls(np.array(Q), np.array(V), float(t))
 
     @property
@@ -60,12 +68,15 @@ class State:
 
     def copy(self) -> "State":
         carry = {k: tuple(a.copy() if isinstance(a, np.ndarray) else a for a in c) for k, c in self.carry.items()}
-        return State(self.q.copy(), self.v.copy(), self.t, None if self.q_prev is None else self.q_prev.copy(), carry)
+        return State(self.q.copy(), self.v.copy(), self.t, None if self.q_prev is None else self.q_prev.copy(), carry,
+                     None if self.energy_ref is None else self.energy_ref.copy())
 
     def reset_history(self):
-        """Forget q_prev and every integrator's carry (after q or v were set by hand)."""
+        """Forget q_prev, every integrator's carry and the divergence rule's reference energy
+        (after q or v were set by hand)."""
         self.q_prev = None
         self.carry = {}
+        self.energy_ref = None
 
 
 @dataclass
@@ -80,6 +91,9 @@ class Diagnostics:
     extra: dict = field(default_factory=dict)
     penetration: np.ndarray | None = None  # (B,) deepest contact point after the step [m] (scenes with contact)
     deep: np.ndarray | None = None  # (B,) bool: penetration above the scene's bound (a body sinking in)
+    # the shared divergence rule (pbsim.integrators.divergence), applied by Integrator.step:
+    diverged: np.ndarray | None = None  # (B,) bool: non-finite, or speed / energy beyond the bound
+    divergence: list | None = None  # (B,) which joint/body left the bound and by how much (None: fine)
 
 
 @dataclass(frozen=True)
@@ -130,6 +144,8 @@ class Integrator:
     # honours coupled mimic joints (Model.mimic: the explicit steps, through accel_solve and
     # pbsim.dynamics.mimic); a method that does not refuses a coupled model here
     supports_mimic = False
+    # the divergence rule Integrator.step applies after every step (docs/reliability.md)
+    divergence: DivergenceRule = DEFAULT_DIVERGENCE
 
     def __init__(self, model, scene: Scene | None = None, **options):
         if getattr(model, "mimic", None) and not self.supports_mimic:
@@ -146,6 +162,7 @@ class Integrator:
         if control is None:
             control = self.__dict__.setdefault("_no_control", Control())
         new, diag = self._step(state, control, dt)
+        check_divergence(self.model, state, new, diag, self.divergence, control)
         ks = self.__dict__.get("_ks_diag")
         if ks is None:
             ks = self.__dict__["_ks_diag"] = self.scene.kernel_arrays(self.model)
@@ -294,5 +311,5 @@ def _load_all():
     import pkgutil
 
     for mod in pkgutil.iter_modules([os.path.dirname(__file__)]):
-        if mod.name not in ("base", "options", "driver") and not mod.name.startswith("_"):
+        if mod.name not in ("base", "options", "driver", "divergence") and not mod.name.startswith("_"):
             importlib.import_module(f"{__package__}.{mod.name}")

@@ -29,6 +29,7 @@ import numpy as np
 from pbsim.errors import ParseError
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
+from pbsim.model.inertia import MAX_INERTIA, MAX_LENGTH, MAX_MASS
 
 _SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
 
@@ -66,7 +67,12 @@ def compile_mjcf(path):
 def _name(mj, kind, i, default):
     import mujoco
 
-    n = mujoco.mj_id2name(mj, kind, i)
+    try:
+        n = mujoco.mj_id2name(mj, kind, i)
+    except UnicodeDecodeError:  # MuJoCo keeps the bytes as written
+        raise ParseError(
+            f"the name of {mujoco.mjtObj(kind).name.removeprefix('mjOBJ_').lower()} #{i} is not valid UTF-8 text"
+        ) from None
     return n if n else default
 
 
@@ -274,12 +280,25 @@ def _check_finite(mj, source: str) -> None:
 
     O = mujoco.mjtObj
 
+    bounds = {
+        "pos": MAX_LENGTH,
+        "inertial pos": MAX_LENGTH,
+        "size": MAX_LENGTH,
+        "mass": MAX_MASS,
+        "inertia": MAX_INERTIA,
+    }
+
     def bad(kind, i, prefix, fields):
         for label, arr in fields:
             if not np.all(np.isfinite(arr)):
                 raise ParseError(
                     f"{source}: {prefix} {_name(mj, kind, i, f'#{i}')!r}: {label} {np.asarray(arr).tolist()} "
                     "is NaN or inf"
+                )
+            if label in bounds and np.abs(arr).max(initial=0) > bounds[label]:
+                raise ParseError(
+                    f"{source}: {prefix} {_name(mj, kind, i, f'#{i}')!r}: {label} {np.asarray(arr).tolist()} "
+                    f"is beyond the bound {bounds[label]:g} (docs/reliability.md)"
                 )
 
     bad(O.mjOBJ_MODEL, 0, "option of model", [("gravity", mj.opt.gravity)])
@@ -323,4 +342,9 @@ def _check_finite(mj, source: str) -> None:
 def load_mjcf(path, floating_base: bool | None = None, fix_inertia: bool = False):
     """Read an MJCF file into a :class:`pbsim.Model` (see module doc for the mapping)."""
     mj = compile_mjcf(path)
-    return model_from_mjmodel(mj, str(path), floating_base, fix_inertia)
+    try:
+        return model_from_mjmodel(mj, str(path), floating_base, fix_inertia)
+    except ParseError as e:
+        if str(e).startswith(str(path)):
+            raise
+        raise ParseError(f"{path}: {e}") from None

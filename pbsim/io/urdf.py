@@ -38,6 +38,7 @@ from lxml import etree
 from pbsim.errors import MeshNotFoundError, ParseError
 from pbsim.model.builder import JOINT_TYPES, JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
+from pbsim.model.inertia import MAX_INERTIA, MAX_LENGTH, MAX_MASS
 from pbsim.model.notes import warn
 
 MIMIC_MODES = ("couple", "independent", "error")
@@ -71,7 +72,7 @@ class _Reader:
         line = getattr(el, "sourceline", None)
         return cls(f"{self.path}:{line}: {msg}" if line else f"{self.path}: {msg}")
 
-    def floats(self, el, attr, n, default=None, extra_ok=False):
+    def floats(self, el, attr, n, default=None, extra_ok=False, bound=None):
         s = el.get(attr)
         if s is None:
             if default is None:
@@ -94,13 +95,17 @@ class _Reader:
             raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: expected {n} numbers, got {v.size}")
         if not np.all(np.isfinite(v)):
             raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: NaN or inf")
+        if bound is not None and np.abs(v).max(initial=0) > bound:
+            raise self.err(el, f"<{el.tag} {attr}=\"{s}\">: beyond the bound {bound:g} (docs/reliability.md)")
         return v
 
     def origin(self, el):
         o = el.find("origin") if el is not None else None
         if o is None:
             return np.eye(3), np.zeros(3)
-        return rpy_to_rot(*self.floats(o, "rpy", 3, (0, 0, 0))), self.floats(o, "xyz", 3, (0, 0, 0))
+        return rpy_to_rot(*self.floats(o, "rpy", 3, (0, 0, 0), bound=MAX_LENGTH)), self.floats(
+            o, "xyz", 3, (0, 0, 0), bound=MAX_LENGTH
+        )
 
     # ------------------------------------------------------------------ meshes
     def resolve_mesh(self, el, filename: str) -> str | None:
@@ -146,12 +151,12 @@ class _Reader:
         R, p = self.origin(el)
         name = el.get("name") or f"{link}_{role}{k}"
         if tag == "box":
-            size, shape = self.floats(shape_el, "size", 3) / 2, "box"
+            size, shape = self.floats(shape_el, "size", 3, bound=MAX_LENGTH) / 2, "box"
         elif tag == "sphere":
-            size, shape = self.floats(shape_el, "radius", 1), "sphere"
+            size, shape = self.floats(shape_el, "radius", 1, bound=MAX_LENGTH), "sphere"
         elif tag in ("cylinder", "capsule"):
-            rad = self.floats(shape_el, "radius", 1)[0]
-            length = self.floats(shape_el, "length", 1)[0]
+            rad = self.floats(shape_el, "radius", 1, bound=MAX_LENGTH)[0]
+            length = self.floats(shape_el, "length", 1, bound=MAX_LENGTH)[0]
             size, shape = np.array([rad, length / 2]), tag
         elif tag == "mesh":
             fn = shape_el.get("filename")
@@ -189,7 +194,9 @@ class _Reader:
             data = data[: end + len(b"</robot>")]  # pybullet files carry a NUL byte after it
         if data.lstrip().startswith(b"<?xml"):  # some files declare version="0.0", which libxml2 refuses
             start = data.index(b"<?xml")
-            stop = data.index(b"?>", start) + 2
+            stop = data.find(b"?>", start) + 2
+            if stop < 2:
+                raise ParseError(f"{self.path}:1: malformed XML: the <?xml declaration is not closed by ?>")
             data = data[:start] + b" " * (stop - start) + data[stop:]
         try:
             root = etree.fromstring(data, parser=etree.XMLParser(remove_comments=True, huge_tree=True))
@@ -210,14 +217,15 @@ class _Reader:
             inert = el.find("inertial")
             if inert is not None:
                 m_el = inert.find("mass")
-                link.mass = float(self.floats(m_el, "value", 1)[0]) if m_el is not None else 0.0
+                link.mass = float(self.floats(m_el, "value", 1, bound=MAX_MASS)[0]) if m_el is not None else 0.0
                 if m_el is not None and link.mass == 0:
                     zero_mass.add(name)
                 R, p = self.origin(inert)
                 i_el = inert.find("inertia")
                 if i_el is not None:
                     v = {
-                        a: float(self.floats(i_el, a, 1, (0.0,))[0]) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+                        a: float(self.floats(i_el, a, 1, (0.0,), bound=MAX_INERTIA)[0])
+                        for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
                     }
                     I = np.array(
                         [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]

@@ -32,6 +32,7 @@ from pbsim.errors import InertiaError, ParseError
 from pbsim.model.geometry import Frame, Geometry
 from pbsim.model.inertia import (
     FIX_HINT,
+    MAX_LENGTH,
     NOT_PD,
     check_link_values,
     inertia_problem,
@@ -99,16 +100,31 @@ class ModelBuilder:
     def where(self, what: str) -> str:
         return f"{self.source}: {what}" if self.source else what
 
-    def add_link(self, link: LinkSpec) -> LinkSpec:
+    def _add_link(self, link: LinkSpec) -> LinkSpec:
         if link.name in self.links:
             raise ParseError(self.where(f"link {link.name!r} is defined twice"))
         self.links[link.name] = link
         return link
 
+    def add_link(self, link: LinkSpec) -> LinkSpec:
+        com = np.asarray(link.com, float)
+        if not np.all(np.isfinite(com)) or np.abs(com).max(initial=0) > MAX_LENGTH:
+            raise ParseError(self.where(f"link {link.name!r}: centre of mass {com.tolist()} is not finite or "
+                                        f"beyond {MAX_LENGTH:g} m (docs/reliability.md)"))
+        return self._add_link(link)
+
     def add_joint(self, joint: JointSpec) -> JointSpec:
         if joint.type not in JOINT_TYPES:
             raise ParseError(self.where(f"joint {joint.name!r} has unknown type {joint.type!r} "
                                         f"(supported: {', '.join(sorted(JOINT_TYPES))})"))
+        R, p = np.asarray(joint.R, float), np.asarray(joint.p, float)
+        if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))) or np.abs(p).max(initial=0) > MAX_LENGTH:
+            raise ParseError(self.where(f"joint {joint.name!r}: placement {p.tolist()} is not finite or beyond "
+                                        f"{MAX_LENGTH:g} m (docs/reliability.md)"))
+        for key in ("damping", "armature", "stiffness", "frictionloss"):
+            val = float(getattr(joint, key))
+            if not np.isfinite(val) or (val < 0 and key != "stiffness"):
+                raise ParseError(self.where(f"joint {joint.name!r}: {key} {val!r} must be finite and >= 0"))
         ax = np.asarray(joint.axis, dtype=float)
         n = np.linalg.norm(ax)
         if JOINT_TYPES[joint.type] in (REVOLUTE, PRISMATIC):
@@ -146,9 +162,14 @@ class ModelBuilder:
             world_kids = kids.get(root, [])
             has_free = any(JOINT_TYPES[j.type] == FREE for j in world_kids)
 
-            def subtree_mass(link):
-                lk = self.links.get(link)
-                return (lk.mass if lk else 0.0) + sum(subtree_mass(c.child) for c in kids.get(link, []))
+            def subtree_mass(link):  # iterative: a tree's depth is limited by memory only
+                total, stack = 0.0, [link]
+                while stack:
+                    name = stack.pop()
+                    lk = self.links.get(name)
+                    total += lk.mass if lk else 0.0
+                    stack.extend(c.child for c in kids.get(name, []))
+                return total
 
             for j in world_kids:
                 t = JOINT_TYPES[j.type]
@@ -212,11 +233,17 @@ class ModelBuilder:
                                    axis=np.asarray(j.axis, float) if t in (REVOLUTE, PRISMATIC) else np.zeros(3),
                                    I6=np.zeros((6, 6)), nv=nv, spec=j, links=[], issues=[]))
                 attach_link(j.child, len(bodies) - 1, np.eye(3), np.zeros(3))
-            for c in kids.get(j.child, []):
-                visit(c)
 
-        for j in base_joints:
+        # iterative pre-order walk (same order as the recursive one): depth limited by memory only
+        stack = list(reversed(base_joints))
+        while stack:
+            j = stack.pop()
             visit(j)
+            stack.extend(reversed(kids.get(j.child, [])))
+        unreached = [n for n in self.links if n not in link_body]
+        if unreached:
+            raise ParseError(self.where(f"link(s) {unreached[:8]} are not connected to the root link {root!r} "
+                                        "(their joints form a cycle)"))
         if static_mass > 0:
             self.notes.append(f"links welded to the world carry {static_mass:.6g} kg that does not move")
 
@@ -344,21 +371,37 @@ class ModelBuilder:
                  f"{principal_moments(Ic)} {what}", self.source, stacklevel=4)
 
     def _regularize_massless(self, bodies, armature):
-        """Give joints whose subtree has no inertia along their motion a tiny armature."""
+        """Give a joint a tiny armature where the mass matrix would be singular along its motion.
+
+        The test is ABA's own pivot: the articulated-body inertia ``IA`` of each body (its merged
+        inertia plus its children's, each with the child joint's own motion projected out,
+        Featherstone's backward pass at rest), ``D = S IA S^T + armature``.  D is singular when the
+        joint's subtree is massless along it, and also when the body itself is massless and every
+        motion of the joint can be absorbed by a child joint (a mass-0 floating root with one
+        moving child: the root turns, the child turns back, nothing moves).  Iterative, O(n)."""
         nb = len(bodies)
         Icomp = [b["I6"].copy() for b in bodies]
         for i in range(nb - 1, -1, -1):
             par = bodies[i]["parent"]
             if par >= 0:
                 Icomp[par] += transform_to_parent(bodies[i]["tree_R"], bodies[i]["tree_p"], Icomp[i])
-        off = 0
-        for i, b in enumerate(bodies):
+        scale = max([1.0] + [np.abs(Icomp[i]).max() for i in range(nb) if bodies[i]["parent"] < 0])
+        offs = np.concatenate([[0], np.cumsum([b["nv"] for b in bodies])]).astype(int)
+        IA = [b["I6"].copy() for b in bodies]
+        for i in range(nb - 1, -1, -1):
+            b = bodies[i]
+            sl = slice(offs[i], offs[i] + b["nv"])
             S = motion_subspace(b["jtype"], b["axis"])[: b["nv"]]
-            D = S @ Icomp[i] @ S.T + np.diag(armature[off:off + b["nv"]])
-            scale = max(1.0, np.abs(Icomp[0]).max())
-            if np.linalg.eigvalsh(D).min() <= 1e-12 * scale:
-                armature[off:off + b["nv"]] = np.maximum(armature[off:off + b["nv"]], MIN_ARMATURE)
-                msg = (f"joint {b['joint']!r} moves no mass (link {b['name']!r} and its subtree are massless "
-                       f"along it): armature {MIN_ARMATURE:g} added so the mass matrix stays positive definite")
+            U = IA[i] @ S.T
+            D = S @ U + np.diag(armature[sl])
+            if np.linalg.eigvalsh(0.5 * (D + D.T)).min() <= 1e-12 * scale:
+                armature[sl] = np.maximum(armature[sl], MIN_ARMATURE)
+                D = S @ U + np.diag(armature[sl])
+                msg = (f"joint {b['joint']!r} moves no mass along some direction (link {b['name']!r} and its "
+                       "subtree are massless along it, or only the child joints' own motion moves them): "
+                       f"armature {MIN_ARMATURE:g} added so the mass matrix stays positive definite")
                 warn(self.notes, msg, self.source, stacklevel=4)
-            off += b["nv"]
+            par = b["parent"]
+            if par >= 0:
+                Ia = IA[i] - U @ np.linalg.solve(D, U.T)
+                IA[par] += transform_to_parent(b["tree_R"], b["tree_p"], 0.5 * (Ia + Ia.T))

@@ -47,6 +47,14 @@ def transform_to_parent(R, p, I6):
     return X.T @ I6 @ X
 
 
+# Documented scale bounds of what a robot file may hold (docs/reliability.md).  Beyond them the
+# load-time linear algebra (eigenvalues, I + m c c^T, X^T I X) can overflow, and no robot is that
+# large: a length (placement, centre of mass, shape size) of 1000 km, a mass of 10^12 kg, a
+# moment of inertia of 10^18 kg m^2 (10^12 kg at 1000 m).
+MAX_LENGTH = 1e6
+MAX_MASS = 1e12
+MAX_INERTIA = 1e18
+
 FIX_HINT = "pass fix_inertia=True / --fix-inertia to project it to the nearest valid inertia"
 NOT_PD = "is not positive definite (a principal moment is negative)"
 NOT_TRIANGLE = "violates the triangle inequality I1 + I2 >= I3"
@@ -60,6 +68,9 @@ def check_link_values(mass, inertia_com, where: str, fix: bool = False):
         raise InertiaError(f"{where}: mass {mass!r} or inertia {I.tolist()} is not finite")
     if mass < 0:
         raise InertiaError(f"{where}: negative mass {mass}")
+    if mass > MAX_MASS or np.abs(I).max() > MAX_INERTIA:  # before any eigenvalue: no overflow
+        raise InertiaError(f"{where}: mass {mass!r} or inertia {I.tolist()} beyond the bounds "
+                           f"{MAX_MASS:g} kg / {MAX_INERTIA:g} kg m^2 (docs/reliability.md)")
     if not np.allclose(I, I.T, atol=1e-12 * max(1.0, np.abs(I).max())) and not fix:
         raise InertiaError(f"{where}: inertia matrix is not symmetric: {I.tolist()}")
     return 0.5 * (I + I.T)

@@ -284,16 +284,15 @@ class Model:
             children.setdefault(int(self.parent[i]), []).append(i)
         lines = ["world"]
 
-        def walk(i, prefix, last):
+        roots = children.get(-1, [])
+        stack = [(r, "", n == len(roots) - 1) for n, r in reversed(list(enumerate(roots)))]
+        while stack:  # iterative pre-order: depth limited by memory only
+            i, prefix, last = stack.pop()
             lines.append(f"{prefix}{'`-- ' if last else '|-- '}{self.body_names[i]} "
                          f"[{self.joint_type_name(i)} {self.joint_names[i]}, m={self.mass[i]:.4g}]")
             kids = children.get(i, [])
-            for n, c in enumerate(kids):
-                walk(c, prefix + ("    " if last else "|   "), n == len(kids) - 1)
-
-        roots = children.get(-1, [])
-        for n, r in enumerate(roots):
-            walk(r, "", n == len(roots) - 1)
+            sub = prefix + ("    " if last else "|   ")
+            stack.extend((c, sub, n == len(kids) - 1) for n, c in reversed(list(enumerate(kids))))
         return "\n".join(lines)
 
     def summary(self) -> str:
