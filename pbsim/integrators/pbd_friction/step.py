@@ -41,8 +41,8 @@ def landing_limit(m, s, T, xi, dx, frac):
 @kernel
 def pbd_lbfgs_limit(P, b, slope):
     """LBFGS hook (PBAD's loop has none): PBFD's landing limit and trust cap on the direction
-    (:func:`~pbsim.integrators.pbfd.solve.lbfgs_trust`; without the cap LBFGS took the falling
-    chain of scripts/fig_pbfd_optimizers.py to a far minimum of E, 4e4 m away)."""
+    (:func:`~pbsim.integrators.pbfd.solve.lbfgs_trust`; without it LBFGS sent the falling chain
+    of scripts/fig_pbfd_optimizers.py 4e4 m away)."""
     m, s, pm, c, w, wf, pw, q, v, dt = P
     return lbfgs_trust(m, s, pw, b, slope)
 
