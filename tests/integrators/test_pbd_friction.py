@@ -120,7 +120,7 @@ def test_no_contact_equals_pbad():
     """Fixed-base 10-link chain (ball2 joints, 20 DOF) released horizontally, dt = 0.05, 200
     steps, no contact: E is PBAD's Eq. 5, and pbd_friction (the same LM on the same energy,
     |grad E| tolerance 1e-9 M g) follows pbad to max |dq| <= 1e-6 at every step; so does the
-    JTJ-LM optimizer (pbfd's solver on grad E: then it is pbfd, whose A-T2 measured 9.6e-8)."""
+    JTJ-LM optimizer (measured: LM bit-identical to pbad, |dq| = 0; JTJ-LM 9.6e-8, pbfd's A-T2)."""
     m = pbsim_models.chain(10, joint="ball2")
     A, B, C = make("pbad", m), make("pbd_friction", m), make("pbd_friction", m, optimizer="jtj")
     sa, sb, sc = State.make(m), State.make(m), State.make(m)
