@@ -32,7 +32,7 @@ class Substepped:
     h: float  # the sub-step of this level
     iterations: np.ndarray  # solver iterations summed over the sub-steps (nested splits included)
     converged: np.ndarray  # every sub-step converged
-    residual: np.ndarray  # the last sub-step's
+    residual: np.ndarray  # the largest over the sub-steps (so it agrees with ``converged``)
     energy: np.ndarray  # the last sub-step's
     substeps: np.ndarray  # number of innermost sub-steps the step became
     maxima: dict = field(default_factory=dict)  # key -> max over the sub-steps of extra[key]
@@ -59,13 +59,15 @@ def substep(step, start, dt: float, levels: int, level: int = 0, halves: bool = 
     ok = np.ones(n, bool)
     count = np.zeros(n, int)
     mx = {k: np.zeros(n) for k in maxima}
+    res = np.zeros(n)
     x, q0, d = start, start.q, None
     for k in range(parts):
         prev, q0 = q0, x.q  # the starts of the previous and of this sub-step
         x, d = step(x, h, sub_level, anchor if k == 0 else (prev, -h))
         its = its + d.iterations
         ok &= d.converged
+        res = np.maximum(res, d.residual)
         count += d.extra.get("substeps", 1)
         for key in maxima:
             mx[key] = np.maximum(mx[key], d.extra[key])
-    return Substepped(x, q0, h, its, ok, d.residual, d.energy, count, mx)
+    return Substepped(x, q0, h, its, ok, res, d.energy, count, mx)
