@@ -84,6 +84,8 @@ def test_soak_humanoid_on_its_floor():
             assert np.all(np.isfinite(q)) and np.all(np.isfinite(v))
             done += n
             rss.append(_rss_mb())
+            if len(rss) % 10 == 0:  # progress of a long soak (pytest -s)
+                print(f"soak: {done} steps, {time.perf_counter() - t0:.0f} s, RSS {rss[-1]:.0f} MB", flush=True)
     wall = time.perf_counter() - t0
     grow = rss[-1] - rss[min(2, len(rss) - 1)]
     print(

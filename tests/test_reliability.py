@@ -338,3 +338,13 @@ def test_mjcf_name_not_utf8(tmp_path):
     p.write_bytes(mjcf().encode().replace(b"<joint type", b"<joint name='\x80hip' type"))
     with pytest.raises(ParseError, match=r"name\.xml: the name of joint #0 is not valid UTF-8"):
         pbsim.load(str(p))
+
+
+@pytest.mark.parametrize("edit, match", [("gravity='0 0 1e308'", "gravity"), ("armature='1e300'", "armature")])
+def test_mjcf_huge_gravity_and_armature(tmp_path, edit, match):
+    """Found by the fuzzer: gravity 1e308 loaded and gave a non-finite ABA."""
+    text = mjcf().replace("<worldbody>", f"<option {edit}/><worldbody>" if "gravity" in edit else "<worldbody>")
+    if "armature" in edit:
+        text = mjcf(armature="1e300")
+    with pytest.raises(ParseError, match=match):
+        pbsim.load(write(tmp_path, text, "g.xml"))

@@ -29,7 +29,7 @@ import numpy as np
 from pbsim.errors import ParseError
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
-from pbsim.model.inertia import MAX_INERTIA, MAX_LENGTH, MAX_MASS
+from pbsim.model.inertia import MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS
 
 _SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
 
@@ -286,6 +286,8 @@ def _check_finite(mj, source: str) -> None:
         "size": MAX_LENGTH,
         "mass": MAX_MASS,
         "inertia": MAX_INERTIA,
+        "gravity": MAX_GRAVITY,
+        "armature": MAX_INERTIA,
     }
 
     def bad(kind, i, prefix, fields):

@@ -32,6 +32,8 @@ from pbsim.errors import InertiaError, ParseError
 from pbsim.model.geometry import Frame, Geometry
 from pbsim.model.inertia import (
     FIX_HINT,
+    MAX_GRAVITY,
+    MAX_INERTIA,
     MAX_LENGTH,
     NOT_PD,
     check_link_values,
@@ -123,7 +125,7 @@ class ModelBuilder:
                                         f"{MAX_LENGTH:g} m (docs/reliability.md)"))
         for key in ("damping", "armature", "stiffness", "frictionloss"):
             val = float(getattr(joint, key))
-            if not np.isfinite(val) or (val < 0 and key != "stiffness"):
+            if not np.isfinite(val) or (val < 0 and key != "stiffness") or (key == "armature" and val > MAX_INERTIA):
                 raise ParseError(self.where(f"joint {joint.name!r}: {key} {val!r} must be finite and >= 0"))
         ax = np.asarray(joint.axis, dtype=float)
         n = np.linalg.norm(ax)
@@ -136,6 +138,10 @@ class ModelBuilder:
 
     # ------------------------------------------------------------------ build
     def build(self, floating_base: bool | None = None, default_floating: bool = True) -> Model:
+        g = np.asarray(self.gravity, float)
+        if not np.all(np.isfinite(g)) or np.abs(g).max(initial=0) > MAX_GRAVITY:
+            raise ParseError(self.where(f"gravity {g.tolist()} is not finite or beyond {MAX_GRAVITY:g} m/s^2 "
+                                        "(docs/reliability.md)"))
         for j in self.joints:
             for end in (j.parent, j.child):
                 if end not in self.links and end not in self.world_links:

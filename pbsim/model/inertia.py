@@ -50,10 +50,11 @@ def transform_to_parent(R, p, I6):
 # Documented scale bounds of what a robot file may hold (docs/reliability.md).  Beyond them the
 # load-time linear algebra (eigenvalues, I + m c c^T, X^T I X) can overflow, and no robot is that
 # large: a length (placement, centre of mass, shape size) of 1000 km, a mass of 10^12 kg, a
-# moment of inertia of 10^18 kg m^2 (10^12 kg at 1000 m).
+# moment of inertia of 10^18 kg m^2 (10^12 kg at 1000 m), gravity of 10^6 m/s^2; armature is an inertia.
 MAX_LENGTH = 1e6
 MAX_MASS = 1e12
 MAX_INERTIA = 1e18
+MAX_GRAVITY = 1e6  # m/s^2: 10^5 g
 
 FIX_HINT = "pass fix_inertia=True / --fix-inertia to project it to the nearest valid inertia"
 NOT_PD = "is not positive definite (a principal moment is negative)"
