@@ -360,57 +360,99 @@ def gn_block(m, xa, xb, C, H, r0, c0, add):
 
 
 @kernel
-def points_jtkj(m, npts, pt_body, pt_local, k0, T, xi, K, H, r0, vel):
-    """Add sum_k J_x^T K[k0 + k] J_x over the points (body ``pt_body[k]``, local ``pt_local[k]``)
-    (the point terms' Gauss-Newton Hessian); ``vel`` (nv, 3) scratch."""
+def points_jtkj(m, npts, pt_body, pt_local, k0, T, xi, K, H, r0, Wb):
+    """Add sum_k J_x^T K[k0 + k] J_x over the points (body ``pt_body[k]``, local ``pt_local[k]``):
+    the point terms' Gauss-Newton Hessian, gathered per body.  A point at world ``x`` moves with
+    ``P(x) xi`` for an ancestor twist ``xi = (w, u)``, ``P = [A  I]``, ``A = -[x]x`` (3x6), so the
+    points of body ``i`` give ``xi_c^T W_i xi_a`` with ``W_i = sum_k P_k^T K_k P_k``
+    ``= [[A^T K A, A^T K], [K A, K]]`` summed: O(1) per point into ``Wb[i]`` (nb, 6, 6 scratch),
+    then O(depth^2) per touched body, so the cost does not grow with the points per body."""
+    for i in range(m.nb):
+        for r in range(6):
+            for c in range(6):
+                Wb[i, r, c] = 0.0
     for k in range(npts):
-        i = pt_body[k]
-        pl = pt_local[k]
-        x0, x1, x2 = point_xyz(T, i, pl)
+        Kk = K[k0 + k]
         nz = 0.0
         for r in range(3):
             for c in range(3):
-                nz += abs(K[k0 + k, r, c])
+                nz += abs(Kk[r, c])
         if nz == 0.0:
             continue
-        # velocities of the point for every ancestor DOF
-        j = i
-        while j >= 0:
-            jj = m.iv[j]
-            for a in range(m.nvj[j]):
-                x = xi[jj + a]
-                vel[jj + a, 0] = x[1] * x2 - x[2] * x1 + x[3]
-                vel[jj + a, 1] = x[2] * x0 - x[0] * x2 + x[4]
-                vel[jj + a, 2] = x[0] * x1 - x[1] * x0 + x[5]
-            j = m.parent[j]
+        i = pt_body[k]
+        x0, x1, x2 = point_xyz(T, i, pt_local[k])
+        Wi = Wb[i]
+        for r in range(3):
+            # row r of K A, A = -[x]x = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]
+            ka0 = -Kk[r, 1] * x2 + Kk[r, 2] * x1
+            ka1 = Kk[r, 0] * x2 - Kk[r, 2] * x0
+            ka2 = -Kk[r, 0] * x1 + Kk[r, 1] * x0
+            Wi[3 + r, 0] += ka0
+            Wi[3 + r, 1] += ka1
+            Wi[3 + r, 2] += ka2
+            for c in range(3):
+                Wi[3 + r, 3 + c] += Kk[r, c]
+        for c in range(3):
+            # A^T K: (A^T K)[r, c] = sum_j A[j, r] K[j, c]; A[:, 0] = (0, -x2, x1), A[:, 1] = (x2, 0, -x0),
+            # A[:, 2] = (-x1, x0, 0)
+            k0c = Kk[0, c]
+            k1c = Kk[1, c]
+            k2c = Kk[2, c]
+            Wi[0, 3 + c] += -x2 * k1c + x1 * k2c
+            Wi[1, 3 + c] += x2 * k0c - x0 * k2c
+            Wi[2, 3 + c] += -x1 * k0c + x0 * k1c
+        for c in range(3):
+            # (K A)[:, c], then A^T (K A)[:, c]
+            if c == 0:
+                y0, y1, y2 = -Kk[0, 1] * x2 + Kk[0, 2] * x1, -Kk[1, 1] * x2 + Kk[1, 2] * x1, -Kk[2, 1] * x2 + Kk[2, 2] * x1
+            elif c == 1:
+                y0, y1, y2 = Kk[0, 0] * x2 - Kk[0, 2] * x0, Kk[1, 0] * x2 - Kk[1, 2] * x0, Kk[2, 0] * x2 - Kk[2, 2] * x0
+            else:
+                y0, y1, y2 = -Kk[0, 0] * x1 + Kk[0, 1] * x0, -Kk[1, 0] * x1 + Kk[1, 1] * x0, -Kk[2, 0] * x1 + Kk[2, 1] * x0
+            Wi[0, c] += -x2 * y1 + x1 * y2
+            Wi[1, c] += x2 * y0 - x0 * y2
+            Wi[2, c] += -x1 * y0 + x0 * y1
+    for i in range(m.nb):
+        Wi = Wb[i]
+        nz = 0.0
+        for r in range(6):
+            for c in range(6):
+                nz += abs(Wi[r, c])
+        if nz == 0.0:
+            continue
         ja_body = i
         while ja_body >= 0:
             ja0 = m.iv[ja_body]
             for ka in range(m.nvj[ja_body]):
                 a = ja0 + ka
-                kv0 = K[k0 + k, 0, 0] * vel[a, 0] + K[k0 + k, 0, 1] * vel[a, 1] + K[k0 + k, 0, 2] * vel[a, 2]
-                kv1 = K[k0 + k, 1, 0] * vel[a, 0] + K[k0 + k, 1, 1] * vel[a, 1] + K[k0 + k, 1, 2] * vel[a, 2]
-                kv2 = K[k0 + k, 2, 0] * vel[a, 0] + K[k0 + k, 2, 1] * vel[a, 1] + K[k0 + k, 2, 2] * vel[a, 2]
+                xa = xi[a]
+                w0 = Wi[0, 0] * xa[0] + Wi[0, 1] * xa[1] + Wi[0, 2] * xa[2] + Wi[0, 3] * xa[3] + Wi[0, 4] * xa[4] + Wi[0, 5] * xa[5]
+                w1 = Wi[1, 0] * xa[0] + Wi[1, 1] * xa[1] + Wi[1, 2] * xa[2] + Wi[1, 3] * xa[3] + Wi[1, 4] * xa[4] + Wi[1, 5] * xa[5]
+                w2 = Wi[2, 0] * xa[0] + Wi[2, 1] * xa[1] + Wi[2, 2] * xa[2] + Wi[2, 3] * xa[3] + Wi[2, 4] * xa[4] + Wi[2, 5] * xa[5]
+                w3 = Wi[3, 0] * xa[0] + Wi[3, 1] * xa[1] + Wi[3, 2] * xa[2] + Wi[3, 3] * xa[3] + Wi[3, 4] * xa[4] + Wi[3, 5] * xa[5]
+                w4 = Wi[4, 0] * xa[0] + Wi[4, 1] * xa[1] + Wi[4, 2] * xa[2] + Wi[4, 3] * xa[3] + Wi[4, 4] * xa[4] + Wi[4, 5] * xa[5]
+                w5 = Wi[5, 0] * xa[0] + Wi[5, 1] * xa[1] + Wi[5, 2] * xa[2] + Wi[5, 3] * xa[3] + Wi[5, 4] * xa[4] + Wi[5, 5] * xa[5]
                 jb_body = i
                 while jb_body >= 0:
                     jb0 = m.iv[jb_body]
                     for kb in range(m.nvj[jb_body]):
-                        c = jb0 + kb
-                        H[r0 + c, r0 + a] += vel[c, 0] * kv0 + vel[c, 1] * kv1 + vel[c, 2] * kv2
+                        xc = xi[jb0 + kb]
+                        H[r0 + jb0 + kb, r0 + a] += (xc[0] * w0 + xc[1] * w1 + xc[2] * w2 + xc[3] * w3 + xc[4] * w4
+                                                     + xc[5] * w5)
                     jb_body = m.parent[jb_body]
             ja_body = m.parent[ja_body]
 
 
 @kernel
-def point_hessian(m, pm, T, xi, K, H, r0, vel):
+def point_hessian(m, pm, T, xi, K, H, r0, Wb):
     """Add the drag points' J^T K J (:func:`points_jtkj`)."""
-    points_jtkj(m, pm.npts, pm.pt_body, pm.pt_local, 0, T, xi, K, H, r0, vel)
+    points_jtkj(m, pm.npts, pm.pt_body, pm.pt_local, 0, T, xi, K, H, r0, Wb)
 
 
 @kernel
-def contact_hessian(m, pm, s, T, xi, K, H, r0, vel):
+def contact_hessian(m, pm, s, T, xi, K, H, r0, Wb):
     """Add the contact points' J^T K J (:func:`points_jtkj`; their K after the drag points')."""
-    points_jtkj(m, s.npts, s.pt_body, s.pt_local, pm.npts, T, xi, K, H, r0, vel)
+    points_jtkj(m, s.npts, s.pt_body, s.pt_local, pm.npts, T, xi, K, H, r0, Wb)
 
 
 @kernel

@@ -30,7 +30,7 @@ from pbsim.optim.lbfgs import lbfgs_loop
 from pbsim.optim.linalg import inf_norm
 from pbsim.optim.lm import lm_launch_begin, lm_launch_iterate, lm_loop
 
-PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel F K S Y rho alpha P")
+PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel Wb F K S Y rho alpha P")
 
 
 def make_pbad_work(model, pm, B, K, lbfgs_m=8):
@@ -43,7 +43,7 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
                     C=z((B, nb, 4, 4)), xi=z((B, nu + 1, nv, 6)), qn=z((B, K + 1, nq)), qt=z((B, K + 1, nq)),
                     r=z((B, n)), rt=z((B, n)), J=z((B, n, n)), H=z((B, n, n)), L=z((B, n, n)), M2=z((B, n, n)), g=z((B, n)),
                     gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
-                    vel=z((B, nv, 3)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
+                    vel=z((B, nv, 3)), Wb=z((B, nb, 6, 6)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
                     S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)),
                     P=z((B, n)))
 
@@ -93,9 +93,9 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
             composite_moments(m, pm, T, T, inv2, pw.C[b])
             gn_block(m, xi, xi, pw.C[b], H, 0, 0, exact_h)
             if pm.npts > 0:
-                point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.vel[b])
+                point_hessian(m, pm, T, xi, pw.K[b], H, 0, pw.Wb[b])
             if s.npts > 0:
-                contact_hessian(m, pm, s, T, xi, pw.K[b], H, 0, pw.vel[b])
+                contact_hessian(m, pm, s, T, xi, pw.K[b], H, 0, pw.Wb[b])
             joint_hessian(m, c, b, q, d, dt, H)
     return e
 
