@@ -90,7 +90,7 @@ class Pbfd(Integrator):
         Option("rtol", 1e-9, "converged when |r|_inf <= rtol * (M g x 1 m), the robot's weight as an energy scale",
                "float"),
         Option("xtol", 1e-12, "a solver step below this (rad or m) stops the solve", "float"),
-        Option("substep", 3, "a step that stalls with r != 0 is redone as two halves, recursively, up to this many "
+        Option("substep", 5, "a step that stalls with r != 0 is redone as two halves, recursively, up to this many "
                "levels (0: never)", "int"),
         Option("c_normal", None, "C_perp, normal force C_perp d^alpha per point (None: M g / (4 delta_ref^alpha), "
                "4 points carry the weight at the scene's delta_ref)", "float"),
@@ -120,7 +120,7 @@ class Pbfd(Integrator):
             raise InputError(f"{nm} option 'max_iterations' must be >= 1, got {maxit!r}")
         self.rtol = _number("rtol", o.pop("rtol", 1e-9), 0.0, True, method=nm)
         self.xtol = _number("xtol", o.pop("xtol", 1e-12), 0.0, False, method=nm)
-        self.substeps_on_failure = int(_number("substep", o.pop("substep", 3), 0.0, False, method=nm))
+        self.substeps_on_failure = int(_number("substep", o.pop("substep", 5), 0.0, False, method=nm))
         self.alpha = _number("alpha", o.pop("alpha", 2.0), 1.0, True, method=nm)
         self.beta = _number("beta", o.pop("beta", 1.0), 0.0, True, method=nm)
         self.gamma = _number("gamma", o.pop("gamma", 1.0), 0.0, True, method=nm)
