@@ -1,9 +1,11 @@
-"""The deepest contact point of a state (the integrators' penetration diagnostic)."""
+"""The deepest contact point of a state (the integrators' penetration diagnostic); the signed depths
+at the explicit prediction ``q (+) dt v`` (the contact set of ``ne_mdp`` / ``nmdp``)."""
 import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
 from pbsim.contact.query import contact_detect
+from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state
 
 # A state with a contact point deeper than Scene.max_penetration (default 0.05 m: ten times the
@@ -22,6 +24,21 @@ def max_depth_state(m, s, w, b, q):
         if sd > dmax:
             dmax = sd
     return dmax
+
+
+@kernel
+def predicted_depths_state(m, s, w, b, q, v, dt, dq, qp, sdp):
+    """``sdp[k]``: the signed depth ``r - phi`` of every contact point k at the predicted
+    configuration ``qp = q (+) dt v`` (``dq``: scratch); leaves the world poses at ``q``."""
+    for j in range(m.nv):
+        dq[j] = dt * v[j]
+    integrate_config(m, q, dq, qp, w.Rj[b])
+    fk_state(m, w, b, qp)
+    for k in range(s.npts):
+        body = s.pt_body[k]
+        _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, k, w.Rw[b, body], w.pw[b, body])
+        sdp[k] = sd
+    fk_state(m, w, b, q)
 
 
 @kernel(parallel=True)

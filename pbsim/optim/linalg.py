@@ -57,6 +57,24 @@ def dot(x, y, n):
 
 
 @kernel
+def gram_symmetric(P, Q, n, m, out):
+    """``out[r, c] = out[c, r] = P[r, :m] . Q[c, :m]`` for ``r <= c < n``: ``P Q^T`` where that is
+    symmetric (``Q = P S``, S symmetric: ``X^T H X`` from X and H X).  Returns its largest
+    diagonal entry (0.0 when none is positive)."""
+    dmax = 0.0
+    for r in range(n):
+        for c in range(r, n):
+            acc = 0.0
+            for j in range(m):
+                acc += P[r, j] * Q[c, j]
+            out[r, c] = acc
+            out[c, r] = acc
+        if out[r, r] > dmax:
+            dmax = out[r, r]
+    return dmax
+
+
+@kernel
 def lu_solve_inplace(A, x, n):
     """Solve A x = x (rhs in x) by Gaussian elimination with partial pivoting; A is overwritten.
     Returns False when A is numerically singular."""

@@ -58,14 +58,13 @@ from pbsim.backends.kernel import kernel
 from pbsim.contact.query import contact_detect, point_force_jt
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
-from pbsim.dynamics.joints import integrate_config
-from pbsim.dynamics.rnea import rnea_state
+from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
+                                              free_velocity, normal_row)
 from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
-from pbsim.optim.linalg import cholesky_factor, cholesky_solve
+from pbsim.optim.linalg import cholesky_solve
 
 VT_EPS = 1e-6  # [m/s] free tangential speed above which the first friction direction follows it
 LCP_TOL = 1e-6  # an LCP solution is accepted when it violates the conditions by <= LCP_TOL max|q|
-ROW_EPS = 1e-24  # a contact whose normal row has |J^T n|^2 below this cannot move (fixed body): skipped
 
 # The step's scratch ``x`` (leading axis B on the arrays, P = max(1, scene contact points)):
 # Mt (nv, nv) M(q) then the Cholesky factor of M + diag(arm); h (nv) bias forces; rhs, dv (nv);
@@ -140,14 +139,10 @@ def ne_dry_rows(m, s, w, x, b, nc, nv):
         t1x, t1y, t1z = _tangent(nx, ny, nz)
         t2x, t2y, t2z = ny * t1z - nz * t1y, nz * t1x - nx * t1z, nx * t1y - ny * t1x
         r0 = 3 * kept
-        for r in range(3):
+        for r in range(1, 3):
             for j in range(nv):
                 A[r0 + r, j] = 0.0
-        point_force_jt(m, w, b, body, px, py, pz, nx, ny, nz, A[r0])
-        nn = 0.0
-        for j in range(nv):
-            nn += A[r0, j] * A[r0, j]
-        if not (nn > ROW_EPS):
+        if not normal_row(m, w, b, body, px, py, pz, nx, ny, nz, A[r0], nv):
             continue
         point_force_jt(m, w, b, body, px, py, pz, t1x, t1y, t1z, A[r0 + 1])
         point_force_jt(m, w, b, body, px, py, pz, t2x, t2y, t2z, A[r0 + 2])
@@ -235,12 +230,7 @@ def ne_dry_velocity(m, s, c, w, sw, x, b, v, dt, nc0, first):
     Returns ``(contacts kept, pivots, residual, solved)``."""
     nv = m.nv
     L = x.Mt[b]
-    for j in range(nv):
-        x.rhs[b, j] = dt * (sw.tau[b, j] - x.h[b, j])
-    cholesky_solve(L, x.rhs[b], x.dv[b], nv)
-    for j in range(nv):
-        x.vs[b, j] = v[j] + x.dv[b, j]
-        x.dv[b, j] = x.vs[b, j]
+    free_velocity(L, sw.tau[b], x.h[b], v, dt, x.rhs[b], x.dv[b], x.vs[b], nv)
     nc = nc0
     if first:
         nc = ne_dry_rows(m, s, w, x, b, nc0, nv)
@@ -294,9 +284,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     qb = q[b]
     vb = v[b]
     joint_forces(m, c, w, sw, b, qb, vb, dt, True)
-    for j in range(nv):
-        x.zero[b, j] = 0.0
-    rnea_state(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
+    bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     Mt = x.Mt[b]
     crba_state(m, w, b, qb, Mt)  # M(q) (full, symmetric); also the world poses
     # the factor is formed in the lower triangle; M stays in the strict upper one, its diagonal in zero
@@ -312,9 +300,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
             Mt[i, i] = x.zero[b, i] + sw.arm[b, i]
             for j in range(i):
                 Mt[i, j] = Mt[j, i]
-        if not cholesky_factor(Mt, Mt, nv):
-            for j in range(nv):
-                x.dv[b, j] = np.nan
+        if not factor_or_nan(Mt, x.dv[b], nv):
             ok = False
             break
         nci, p, r, solved = ne_dry_velocity(m, s, c, w, sw, x, b, vb, dt, nc if it > 0 else nc0, it == 0)
@@ -324,28 +310,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         ok = solved
         if c.clamp == 0:
             break
-        changed = False  # effort clamping: saturated stable-PD joints become explicit at their limit
-        for j in range(nv):
-            kc = sw.kc[b, j]
-            if kc == 0.0:
-                continue
-            lim = c.effort[j]
-            a = sw.tc[b, j] - kc * (x.dv[b, j] - vb[j]) / dt
-            if a > lim or a < -lim:
-                cl = lim if a > 0.0 else -lim
-                sw.tau[b, j] += cl - sw.tc[b, j]
-                sw.arm[b, j] -= kc
-                sw.tc[b, j] = cl
-                sw.kc[b, j] = 0.0
-                changed = True
-        if not changed or it == 4:
+        # effort clamping: saturated stable-PD joints become explicit at their limit
+        if not clamp_velocity_step(m, c, sw, b, vb, x.dv[b], dt) or it == 4:
             break
-    for j in range(nv):
-        vn[b, j] = x.dv[b, j]
-        sw.dq[b, j] = dt * x.dv[b, j]
-    integrate_config(m, qb, sw.dq[b], qn[b], w.Rj[b])
-    info = x.info[b]
-    info[0] = piv
-    info[1] = res
-    info[2] = 1.0 if ok else 0.0
-    info[3] = nc
+    finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], piv, res, ok, nc)

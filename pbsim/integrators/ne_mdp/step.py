@@ -41,17 +41,15 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
+from pbsim.contact.depth import predicted_depths_state
 from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction
 from pbsim.contact.query import contact_detect, point_force_jt
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
-from pbsim.dynamics.joints import integrate_config
-from pbsim.dynamics.kinematics import fk_state
-from pbsim.dynamics.rnea import rnea_state
-from pbsim.optim.linalg import cholesky_factor, cholesky_solve
+from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
+                                              free_velocity, normal_row)
+from pbsim.optim.linalg import cholesky_solve, gram_symmetric
 from pbsim.optim.qp import QP_SIMPLEX, qp_solve
-
-ROW_EPS = 1e-24  # a candidate whose |J^T n|^2 is below this cannot move (fixed body): dropped
 
 # The step's scratch ``x`` (leading axis B on the arrays; P = max(1, scene points), V = vx, MP = P V):
 # H (nv, nv) M(q); L (nv, nv) Cholesky factor of M + diag(arm); h (nv) bias forces; rhs, vs, dv,
@@ -93,17 +91,8 @@ def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol) ->
 @kernel
 def ne_mdp_candidates(m, s, w, x, b, q, v, dt, dq):
     """The step's contact set (module docstring) into ``x.act``/``pos``/``nrm``/``cap``; returns
-    its size.  Leaves the world poses at the predicted configuration (the caller redoes them)."""
-    nv = m.nv
-    for j in range(nv):
-        dq[j] = dt * v[j]
-    integrate_config(m, q, dq, x.qp[b], w.Rj[b])
-    fk_state(m, w, b, x.qp[b])
-    for kp in range(s.npts):
-        body = s.pt_body[kp]
-        _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, kp, w.Rw[b, body], w.pw[b, body])
-        x.sdp[b, kp] = sd
-    fk_state(m, w, b, q)
+    its size.  Leaves the world poses at q."""
+    predicted_depths_state(m, s, w, b, q, v, dt, dq, x.qp[b], x.sdp[b])
     nc = 0
     for kp in range(s.npts):
         body = s.pt_body[kp]
@@ -133,13 +122,7 @@ def ne_mdp_columns(m, s, w, x, b, nc):
         nx, ny, nz = x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2]
         px, py, pz = x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2]
         r0 = V * kept
-        for j in range(nv):
-            X[r0, j] = 0.0
-        point_force_jt(m, w, b, body, px, py, pz, nx, ny, nz, X[r0])
-        nn = 0.0
-        for j in range(nv):
-            nn += X[r0, j] * X[r0, j]
-        if not (nn > ROW_EPS):
+        if not normal_row(m, w, b, body, px, py, pz, nx, ny, nz, X[r0], nv):
             continue
         cap = x.cap[b, c]
         if not (cap > 0.0):  # zeta = 0 and out of contact: no force
@@ -167,12 +150,7 @@ def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
     ``(iterations, residual, solved)``."""
     nv = m.nv
     L = x.L[b]
-    for j in range(nv):
-        x.rhs[b, j] = dt * (tau[j] - x.h[b, j])
-    cholesky_solve(L, x.rhs[b], x.dv[b], nv)
-    for j in range(nv):
-        x.vs[b, j] = v[j] + x.dv[b, j]
-        x.dv[b, j] = x.vs[b, j]
+    free_velocity(L, tau, x.h[b], v, dt, x.rhs[b], x.dv[b], x.vs[b], nv)
     if nc == 0:
         return 0, 0.0, True
     V = x.vx
@@ -196,20 +174,12 @@ def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
             HX[r, i] = acc
     A = x.A[b]
     g = x.g[b]
-    smax = 0.0
     for r in range(n):
         acc = 0.0
         for j in range(nv):
             acc += HX[r, j] * x.vs[b, j]
         g[r] = acc
-        for c in range(r, n):
-            acc = 0.0
-            for j in range(nv):
-                acc += X[r, j] * HX[c, j]
-            A[r, c] = acc
-            A[c, r] = acc
-        if A[r, r] > smax:
-            smax = A[r, r]
+    smax = gram_symmetric(X, HX, n, nv, A)
     wv = x.w[b]
     for r in range(n):
         wv[r] = 0.0
@@ -245,9 +215,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     vb = v[b]
     joint_forces(m, c, w, sw, b, qb, vb, dt, True)
     nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 else 0
-    for j in range(nv):
-        x.zero[b, j] = 0.0
-    rnea_state(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
+    bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     H = x.H[b]
     L = x.L[b]
     crba_state(m, w, b, qb, H)  # M(q); also the world poses at q
@@ -260,9 +228,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
             for j in range(nv):
                 L[i, j] = H[i, j]
             L[i, i] += sw.arm[b, i]
-        if not cholesky_factor(L, L, nv):
-            for j in range(nv):
-                x.dv[b, j] = np.nan
+        if not factor_or_nan(L, x.dv[b], nv):
             ok = False
             break
         if it > 0 and nc > 0:  # a re-solve: the columns J^T v^i again (X was overwritten)
@@ -273,28 +239,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         ok = solved
         if c.clamp == 0:
             break
-        changed = False  # effort clamping: saturated stable-PD joints become explicit at their limit
-        for j in range(nv):
-            kc = sw.kc[b, j]
-            if kc == 0.0:
-                continue
-            lim = c.effort[j]
-            a = sw.tc[b, j] - kc * (x.dv[b, j] - vb[j]) / dt
-            if a > lim or a < -lim:
-                cl = lim if a > 0.0 else -lim
-                sw.tau[b, j] += cl - sw.tc[b, j]
-                sw.arm[b, j] -= kc
-                sw.tc[b, j] = cl
-                sw.kc[b, j] = 0.0
-                changed = True
-        if not changed or it == 4:
+        # effort clamping: saturated stable-PD joints become explicit at their limit
+        if not clamp_velocity_step(m, c, sw, b, vb, x.dv[b], dt) or it == 4:
             break
-    for j in range(nv):
-        vn[b, j] = x.dv[b, j]
-        sw.dq[b, j] = dt * x.dv[b, j]
-    integrate_config(m, qb, sw.dq[b], qn[b], w.Rj[b])
-    info = x.info[b]
-    info[0] = its
-    info[1] = res
-    info[2] = 1.0 if ok else 0.0
-    info[3] = nc
+    finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], its, res, ok, nc)

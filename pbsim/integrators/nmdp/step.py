@@ -101,6 +101,7 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
+from pbsim.contact.depth import predicted_depths_state
 from pbsim.contact.nmdp import nmdp_point
 from pbsim.contact.query import contact_detect, point_force_jt
 from pbsim.control.solve import joint_forces
@@ -111,7 +112,7 @@ from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.rnea_derivatives import make_rnea_derivatives_work, rnea_derivatives_state
 from pbsim.integrators.pbad.order2 import rotate_by_exp_transpose
-from pbsim.optim.linalg import inf_norm, lu_factor, lu_solve
+from pbsim.optim.linalg import gram_symmetric, inf_norm, lu_factor, lu_solve
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve
 
 PROJ_MAX = 50  # Newton steps of one manifold projection
@@ -224,17 +225,7 @@ def nmdp_velocity(m, w, x, b, q0, v0, th, h):
 def nmdp_candidates(m, s, w, x, b, q0, v0, h):
     """The step's contact set (fixed for the step): points with signed depth above ``-margin`` at
     q0 or at ``q0 (+) h v0``, into ``x.act``; returns its size."""
-    nv = m.nv
-    dq = x.dq[b]
-    for j in range(nv):
-        dq[j] = h * v0[j]
-    integrate_config(m, q0, dq, x.qp[b], w.Rj[b])
-    fk_state(m, w, b, x.qp[b])
-    for kp in range(s.npts):
-        body = s.pt_body[kp]
-        _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, kp, w.Rw[b, body], w.pw[b, body])
-        x.sdp[b, kp] = sd
-    fk_state(m, w, b, q0)
+    predicted_depths_state(m, s, w, b, q0, v0, h, x.dq[b], x.qp[b], x.sdp[b])
     nc = 0
     for kp in range(s.npts):
         body = s.pt_body[kp]
@@ -514,16 +505,7 @@ def nmdp_qp(m, x, b, nc, h, gamma, st, offset):
                 sacc += M[i, j] * D[rr, j]
             HX[rr, i] = sacc * ih2
     QA = x.QA[b]
-    sig = 0.0
-    for rr in range(n):
-        for cc in range(rr, n):
-            sacc = 0.0
-            for j in range(nv):
-                sacc += D[rr, j] * HX[cc, j]
-            QA[rr, cc] = sacc
-            QA[cc, rr] = sacc
-        if QA[rr, rr] > sig:
-            sig = QA[rr, rr]
+    sig = gram_symmetric(D, HX, n, nv, QA)
     if not (sig > 0.0):
         sig = 1.0
     prox = 2.0 * sig / gamma
