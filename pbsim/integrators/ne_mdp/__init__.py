@@ -28,20 +28,18 @@ import warnings
 
 import numpy as np
 
-from pbsim.contact.nmdp import check_wrench_parameters, default_k, tangent_frame
+from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, Option, StepSpec, register
 from pbsim.integrators.ne_mdp.step import BATCHED, NeMdpX, make_ne_mdp_extra, ne_mdp_step  # noqa: F401
+from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
 
-VX = 4  # default friction directions per contact point (the aligned pyramid of B-T3)
-MARGIN = 0.02  # [m] the contact set's band (note B5 item 8)
 MAX_ITERATIONS = 10000  # QP iteration cap (degenerate steps, every capacity saturated while settling, took up to ~2000)
 # QP KKT residual (vertex forces over the step's largest capacity; QP scaled by its largest diagonal):
 # a force error of ~1e-6 of the peak point load.  1e-9 left most steps of a Robosimian standing at rest
 # (32 candidates, 128 weights, curvature ratio ~3e4 on the QP's range) at the 10000-iteration cap; at
 # 1e-6 every step converged within 4900 iterations (docs/benchmarks/nmdp.md)
 TOL = 1e-6
-ZETA_FRACTION = 1e-3  # default zeta = ZETA_FRACTION k delta_ref^3 (the capacity at depth 0.1 delta_ref)
 
 
 def _extra(integrator, B):
@@ -59,13 +57,7 @@ class NeMdp(Integrator):
 
     name = "ne_mdp"
     OPTIONS = (
-        Option("k", None, "NMDP contact stiffness k [N/m^3], capacity k d^3 + zeta per point (None: M g / "
-               "(4 delta_ref^3), 4 points carry the weight at the scene's delta_ref)", "float"),
-        Option("zeta", None, "NMDP capacity of a candidate point out of contact [N] (None: 1e-3 k delta_ref^3)",
-               "float"),
-        Option("vx", VX, "NMDP friction directions (polytope vertices) per contact point (>= 3)", "int"),
-        Option("margin", MARGIN, "contact points with signed distance below this [m] at q or at q + dt v enter "
-               "the step's contact set", "float"),
+        *WRENCH_OPTIONS,
         Option("max_iterations", MAX_ITERATIONS, "QP iteration cap per step", "int"),
         Option("tol", TOL, "QP tolerance: KKT (natural) residual of the vertex forces / the step's largest "
                "capacity", "float"),
@@ -76,16 +68,7 @@ class NeMdp(Integrator):
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)
         sc = self.scene
-        k = options.get("k")
-        zeta = options.get("zeta")
-        vx = options.get("vx", VX)
-        self.mu = sc.mu
-        self.k = default_k(model, sc.delta_ref) if k is None else k
-        if zeta is None and isinstance(self.k, (int, float)) and math.isfinite(self.k):
-            zeta = ZETA_FRACTION * self.k * sc.delta_ref**3
-        self.zeta = zeta
-        check_wrench_parameters("ne_mdp", self.mu, self.k, self.zeta, vx)
-        self.mu, self.k, self.zeta, self.vx = float(self.mu), float(self.k), float(self.zeta), int(vx)
+        self.mu, self.k, self.zeta, self.vx = wrench_parameters("ne_mdp", model, sc, options)
         self.margin = options.get("margin", MARGIN)
         if not (isinstance(self.margin, (int, float)) and math.isfinite(self.margin) and self.margin >= 0.0):
             raise InputError(f"ne_mdp: margin must be a finite number >= 0 [m], got {self.margin!r}")

@@ -48,17 +48,14 @@ import warnings
 
 import numpy as np
 
-from pbsim.contact.nmdp import check_wrench_parameters, default_k, tangent_frame
+from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, Option, StepSpec, register
+from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
 from pbsim.integrators.nmdp.step import (BATCHED, S_CAP, S_GACC, S_ITCAP, S_K0, S_K1, S_KRISE, S_NEWTON, S_PFAIL,
                                          S_QPFAIL, S_REJ, S_SUB, make_nmdp_extra, nmdp_step)
 
 __all__ = ["Nmdp", "NmdpZo"]
-
-VX = 4
-MARGIN = 0.02
-ZETA_FRACTION = 1e-3  # default zeta = ZETA_FRACTION k delta_ref^3 (contact/nmdp.py's default)
 
 
 def _extra(integrator, B):
@@ -71,13 +68,7 @@ def _extra(integrator, B):
 
 def _options(maxit):
     return (
-        Option("k", None, "NMDP contact stiffness k [N/m^3], capacity k d^3 + zeta per point (None: M g / "
-               "(4 delta_ref^3), 4 points carry the weight at the scene's delta_ref)", "float"),
-        Option("zeta", None, "NMDP capacity of a candidate point out of contact [N] (None: 1e-3 k delta_ref^3)",
-               "float"),
-        Option("vx", VX, "NMDP friction directions (polytope vertices) per contact point (>= 3)", "int"),
-        Option("margin", MARGIN, "contact points with signed distance below this [m] at q or at q + dt v enter "
-               "the step's contact set", "float"),
+        *WRENCH_OPTIONS,
         Option("tol", 1e-8, "manifold projection converged when |G|_inf <= tol * (M g x 1 m)", "float"),
         Option("xtol", 1e-6, "PGM stops when an accepted iterate moves theta by less than this (the paper's "
                "epsilon, rad or m)", "float"),
@@ -119,16 +110,7 @@ class Nmdp(Integrator):
         super().__init__(model, scene, **options)
         nm = self.name
         sc = self.scene
-        k = options.get("k")
-        zeta = options.get("zeta")
-        vx = options.get("vx", VX)
-        self.mu = sc.mu
-        self.k = default_k(model, sc.delta_ref) if k is None else k
-        if zeta is None and isinstance(self.k, (int, float)) and math.isfinite(self.k):
-            zeta = ZETA_FRACTION * self.k * sc.delta_ref**3
-        self.zeta = zeta
-        check_wrench_parameters(nm, self.mu, self.k, self.zeta, vx)
-        self.mu, self.k, self.zeta, self.vx = float(self.mu), float(self.k), float(self.zeta), int(vx)
+        self.mu, self.k, self.zeta, self.vx = wrench_parameters(nm, model, sc, options)
         self.margin = _num("margin", options.get("margin", MARGIN), 0.0, False, nm)
         self.tol = _num("tol", options.get("tol", 1e-8), 0.0, True, nm)
         self.xtol = _num("xtol", options.get("xtol", 1e-6), 0.0, True, nm)
