@@ -145,9 +145,15 @@ class Control:
 def _checked_init(init):
     """Control(...) with an unknown keyword: InputError listing the valid ones (not TypeError)."""
 
+    names: list = []
+
     @wraps(init)
     def __init__(self, *args, **kw):
-        check_options("Control", kw, [f.name for f in fields(Control)])
+        if kw:
+            if not names:
+                names.extend(f.name for f in fields(Control))
+            if any(k not in names for k in kw):
+                check_options("Control", kw, names)
         init(self, *args, **kw)
 
     return __init__

@@ -153,13 +153,30 @@ def check(model, before, new, diag, rule: DivergenceRule = DEFAULT, control=None
     ``diag.divergence`` (B,) list of str/None, carries the reference energy into ``new``;
     returns ``diag.diverged``."""
     B = new.q.shape[0]
-    finite = np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1)
-    if diag.nan is not None:
-        finite &= ~np.asarray(diag.nan, bool)
     e_ref = getattr(before, "energy_ref", None)
     if e_ref is None or np.shape(e_ref) != (B,):
         e_ref = reference_energy(model, before)
     new.energy_ref = e_ref
+    # fast path (every step of a healthy run): a few whole-batch reductions; NaN fails every test
+    energy = np.asarray(diag.energy, float).reshape(-1) if diag.energy is not None else None
+    vmax = float(np.abs(new.v).max()) if new.v.size else 0.0
+    if (
+        vmax <= rule.speed_limit
+        and np.isfinite(new.q.sum())
+        and (diag.nan is None or not diag.nan.any())
+        and (
+            energy is None
+            or energy.shape != (B,)
+            or rule.energy_factor is None
+            or float((energy - e_ref).max()) <= rule.energy_factor * energy_scale(model)
+        )
+    ):
+        diag.diverged = np.zeros(B, bool)
+        diag.divergence = [None] * B
+        return diag.diverged
+    finite = np.isfinite(new.q).all(axis=1) & np.isfinite(new.v).all(axis=1)
+    if diag.nan is not None:
+        finite &= ~np.asarray(diag.nan, bool)
     why: list = [None] * B
     bad = ~finite
     for b in np.flatnonzero(bad):
@@ -175,7 +192,6 @@ def check(model, before, new, diag, rule: DivergenceRule = DEFAULT, control=None
             why[b] = (f"joint {model.joint_names[body[k]]!r} (body {model.body_names[body[k]]!r}): speed "
                       f"{speed[b, k]:.3g} {unit} beyond the limit {rule.speed_limit:g}")
         bad |= fast
-    energy = np.asarray(diag.energy, float).reshape(-1) if diag.energy is not None else None
     if energy is not None and energy.shape == (B,) and rule.energy_factor is not None:
         scale = np.full(B, energy_scale(model))
         with np.errstate(invalid="ignore"):
