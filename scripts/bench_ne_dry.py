@@ -32,17 +32,8 @@ import numpy as np
 from pbsim.backends.cpu import CpuBatch
 from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
 from pbsim.integrators import State, make
-from pbsim.model.builder import LinkSpec, ModelBuilder
-from pbsim.model.geometry import Geometry
-from pbsim_models.parts import add_universal, capsule_link
-
-
-def box(half=(0.2, 0.2, 0.05), mass=1.0):
-    a, b, c = 2 * np.asarray(half, float)
-    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    mb = ModelBuilder("box")
-    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
-    return mb.build(floating_base=True)
+from pbsim.model.builder import ModelBuilder
+from pbsim_models.parts import free_box as box, add_universal, capsule_link
 
 
 def floating_chain(n=10, link_length=0.1, link_mass=0.1, radius=0.01):

@@ -21,55 +21,17 @@ import time
 
 import numpy as np
 
-from pbsim.contact import Plane, Scene, sample_contact_points
+from bench_nmdp_incline import HALF, MU, G, box  # noqa: F401  (the same box and incline)
+from bench_nmdp_incline import run as _run
 from pbsim.integrators import State, make
-from pbsim.model.builder import LinkSpec, ModelBuilder
-from pbsim.model.geometry import Geometry
-
-G = 9.81
-MU = 0.5
-HALF = (0.2, 0.2, 0.05)
-
-
-def box(half=HALF, mass=1.0):
-    a, b, c = 2 * np.asarray(half, float)
-    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    mb = ModelBuilder("box")
-    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
-    return mb.build(floating_base=True)
-
-
-def incline(deg, mu=MU, **options):
-    """(model, ne_mdp integrator, q0, normal, down-slope direction): the box resting on the plane
-    z = x tan(deg) (uphill is +x), its bottom face on the plane."""
-    m = box()
-    a = np.radians(deg)
-    n = np.array([-np.sin(a), 0.0, np.cos(a)])
-    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=mu)
-    q0 = m.neutral()
-    q0[:3] = HALF[2] * n
-    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]  # local z = n
-    down = -np.array([np.cos(a), 0.0, np.sin(a)])
-    return m, make("ne_mdp", m, sc, **options), q0, n, down
 
 
 def run(deg, dt, T, **options):
-    """Trajectory of the box on the incline: times, positions (steps + 1, 3), per-step QP
-    iterations, converged flags and penetrations."""
-    m, integ, q0, n, down = incline(deg, **options)
-    s = State.make(m, q0)
-    steps = int(round(T / dt))
-    P, its, conv, pen = [q0[:3].copy()], [], [], []
-    for _ in range(steps):
-        s, d = integ.step(s, None, dt)
-        if d.nan.any():
-            break
-        P.append(s.q[0, :3].copy())
-        its.append(int(d.iterations[0]))
-        conv.append(bool(d.converged[0]))
-        pen.append(float(d.penetration[0]))
-    t = dt * np.arange(len(P))
-    return t, np.array(P), np.array(its), np.array(conv), np.array(pen), n, down, q0
+    """:func:`bench_nmdp_incline.run` with ``ne_mdp`` (its per-step QP iterations) less the
+    smallest alpha: times, positions, iterations, converged flags, penetrations, normal, down-slope
+    direction, q0."""
+    t, P, its, conv, pen, _amin, n, down, q0 = _run("ne_mdp", deg, dt, T, **options)
+    return t, P, its, conv, pen, n, down, q0
 
 
 def stick(dt, settle=0.5, hold=2.0, **options):

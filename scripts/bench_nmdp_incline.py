@@ -24,20 +24,11 @@ import numpy as np
 
 from pbsim.contact import Plane, Scene, sample_contact_points
 from pbsim.integrators import State, available, make
-from pbsim.model.builder import LinkSpec, ModelBuilder
-from pbsim.model.geometry import Geometry
+from pbsim_models.parts import free_box as box
 
 G = 9.81
 MU = 0.5
 HALF = (0.2, 0.2, 0.05)
-
-
-def box(half=HALF, mass=1.0):
-    a, b, c = 2 * np.asarray(half, float)
-    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    mb = ModelBuilder("box")
-    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
-    return mb.build(floating_base=True)
 
 
 def incline(method, deg, mu=MU, **options):

@@ -54,6 +54,18 @@ def box_link(name, mass, half, rgba=(0.3, 0.5, 0.8, 1.0)) -> LinkSpec:
     return link
 
 
+def free_box(half=(0.2, 0.2, 0.05), mass=1.0):
+    """A floating solid box of half extents ``half`` (one body, one box geometry): the benchmarks'
+    and tests' sliding block (paper 002's B-T3 incline box by default: 0.4 x 0.4 x 0.1 m, 1 kg)."""
+    from pbsim.model.builder import ModelBuilder
+
+    a, b, c = 2 * np.asarray(half, float)
+    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    mb = ModelBuilder("box")
+    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
+    return mb.build(floating_base=True)
+
+
 def add_universal(b, name, parent, child_link, p, axes=((0, 1.0, 0), (0, 0, 1.0)), lower=-np.inf, upper=np.inf):
     """A 2-DOF 'ball' joint (the papers' chains and spider): two hinges through one point,
     with a massless link between them."""
