@@ -1,8 +1,12 @@
-"""Shared fixtures: where third-party robot files live, and skips when they are absent."""
+"""Shared fixtures: where third-party robot files live, and skips when they are absent; the runner
+of the CUDA-simulator twin checks (``_cudasim_*.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +58,71 @@ def gymnasium_xml(name: str) -> str:
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def run_cudasim_twin(script: Path, ref: Path, cpu_args=(), argv=(), timeout=600):
+    """A ``_cudasim_*.py`` twin check in its two halves: ``cpu_outputs(*cpu_args)`` of ``script``
+    computed in this process into ``ref`` (.npz), then ``python script ref *argv`` under
+    NUMBA_ENABLE_CUDASIM=1 (it must be set before numba.cuda is imported: hence a subprocess).
+    Skips without numba.cuda; asserts the subprocess exited 0.  Returns ``(diffs, stdout)``:
+    ``{name: value}`` of its ``DIFF name value`` lines and its output."""
+    pytest.importorskip("numba.cuda")
+    spec = importlib.util.spec_from_file_location(f"_pbsim{script.stem}", script)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    np.savez(ref, **check.cpu_outputs(*cpu_args))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "models"), env.get("PYTHONPATH", "")])
+    r = subprocess.run(
+        [sys.executable, str(script), str(ref), *argv], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
+    return diffs, r.stdout
+
+
+def batch_equals_step(method, model, scene, q0, v0, steps, dt, check=None, **options):
+    """``steps`` steps of ``make(method, model, scene, **options).step`` from (q0, v0) (``check(d)``
+    must hold after each, when given) and the same by ``CpuBatch`` (the generic batch driver on the
+    same step kernel): asserts q and v equal bit for bit and every trajectory's solver converged.
+    Returns (the integrator's last Diagnostics, ``CpuBatch.solver_info()``)."""
+    from pbsim.backends.cpu import CpuBatch
+    from pbsim.integrators import State, make
+
+    integ = make(method, model, scene, **options)
+    s = State.make(model, q0, v0)
+    for _ in range(steps):
+        s, d = integ.step(s, None, dt)
+        if check is not None:
+            assert check(d), d
+    cb = CpuBatch(model, method, scene=scene, batch=len(q0), **options)
+    cb.set_state(q0, v0)
+    cb.advance(steps, dt)
+    q, v = cb.state()
+    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
+    info = cb.solver_info()
+    assert (info[:, 2] == 1).all()
+    return d, info
+
+
+def euler_steps_without_contact(method):
+    """``method`` with no scene on a damped 4-link chain under stable PD, and ``euler`` beside it:
+    200 steps of 10 ms (the velocity-level methods' dense solve of ``M + dt Kd (+ dt damping)`` is
+    euler's MABA step).  Asserts q and v agree to 1e-10 and the last step had no contact and no
+    solver iteration; returns its Diagnostics."""
+    import pbsim_models
+    from pbsim.control import Control
+    from pbsim.integrators import State, make
+
+    model = pbsim_models.chain(4, damping=0.05)
+    q0 = np.array([0.4, -0.3, 0.2, 0.1])
+    ctl = Control(mode="spd", kp=2.0, kd=0.2, q_ref=np.zeros(4))
+    a = State.make(model, q0)
+    b = State.make(model, q0)
+    ne, eu = make(method, model), make("euler", model)
+    for _ in range(200):
+        a, da = ne.step(a, ctl, 0.01)
+        b, _ = eu.step(b, ctl, 0.01)
+    assert np.allclose(a.q, b.q, atol=1e-10) and np.allclose(a.v, b.v, atol=1e-10)
+    assert da.extra["active_contacts"][0] == 0 and da.iterations[0] == 0
+    return da

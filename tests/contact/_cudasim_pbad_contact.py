@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[2])]
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1]), str(Path(__file__).parents[2])]
 
 from _models import free_body  # noqa: E402
+from cudasim_steps import cpu_steps, gpu_steps, print_diffs  # noqa: E402
 from pbsim.contact import Box, HeightField, Sphere, make_scene  # noqa: E402
 
 DT, STEPS = 0.05, 2
@@ -44,34 +45,18 @@ def setup():
 
 def cpu_outputs() -> dict:
     from pbsim.contact import contact_query
-    from pbsim.integrators import State, make
 
     m, scene, q, v = setup()
     assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
-    I = make("pbad", m, scene)
-    s = State.make(m, q, v)
-    for _ in range(STEPS):
-        s, d = I.step(s, None, DT)
-        assert d.converged.all() and (d.iterations >= 2).all()
-    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
+    return cpu_steps("pbad", m, scene, q, v, STEPS, DT, lambda d: d.converged.all() and (d.iterations >= 2).all())
 
 
 def gpu_outputs() -> dict:
-    from pbsim.backends import cuda as pc
-
     m, scene, q, v = setup()
-    g = pc.CudaBatch(m, "pbad", scene=scene, batch=2)
-    g.set_state(q, v)
-    g.advance(STEPS, DT)
-    qg, vg, eg = g.record()
-    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+    return gpu_steps("pbad", m, scene, q, v, STEPS, DT)
 
 
 if __name__ == "__main__":
     with np.load(sys.argv[1]) as f:
         cpu = dict(f)
-    gpu = gpu_outputs()
-    for name in ("q", "v", "e"):
-        a, b = np.asarray(gpu[name], float), cpu[name]
-        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
-    print("ITER", "same" if np.array_equal(np.asarray(gpu["it"]), cpu["it"]) else f"differ {gpu['it']} {cpu['it']}")
+    print_diffs(cpu, gpu_outputs())

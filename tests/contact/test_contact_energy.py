@@ -3,9 +3,12 @@ gradient w.r.t. the point's world position against central differences of the en
 PSD-projected Hessian against central differences of the gradient, at points inside a box, a
 sphere, a heightfield and a mesh terrain (depth and normal from the one detection, env_sdf)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from conftest import run_cudasim_twin
 from _models import free_body
 from pbsim.contact import Box, ContactPoints, HeightField, MeshTerrain, Scene, Sphere
 from pbsim.contact.energy import contact_energy, contact_step_fraction, energy_parameters
@@ -163,25 +166,9 @@ def test_pbad_contact_step_on_cuda_backend_cudasim(tmp_path):
     """PBAD's step kernel with contact on a static Box and a heightfield bowl through the CUDA
     backend (CudaBatch, the cuda_twin of the step; numba's CUDA simulator in a subprocess) equals
     the CPU integrator's step, LM iterations included (_cudasim_pbad_contact.py)."""
-    import importlib.util
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    pytest.importorskip("numba.cuda")
-    script = Path(__file__).with_name("_cudasim_pbad_contact.py")
-    spec = importlib.util.spec_from_file_location("_pbsim_pbad_contact_cudasim", script)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    ref = tmp_path / "pbad_contact_cpu.npz"
-    np.savez(ref, **check.cpu_outputs())
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, str(script), str(ref)], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
-    assert set(diffs) == {"q", "v", "e"}, r.stdout
+    diffs, out = run_cudasim_twin(
+        Path(__file__).with_name("_cudasim_pbad_contact.py"), tmp_path / "pbad_contact_cpu.npz"
+    )
+    assert set(diffs) == {"q", "v", "e"}, out
     assert max(diffs.values()) <= 1e-10, diffs
-    assert "ITER same" in r.stdout, r.stdout
+    assert "ITER same" in out, out

@@ -17,16 +17,7 @@ from pbsim.contact.nmdp import (
     tangent_frame,
 )
 from pbsim.errors import InputError
-from pbsim.model.builder import LinkSpec, ModelBuilder
-from pbsim.model.geometry import Geometry
-
-
-def box(half=(0.2, 0.2, 0.05), mass=1.0):
-    a, b, c = 2 * np.asarray(half, float)
-    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    mb = ModelBuilder("box")
-    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
-    return mb.build(floating_base=True)
+from pbsim_models.parts import free_box as box
 
 
 def _fd(model, scene, q, eps=1e-6, **kw):

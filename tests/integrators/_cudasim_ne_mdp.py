@@ -10,7 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).parents[2]), str(Path(__file__).parents[2] / "scripts")]
+sys.path[:0] = [
+    str(Path(__file__).parents[1]),
+    str(Path(__file__).parents[2]),
+    str(Path(__file__).parents[2] / "scripts"),
+]
+
+from cudasim_steps import cpu_steps, gpu_steps, print_diffs  # noqa: E402
 
 DT, STEPS = 0.005, 3
 
@@ -32,34 +38,17 @@ def setup():
 
 
 def cpu_outputs() -> dict:
-    from pbsim.integrators import State, make
-
     m, scene, q, v = setup()
-    I = make("ne_mdp", m, scene)
-    s = State.make(m, q, v)
-    for _ in range(STEPS):
-        s, d = I.step(s, None, DT)
-        assert d.converged.all() and (d.extra["active_contacts"] > 0).all()
-    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))
+    return cpu_steps("ne_mdp", m, scene, q, v, STEPS, DT,
+                     lambda d: d.converged.all() and (d.extra["active_contacts"] > 0).all())  # fmt: skip
 
 
 def gpu_outputs() -> dict:
-    from pbsim.backends import cuda as pc
-
     m, scene, q, v = setup()
-    g = pc.CudaBatch(m, "ne_mdp", scene=scene, batch=2)
-    g.set_state(q, v)
-    g.advance(STEPS, DT)
-    qg, vg, eg = g.record()
-    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+    return gpu_steps("ne_mdp", m, scene, q, v, STEPS, DT)
 
 
 if __name__ == "__main__":
     with np.load(sys.argv[1]) as f:
         cpu = dict(f)
-    gpu = gpu_outputs()
-    for name in ("q", "v", "e"):
-        a, b = np.asarray(gpu[name], float), cpu[name]
-        print("DIFF", name, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
-    same = np.array_equal(np.asarray(gpu["it"]), cpu["it"])
-    print("ITER", "same" if same else f"differ {gpu['it']} {cpu['it']}")
+    print_diffs(cpu, gpu_outputs())

@@ -16,9 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).parents[1] / "contact"), str(Path(__file__).parents[2])]
+sys.path[:0] = [
+    str(Path(__file__).parents[1] / "contact"),
+    str(Path(__file__).parents[1]),
+    str(Path(__file__).parents[2]),
+]
 
 from _models import free_body  # noqa: E402
+from cudasim_steps import cpu_steps, gpu_steps, print_diffs  # noqa: E402
 from pbsim.contact import HeightField, make_scene  # noqa: E402
 
 DT, STEPS, CPAR = 0.05, 2, 1e6
@@ -59,27 +64,17 @@ def _gap(m, scene, q):
 
 def cpu_outputs(method="pbfd", cpar=CPAR) -> dict:
     from pbsim.contact import contact_query
-    from pbsim.integrators import State, make
 
     m, scene, q, v = setup()
     assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
-    I = make(method, m, scene, c_friction=cpar)
-    s = State.make(m, q, v)
-    for _ in range(STEPS):
-        s, d = I.step(s, None, DT)
-        assert d.converged.all() and (d.iterations >= 2).all() and not d.extra["stalled"].any()
-    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))  # iterations: of the last step
+    return cpu_steps(method, m, scene, q, v, STEPS, DT,
+                     lambda d: d.converged.all() and (d.iterations >= 2).all() and not d.extra["stalled"].any(),
+                     c_friction=cpar)  # fmt: skip
 
 
 def gpu_outputs(schedule="kernel", method="pbfd", cpar=CPAR) -> dict:
-    from pbsim.backends import cuda as pc
-
     m, scene, q, v = setup()
-    g = pc.CudaBatch(m, method, scene=scene, batch=2, c_friction=cpar, schedule=schedule)
-    g.set_state(q, v)
-    g.advance(STEPS, DT)
-    qg, vg, eg = g.record()
-    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+    return gpu_steps(method, m, scene, q, v, STEPS, DT, c_friction=cpar, schedule=schedule)
 
 
 if __name__ == "__main__":
@@ -87,9 +82,4 @@ if __name__ == "__main__":
         cpu = dict(f)
     method, cpar = (sys.argv[2], float(sys.argv[3])) if len(sys.argv) > 3 else ("pbfd", CPAR)
     for schedule, tag in (("kernel", ""), ("launch", "_launch")):
-        gpu = gpu_outputs(schedule, method, cpar)
-        for name in ("q", "v", "e"):
-            a, b = np.asarray(gpu[name], float), cpu[name]
-            print("DIFF", name + tag, float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
-        same = np.array_equal(np.asarray(gpu["it"]), cpu["it"])
-        print("ITER" + tag, "same" if same else f"differ {gpu['it']} {cpu['it']}")
+        print_diffs(cpu, gpu_outputs(schedule, method, cpar), tag)

@@ -8,24 +8,16 @@ import pytest
 
 import pbsim
 import pbsim_models
-from pbsim.backends.cpu import CpuBatch
+from conftest import batch_equals_step, euler_steps_without_contact
 from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
 from pbsim.control import Control
 from pbsim.errors import InputError
 from pbsim.integrators import State, make
-from pbsim.model.builder import LinkSpec, ModelBuilder
-from pbsim.model.geometry import Geometry
+from pbsim.model.builder import ModelBuilder
+from pbsim_models.parts import free_box as box
 
 G = 9.81
 DT = 1e-3
-
-
-def box(half=(0.2, 0.2, 0.05), mass=1.0):
-    a, b, c = 2 * np.asarray(half, float)
-    I = mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
-    mb = ModelBuilder("box")
-    mb.add_link(LinkSpec("body", mass, np.zeros(3), I, [Geometry("g", "box", 0, np.eye(3), np.zeros(3), half)]))
-    return mb.build(floating_base=True)
 
 
 def run(integ, s, steps, dt=DT):
@@ -141,32 +133,13 @@ def test_cpubatch_runs_the_same_kernel():
     q0 = np.tile(m.neutral(), (2, 1))
     q0[:, 2] = [0.05, 0.12]
     v0 = np.array([[1.0, 0.3, 0, 0, 0, 0.5], [0.2, -0.4, -1.0, 0.3, 0.0, 0.0]])
-    integ = make("ne_dry", m, sc, mu=0.4)
-    s = State.make(m, q0, v0)
-    for _ in range(40):
-        s, d = integ.step(s, None, DT)
-    cb = CpuBatch(m, "ne_dry", scene=sc, batch=2, mu=0.4)
-    cb.set_state(q0, v0)
-    cb.advance(40, DT)
-    q, v = cb.state()
-    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
-    info = cb.solver_info()
-    assert (info[:, 2] == 1).all() and (info[:, 3] == d.extra["active_contacts"]).all()
+    d, info = batch_equals_step("ne_dry", m, sc, q0, v0, 40, DT, mu=0.4)
+    assert (info[:, 3] == d.extra["active_contacts"]).all()
 
 
 def test_without_contact_it_is_semi_implicit_euler():
     """No scene: M^-1 by dense Cholesky instead of ABA, the same step (stable PD, damping)."""
-    model = pbsim_models.chain(4, damping=0.05)
-    q0 = np.array([0.4, -0.3, 0.2, 0.1])
-    ctl = Control(mode="spd", kp=2.0, kd=0.2, q_ref=np.zeros(4))
-    a = State.make(model, q0)
-    b = State.make(model, q0)
-    ne, eu = make("ne_dry", model), make("euler", model)
-    for _ in range(200):
-        a, da = ne.step(a, ctl, 0.01)
-        b, _ = eu.step(b, ctl, 0.01)
-    assert np.allclose(a.q, b.q, atol=1e-10) and np.allclose(a.v, b.v, atol=1e-10)
-    assert da.extra["active_contacts"][0] == 0 and da.iterations[0] == 0
+    euler_steps_without_contact("ne_dry")
 
 
 def test_effort_clamping_active_set():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pbsim_models
-from pbsim.backends.cpu import CpuBatch
+from conftest import batch_equals_step, euler_steps_without_contact, run_cudasim_twin
 from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
 from pbsim.contact.environment import ContactInputError
 from pbsim.control import Control
@@ -116,33 +116,14 @@ def test_cpubatch_runs_the_same_kernel():
     q0 = np.tile(m.neutral(), (2, 1))
     q0[:, 2] = [0.05, 0.12]
     v0 = np.array([[1.0, 0.3, 0, 0, 0, 0.5], [0.2, -0.4, -1.0, 0.3, 0.0, 0.0]])
-    integ = make("ne_mdp", m, sc)
-    s = State.make(m, q0, v0)
-    for _ in range(40):
-        s, d = integ.step(s, None, DT)
-    cb = CpuBatch(m, "ne_mdp", scene=sc, batch=2)
-    cb.set_state(q0, v0)
-    cb.advance(40, DT)
-    q, v = cb.state()
-    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
-    info = cb.solver_info()
-    assert (info[:, 2] == 1).all() and (info[:, 3] == d.extra["active_contacts"]).all()
+    d, info = batch_equals_step("ne_mdp", m, sc, q0, v0, 40, DT)
+    assert (info[:, 3] == d.extra["active_contacts"]).all()
     assert (d.extra["active_contacts"] > 0).all()
 
 
 def test_without_contact_it_is_semi_implicit_euler_with_stable_pd():
     """No scene: H^ = H + dt Kd (+ dt damping) solved densely, the same step as euler's MABA."""
-    model = pbsim_models.chain(4, damping=0.05)
-    q0 = np.array([0.4, -0.3, 0.2, 0.1])
-    ctl = Control(mode="spd", kp=2.0, kd=0.2, q_ref=np.zeros(4))
-    a = State.make(model, q0)
-    b = State.make(model, q0)
-    ne, eu = make("ne_mdp", model), make("euler", model)
-    for _ in range(200):
-        a, da = ne.step(a, ctl, 0.01)
-        b, _ = eu.step(b, ctl, 0.01)
-    assert np.allclose(a.q, b.q, atol=1e-10) and np.allclose(a.v, b.v, atol=1e-10)
-    assert da.extra["active_contacts"][0] == 0 and da.iterations[0] == 0 and da.converged.all()
+    assert euler_steps_without_contact("ne_mdp").converged.all()
 
 
 def test_bad_inputs_are_input_errors():
@@ -234,26 +215,10 @@ def test_ne_mdp_step_on_cuda_backend_cudasim(tmp_path):
     """The step kernel through the CUDA backend (CudaBatch, the cuda_twin of ne_mdp_step and of
     optim.qp's FISTA; numba's CUDA simulator in a subprocess) equals the CPU integrator's step,
     QP iterations included (_cudasim_ne_mdp.py)."""
-    import importlib.util
-    import os
-    import subprocess
-
-    pytest.importorskip("numba.cuda")
-    script = Path(__file__).with_name("_cudasim_ne_mdp.py")
-    spec = importlib.util.spec_from_file_location("_pbsim_ne_mdp_cudasim", script)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    ref = tmp_path / "ne_mdp_cpu.npz"
-    np.savez(ref, **check.cpu_outputs())
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, str(script), str(ref)], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
-    assert set(diffs) == {"q", "v", "e"}, r.stdout
+    diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_ne_mdp.py"), tmp_path / "ne_mdp_cpu.npz")
+    assert set(diffs) == {"q", "v", "e"}, out
     assert max(diffs.values()) <= 1e-10, diffs
-    assert "ITER same" in r.stdout, r.stdout
+    assert "ITER same" in out, out
 
 
 URDF_LIMITED = """<robot name="pend">

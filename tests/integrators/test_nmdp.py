@@ -20,7 +20,7 @@ import pytest
 
 import pbsim
 import pbsim_models
-from pbsim.backends.cpu import CpuBatch
+from conftest import batch_equals_step
 from pbsim.contact import Plane, Scene, Sphere, sample_contact_points
 from pbsim.contact.nmdp import nmdp_vertices
 from pbsim.errors import InputError, SimulationError
@@ -235,17 +235,7 @@ def test_cpubatch_equals_integrator_step():
     Q[1, 2] += 0.02
     V = np.zeros((2, 6))
     V[1] = [0.5, 0.2, -0.3, 0.0, 0.3, 1.0]
-    integ = make("nmdp", m, sc)
-    s = State.make(m, Q, V)
-    for _ in range(15):
-        s, d = integ.step(s, None, 0.01)
-    cb = CpuBatch(m, "nmdp", scene=sc, batch=2)
-    cb.set_state(Q, V)
-    cb.advance(15, 0.01)
-    q, v = cb.state()
-    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
-    info = cb.solver_info()
-    assert (info[:, 2] == 1).all()
+    batch_equals_step("nmdp", m, sc, Q, V, 15, 0.01)
 
 
 def test_sub_step_cap_is_flagged_never_silent():

@@ -6,17 +6,19 @@ CpuBatch against the integrator's step."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import pbsim
 import pbsim_models
+from conftest import run_cudasim_twin
 from pbad_fd import chart_gradient
-from pbsim.backends.cpu import CpuBatch
 from pbsim.errors import InputError
 from pbsim.integrators import State, make
 from test_pbad_scene import box_model
-from test_pbfd import _box_state, _check_contact, _run
+from test_pbfd import _box_state, _check_contact, _run, check_cpu_batch
 
 HALF = 0.1  # the box's half size [m]; 1 kg; 20 contact points (8 corners, 12 edge midpoints)
 
@@ -251,24 +253,7 @@ def test_default_c_friction_rule(box):
 def test_cpu_batch_equals_integrator_step(box):
     """CpuBatch('pbd_friction') (the generic batch driver on the LM step kernel) gives the
     integrator's steps bit for bit: 3 boxes landing while sliding, dt = 0.05."""
-    m, scene = box
-    q0 = np.tile(m.neutral(), (3, 1))
-    q0[:, 2] = HALF + 0.02
-    v0 = np.zeros((3, 6))
-    v0[:, 0] = [0.2, 1.0, 2.0]
-    I = make("pbd_friction", m, scene, c_friction=1e4)
-    s = State.make(m, q0, v=v0)
-    for _ in range(20):
-        s, d = I.step(s, None, 0.05)
-        assert d.converged.all() and not d.extra["stalled"].any()
-    cb = CpuBatch(m, "pbd_friction", scene=scene, batch=3, c_friction=1e4)
-    cb.set_state(q0, v0)
-    cb.advance(20, 0.05)
-    q, v = cb.state()
-    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
-    assert (cb.solver_info()[:, 2] == 1).all()
-    with pytest.raises(InputError, match="optimizer='lm' only"):
-        CpuBatch(m, "pbd_friction", scene=scene, batch=2, optimizer="jtj")
+    check_cpu_batch(box, "pbd_friction", 1e4, "jtj")
 
 
 def test_pbd_friction_step_on_cuda_backend_cudasim(tmp_path):
@@ -276,31 +261,13 @@ def test_pbd_friction_step_on_cuda_backend_cudasim(tmp_path):
     form) through the CUDA backend (CudaBatch under numba's CUDA simulator, in a subprocess) equal
     the CPU integrator, iterations included: boxes sliding on two facets of a heightfield
     (tests/integrators/_cudasim_pbfd.py with METHOD pbd_friction)."""
-    import importlib.util
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    pytest.importorskip("numba.cuda")
-    script = Path(__file__).with_name("_cudasim_pbfd.py")
-    spec = importlib.util.spec_from_file_location("_pbsim_pbfd_cudasim", script)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    ref = tmp_path / "pbd_cpu.npz"
-    np.savez(ref, **check.cpu_outputs("pbd_friction", 1e4))
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
-    r = subprocess.run(
-        [sys.executable, str(script), str(ref), "pbd_friction", "1e4"],
-        env=env,
-        capture_output=True,
-        text=True,
+    diffs, out = run_cudasim_twin(
+        Path(__file__).with_name("_cudasim_pbfd.py"),
+        tmp_path / "pbd_cpu.npz",
+        cpu_args=("pbd_friction", 1e4),
+        argv=("pbd_friction", "1e4"),
         timeout=900,
     )
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
-    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, r.stdout
+    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, out
     assert max(diffs.values()) <= 1e-10, diffs
-    assert "ITER same" in r.stdout and "ITER_launch same" in r.stdout, r.stdout
+    assert "ITER same" in out and "ITER_launch same" in out, out

@@ -6,11 +6,14 @@ driver, friction_for_mu."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import pbsim
 import pbsim_models
+from conftest import batch_equals_step, run_cudasim_twin
 from pbad_fd import chart_gradient
 from pbsim.backends.cpu import CpuBatch
 from pbsim.contact import HeightField
@@ -305,27 +308,28 @@ def test_bad_options_raise(box, opts):
         make("pbfd", m, scene, **opts)
 
 
-def test_cpu_batch_equals_integrator_step(box):
-    """CpuBatch('pbfd') (the generic batch driver on the same step kernel) gives the integrator's
-    steps bit for bit: 3 boxes landing while sliding at different speeds, dt = 0.05."""
+def _converged_unstalled(d):
+    return d.converged.all() and not d.extra["stalled"].any()
+
+
+def check_cpu_batch(box, method, c_friction, other_optimizer):
+    """CpuBatch(method) equals the integrator's steps bit for bit (3 boxes of half size HALF landing
+    while sliding at 0.2, 1 and 2 m/s, 20 steps of 0.05 s, every step converged and not stalled),
+    and refuses an optimizer other than LM."""
     m, scene = box
     q0 = np.tile(m.neutral(), (3, 1))
     q0[:, 2] = HALF + 0.02
     v0 = np.zeros((3, 6))
     v0[:, 0] = [0.2, 1.0, 2.0]
-    I = make("pbfd", m, scene, c_friction=1e6)
-    s = State.make(m, q0, v=v0)
-    for _ in range(20):
-        s, d = I.step(s, None, 0.05)
-        assert d.converged.all() and not d.extra["stalled"].any()
-    cb = CpuBatch(m, "pbfd", scene=scene, batch=3, c_friction=1e6)
-    cb.set_state(q0, v0)
-    cb.advance(20, 0.05)
-    q, v = cb.state()
-    assert np.array_equal(q, s.q) and np.array_equal(v, s.v)
-    assert (cb.solver_info()[:, 2] == 1).all()
+    batch_equals_step(method, m, scene, q0, v0, 20, 0.05, _converged_unstalled, c_friction=c_friction)
     with pytest.raises(InputError, match="optimizer='lm' only"):
-        CpuBatch(m, "pbfd", scene=scene, batch=2, optimizer="lbfgs")
+        CpuBatch(m, method, scene=scene, batch=2, optimizer=other_optimizer)
+
+
+def test_cpu_batch_equals_integrator_step(box):
+    """CpuBatch('pbfd') (the generic batch driver on the same step kernel) gives the integrator's
+    steps bit for bit: 3 boxes landing while sliding at different speeds, dt = 0.05."""
+    check_cpu_batch(box, "pbfd", 1e6, "lbfgs")
 
 
 def test_friction_for_mu(box):
@@ -367,25 +371,7 @@ def test_pbfd_step_on_cuda_backend_cudasim(tmp_path):
     simulator in a subprocess) equals the CPU integrator's step, JTJ-LM iterations included, with
     both schedules (whole steps in the kernel; one LM iteration per launch, paper 003 Fig. 3):
     boxes sliding on two facets of a heightfield (_cudasim_pbfd.py; measured: identical)."""
-    import importlib.util
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    pytest.importorskip("numba.cuda")
-    script = Path(__file__).with_name("_cudasim_pbfd.py")
-    spec = importlib.util.spec_from_file_location("_pbsim_pbfd_cudasim", script)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    ref = tmp_path / "pbfd_cpu.npz"
-    np.savez(ref, **check.cpu_outputs())
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "models"), env.get("PYTHONPATH", "")])
-    r = subprocess.run([sys.executable, str(script), str(ref)], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    diffs = {ln.split()[1]: float(ln.split()[2]) for ln in r.stdout.splitlines() if ln.startswith("DIFF")}
-    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, r.stdout
+    diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_pbfd.py"), tmp_path / "pbfd_cpu.npz")
+    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, out
     assert max(diffs.values()) <= 1e-10, diffs
-    assert "ITER same" in r.stdout and "ITER_launch same" in r.stdout, r.stdout
+    assert "ITER same" in out and "ITER_launch same" in out, out
