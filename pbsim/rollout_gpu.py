@@ -15,6 +15,7 @@ from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import InputError, SimulationError, check_dt, check_int
 from pbsim.integrators.base import State
+from pbsim.integrators.divergence import check_run
 from pbsim.trajectory import Trajectory  # not pbsim.rollout: that module dispatches device="cuda" here
 
 
@@ -85,14 +86,14 @@ def rollout_cuda(
     for r in frames:
         sim.advance(record_every, dt)
         q, v, e = sim.record()
-        bad = ~(np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1))
+        bad, why = check_run(model, state.q, state.v, q, v)  # the shared rule, on recorded frames
         if bad.any():
             if on_nan == "raise":
                 b = int(np.argmax(bad))
                 k = r * record_every
                 raise SimulationError(
-                    f"integrator {integrator!r} diverged (NaN/inf) on device='cuda' by step {k}, "
-                    f"t = {k * dt:.6g} s, dt = {dt:g}, trajectory {b}; try a smaller dt or an "
+                    f"integrator {integrator!r} diverged on device='cuda' by step {k}, "
+                    f"t = {k * dt:.6g} s, dt = {dt:g}, trajectory {b} ({why[b]}); try a smaller dt or an "
                     "implicit integrator"
                 )
             diverged |= bad

@@ -13,6 +13,7 @@ from pbsim.control.stepwork import make_step_work
 from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError, check_dt
 from pbsim.integrators.base import State, make_batched
+from pbsim.integrators.divergence import check_run
 from pbsim.integrators.driver import driver, steps_batch
 
 
@@ -37,6 +38,7 @@ class CpuBatch:
     def set_state(self, q, v=None):
         st = State.make(self.model, q, v, self.B)
         self.q[...], self.v[...] = st.q, st.v
+        self.q0, self.v0 = self.q.copy(), self.v.copy()  # the run's start, for diverged()
 
     def set_control(self, control):
         self.c = (control if control is not None else Control()).kernel_arrays(self.model, self.B)
@@ -61,6 +63,13 @@ class CpuBatch:
 
     def state(self):
         return self.q.copy(), self.v.copy()
+
+    def diverged(self):
+        """``(diverged (B,), reasons)``: the shared divergence rule
+        (:func:`pbsim.integrators.divergence.check_run`) on the current state against the state
+        given to :meth:`set_state` (non-finite, a joint beyond the speed limit, or an energy gain
+        beyond 10x the model's energy scale)."""
+        return check_run(self.model, self.q0, self.v0, self.q, self.v)
 
 
 @kernel

@@ -561,6 +561,7 @@ class CudaBatch:
         st = State.make(self.model, q, v, self.B)
         dev_put(st.q, self.layout, out=self.q)
         dev_put(st.v, self.layout, out=self.v)
+        self.q0, self.v0 = st.q.copy(), st.v.copy()  # the run's start (host), for diverged()
 
     def set_control(self, control):
         """Upload a :class:`pbsim.Control` (constant over the following :meth:`advance` calls)."""
@@ -618,3 +619,12 @@ class CudaBatch:
     def state(self):
         """``(q, v)`` copied to the host (no energy evaluation)."""
         return dev_get(self.q), dev_get(self.v)
+
+    def diverged(self):
+        """``(diverged (B,), reasons)``: the shared divergence rule
+        (:func:`pbsim.integrators.divergence.check_run`, on the host) on the current state against
+        the state given to :meth:`set_state`."""
+        from pbsim.integrators.divergence import check_run
+
+        q, v = self.state()
+        return check_run(self.model, self.q0, self.v0, q, v)
