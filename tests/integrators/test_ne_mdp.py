@@ -21,6 +21,7 @@ from pbsim.control import Control
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators import State, make
 from pbsim.optim.qp import capped_simplex_project, qp_layout
+from test_limits import URDF as URDF_LIMITED  # the limited pendulum
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from bench_ne_mdp import box, slide, stick  # noqa: E402
@@ -219,15 +220,6 @@ def test_ne_mdp_step_on_cuda_backend_cudasim(tmp_path):
     assert set(diffs) == {"q", "v", "e"}, out
     assert max(diffs.values()) <= 1e-10, diffs
     assert "ITER same" in out, out
-
-
-URDF_LIMITED = """<robot name="pend">
- <link name="base"/>
- <link name="arm"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
-  <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
- <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
-  <limit lower="-0.5" upper="0.5" effort="100" velocity="10"/></joint>
-</robot>"""
 
 
 @pytest.mark.parametrize("dt", [1e-3, 2e-2])
