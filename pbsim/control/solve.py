@@ -44,6 +44,22 @@ def preclip_explicit(m, c, sw, b, tau):
                 sw.tc[b, j] = cl
 
 
+@kernel(inline=True)
+def clamp_joint(c, sw, b, j, a, tau, arm):
+    """Joint j's stable-PD actuation ``a`` beyond its effort limit: fixed at the limit as an
+    explicit torque (``tau`` takes the difference, its ``Kd dt`` leaves ``arm``).  Returns whether
+    it was clamped."""
+    lim = c.effort[j]
+    if a > lim or a < -lim:
+        cl = lim if a > 0.0 else -lim
+        tau[j] += cl - sw.tc[b, j]
+        arm[j] -= sw.kc[b, j]
+        sw.tc[b, j] = cl
+        sw.kc[b, j] = 0.0
+        return True
+    return False
+
+
 @kernel
 def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
     """Effort clamping with SPD (documented interplay): the SPD torque ``Q - Kd dt qdd`` (Eq. 6)
@@ -56,14 +72,7 @@ def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
             kc = sw.kc[b, j]
             if kc == 0.0:
                 continue
-            lim = c.effort[j]
-            a = sw.tc[b, j] - kc * qdd[j]
-            if a > lim or a < -lim:
-                cl = lim if a > 0.0 else -lim
-                tau[j] += cl - sw.tc[b, j]
-                arm[j] -= kc
-                sw.tc[b, j] = cl
-                sw.kc[b, j] = 0.0
+            if clamp_joint(c, sw, b, j, sw.tc[b, j] - kc * qdd[j], tau, arm):
                 changed = True
         if not changed:
             break

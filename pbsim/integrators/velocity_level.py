@@ -11,6 +11,7 @@ import numpy as np
 
 from pbsim.backends.kernel import kernel
 from pbsim.contact.query import point_force_jt
+from pbsim.control.solve import clamp_joint
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve
@@ -75,14 +76,7 @@ def clamp_velocity_step(m, c, sw, b, v, vn, dt):
         kc = sw.kc[b, j]
         if kc == 0.0:
             continue
-        lim = c.effort[j]
-        a = sw.tc[b, j] - kc * (vn[j] - v[j]) / dt
-        if a > lim or a < -lim:
-            cl = lim if a > 0.0 else -lim
-            sw.tau[b, j] += cl - sw.tc[b, j]
-            sw.arm[b, j] -= kc
-            sw.tc[b, j] = cl
-            sw.kc[b, j] = 0.0
+        if clamp_joint(c, sw, b, j, sw.tc[b, j] - kc * (vn[j] - v[j]) / dt, sw.tau[b], sw.arm[b]):
             changed = True
     return changed
 
