@@ -32,17 +32,7 @@ import numpy as np
 from pbsim.backends.cpu import CpuBatch
 from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
 from pbsim.integrators import State, make
-from pbsim.model.builder import ModelBuilder
-from pbsim_models.parts import free_box as box, add_universal, capsule_link
-
-
-def floating_chain(n=10, link_length=0.1, link_mass=0.1, radius=0.01):
-    b = ModelBuilder(f"floating_chain{n}")
-    for i in range(n):
-        b.add_link(capsule_link(f"link{i}", link_mass, link_length, radius))
-        if i:
-            add_universal(b, f"joint{i}", f"link{i - 1}", f"link{i}", [link_length, 0, 0])
-    return b.build(floating_base=True)
+from pbsim_models.parts import floating_chain, free_box as box
 
 
 def scenes():

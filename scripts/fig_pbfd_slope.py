@@ -54,8 +54,7 @@ from pbsim.contact import Scene, sample_contact_points  # noqa: E402
 from pbsim.contact.environment import Box, Plane  # noqa: E402
 from pbsim.integrators import State, make  # noqa: E402
 from pbsim.integrators.pbfd import friction_for_mu  # noqa: E402
-from pbsim.model.builder import ModelBuilder  # noqa: E402
-from pbsim_models.parts import add_universal, capsule_link  # noqa: E402
+from pbsim_models.parts import floating_chain  # noqa: E402
 
 SLOPE = np.radians(30.0)
 SLOPE_LEN = 2.4  # m, top face from its upper edge to the floor
@@ -69,12 +68,7 @@ N_LINKS, LINK_LEN, LINK_MASS, RADIUS = 10, 0.1, 0.1, 0.01
 
 
 def chain():
-    b = ModelBuilder(f"floating_chain{N_LINKS}")
-    for i in range(N_LINKS):
-        b.add_link(capsule_link(f"link{i}", LINK_MASS, LINK_LEN, RADIUS))
-        if i:
-            add_universal(b, f"joint{i}", f"link{i - 1}", f"link{i}", [LINK_LEN, 0, 0])
-    return b.build(floating_base=True)
+    return floating_chain(N_LINKS, LINK_LEN, LINK_MASS, RADIUS)
 
 
 def slope_geometry(scene="box"):

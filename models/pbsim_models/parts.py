@@ -66,6 +66,19 @@ def free_box(half=(0.2, 0.2, 0.05), mass=1.0):
     return mb.build(floating_base=True)
 
 
+def floating_chain(n=10, link_length=0.1, link_mass=0.1, radius=0.01):
+    """``n`` capsules joined by the papers' 2-DOF joints (:func:`add_universal`) on a free base: the
+    floating chain of paper 003 Fig. 6."""
+    from pbsim.model.builder import ModelBuilder
+
+    b = ModelBuilder(f"floating_chain{n}")
+    for i in range(n):
+        b.add_link(capsule_link(f"link{i}", link_mass, link_length, radius))
+        if i:
+            add_universal(b, f"joint{i}", f"link{i - 1}", f"link{i}", [link_length, 0, 0])
+    return b.build(floating_base=True)
+
+
 def add_universal(b, name, parent, child_link, p, axes=((0, 1.0, 0), (0, 0, 1.0)), lower=-np.inf, upper=np.inf):
     """A 2-DOF 'ball' joint (the papers' chains and spider): two hinges through one point,
     with a massless link between them."""

@@ -13,8 +13,7 @@ from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
 from pbsim.control import Control
 from pbsim.errors import InputError
 from pbsim.integrators import State, make
-from pbsim.model.builder import ModelBuilder
-from pbsim_models.parts import free_box as box
+from pbsim_models.parts import floating_chain, free_box as box
 
 G = 9.81
 DT = 1e-3
@@ -194,18 +193,6 @@ def test_floating_chain_lands_on_the_plane():
         assert d.converged.all() and np.isfinite(s.q).all()
         worst = max(worst, d.penetration[0])
     assert worst < 0.02 and d.extra["active_contacts"][0] == len(sc.points.body)
-
-
-def floating_chain(n, link_length=0.1, link_mass=0.1, radius=0.01):
-    """``n`` capsules joined by the papers' 2-DOF joints, free base (the chain of paper 003 Fig. 6)."""
-    from pbsim_models.parts import add_universal, capsule_link
-
-    b = ModelBuilder(f"floating_chain{n}")
-    for i in range(n):
-        b.add_link(capsule_link(f"link{i}", link_mass, link_length, radius))
-        if i:
-            add_universal(b, f"joint{i}", f"link{i - 1}", f"link{i}", [link_length, 0, 0])
-    return b.build(floating_base=True)
 
 
 def test_energy_is_dissipated_by_sliding():
