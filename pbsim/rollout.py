@@ -54,6 +54,9 @@ def rollout(
     steps = check_int("steps", steps, 0)
     dt = check_dt(dt)
     record_every = check_int("record_every", record_every, 1)
+    cuda_args = {}
+    if device == "cuda":  # the GPU driver's own arguments are not integrator options
+        cuda_args = {k: integrator_options.pop(k) for k in CUDA_ARGS if k in integrator_options}
     _check_integrator_options(integrator, integrator_options)
     if device == "cuda":
         from pbsim.rollout_gpu import rollout_cuda
@@ -71,6 +74,7 @@ def rollout(
             record_every=record_every,
             progress=progress,
             on_nan=on_nan,
+            **cuda_args,
             **integrator_options,
         )
     if device != "cpu":
@@ -169,6 +173,7 @@ def rollout(
 
 
 ON_NAN = ("raise", "stop")
+CUDA_ARGS = ("layout", "threads", "schedule")  # rollout_cuda's own keyword arguments (device='cuda')
 ROLLOUT_ARGS = (
     "integrator",
     "dt",

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pbsim_models
+import pytest
 
 import pbsim
 from pbsim.backends.cpu import CpuBatch
@@ -28,3 +29,16 @@ def test_cpubatch_flags_a_finite_blow_up_and_not_a_stable_run():
     cb2.advance(1000, 1e-3)
     bad2, why2 = cb2.diverged()
     assert not bad2.any() and why2 == [None, None]
+
+
+def test_rollout_passes_the_cuda_drivers_own_arguments_through():
+    """layout / threads / schedule belong to device='cuda' (not integrator options); with
+    device='cpu' they stay unknown options (named error)."""
+    m = pbsim_models.chain(3)
+    with pytest.raises(pbsim.InputError, match="layout"):
+        pbsim.rollout(m, "euler", dt=0.01, steps=2, layout="soa")
+    import inspect
+
+    from pbsim.rollout_gpu import rollout_cuda
+
+    assert set(pbsim.rollout.__globals__["CUDA_ARGS"]) <= set(inspect.signature(rollout_cuda).parameters)
