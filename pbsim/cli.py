@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import time
@@ -464,11 +465,29 @@ def build_parser():
     return p
 
 
+def parse_args(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but an unknown option is refused with the closest valid
+    names of its command ("did you mean --integrator?") and the list of valid options."""
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args
+    target = parser
+    for a in parser._actions:  # the sub-command's own parser, when there is one
+        if isinstance(a, argparse._SubParsersAction) and getattr(args, "cmd", None) in a.choices:
+            target = a.choices[args.cmd]
+    valid = sorted({s for a in target._actions for s in a.option_strings if s.startswith("--")})
+    words = []
+    for tok in extras:
+        close = difflib.get_close_matches(tok.split("=", 1)[0], valid, n=3, cutoff=0.6) if tok.startswith("-") else []
+        words.append(tok + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+    target.error(f"unrecognized arguments: {' '.join(words)}; valid options: {', '.join(valid)}")
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["view"]:  # the viewer owns its arguments (and --help)
         return _run(cmd_view, argparse.Namespace(rest=argv[1:]))
-    return _run(None, build_parser().parse_args(argv))
+    return _run(None, parse_args(build_parser(), argv))
 
 
 def _run(fn, args):

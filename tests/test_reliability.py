@@ -295,6 +295,28 @@ def test_cli_humanoid_example_does_not_exit_0():
     assert rc not in (0, None)
 
 
+@pytest.mark.parametrize(
+    "argv, bad, hint",
+    [
+        (["rollout", "chain10", "--integrater", "euler"], "--integrater", "--integrator"),
+        (["info", "chain10", "--jsn"], "--jsn", "--json"),
+        (["view", "chain10", "--grund", "none"], "--grund", "--ground"),
+    ],
+)
+def test_cli_unknown_flag_names_the_closest_valid_ones(argv, bad, hint, capsys):
+    """An unknown or misspelt CLI flag: exit 2, the flag named, the closest valid flag suggested and
+    the command's valid options listed (rollout, info and the viewer's own parser alike)."""
+    if argv[0] == "view":
+        pytest.importorskip("pbsim_viewer")
+    from pbsim.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert f"unrecognized arguments: {bad} (did you mean {hint}" in err and "valid options:" in err
+
+
 def test_rule_names_the_joint_and_is_applied_by_every_step():
     import pbsim_models
     from pbsim.integrators import make

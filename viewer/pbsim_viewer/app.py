@@ -582,7 +582,9 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    from pbsim.cli import parse_args
+
+    args = parse_args(build_parser(), argv)
     w, h = (int(x) for x in args.size.lower().split("x"))
     cam = None
     if args.camera:
