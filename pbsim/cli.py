@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 import time
 
@@ -14,8 +15,6 @@ from pbsim.errors import PbsimError
 
 def load_model(spec: str, floating_base=None, fix_inertia=False, packages=()):
     """A robot file path, or the name of one of our generated models (chain10, snake36, ...)."""
-    import os
-
     import pbsim
 
     if not os.path.exists(spec) and not spec.endswith((".urdf", ".xml", ".mjcf")):
@@ -213,8 +212,13 @@ def cmd_view(args):
 def cmd_convert(args):
     from pbsim.io.convert import convert
 
+    src = args.input
+    if not os.path.exists(src) and not src.endswith((".urdf", ".xml", ".mjcf")):  # a generated name
+        if args.floating_base is not None:
+            raise PbsimError(f"{src}: --floating-base/--fixed-base apply to robot files, not to generated models")
+        src = load_model(src)
     rep = convert(
-        args.input,
+        src,
         args.output,
         mesh_format=args.mesh_format,
         convex_hull=args.convex_hull,

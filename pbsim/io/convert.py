@@ -192,17 +192,22 @@ def _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, r
     mapping: dict[int, str] = {}
     nhull = 0
     for idx, g in enumerate(model.geoms):
-        if g.shape != "mesh" or not g.mesh_path:
+        if g.shape != "mesh" or not (g.mesh_path or g.mesh_data is not None):
             continue
-        src = os.path.abspath(g.mesh_path)
         hull = bool(convex_hull and g.role != "visual")
-        ext = os.path.splitext(src)[1].lower()
+        if g.mesh_path:
+            src = os.path.abspath(g.mesh_path)
+            ext = os.path.splitext(src)[1].lower()
+        else:  # a mesh held in memory (an MJCF <mesh> compiled by MuJoCo): written out as a file
+            data = (np.ascontiguousarray(g.mesh_data[0], float), np.ascontiguousarray(g.mesh_data[1], np.int64))
+            src = f"<{g.name or g.link or 'mesh'} in memory>"
+            ext = ""
         fmt_out = mesh_format or (ext if ext in allowed else ".stl")
-        key = (src, hull, simplify, fmt_out)
+        key = (src if g.mesh_path else (data[0].tobytes(), data[1].tobytes()), hull, simplify, fmt_out)
         if key in done:
             mapping[idx] = done[key]
             continue
-        stem = os.path.splitext(os.path.basename(src))[0]
+        stem = os.path.splitext(os.path.basename(src))[0] if g.mesh_path else _safe_stem(g.name or g.link or "mesh")
         stem += "_hull" if hull else ""
         stem += f"_{simplify}f" if simplify else ""
         name, k = stem + fmt_out, 1
@@ -214,12 +219,15 @@ def _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, r
         dst = os.path.join(out_dir, rel_dir, name)
         from pbsim.io.export_mjcf import is_ascii_stl
 
-        ascii_bad = target == "mjcf" and is_ascii_stl(src)
-        if fmt_out == ext and not hull and not simplify and not ascii_bad:
+        ascii_bad = bool(g.mesh_path) and target == "mjcf" and is_ascii_stl(src)
+        if g.mesh_path and fmt_out == ext and not hull and not simplify and not ascii_bad:
             if os.path.abspath(dst) != src:
                 shutil.copyfile(src, dst)
         else:
-            mesh = trimesh.load(src, force="mesh", process=False)
+            if g.mesh_path:
+                mesh = trimesh.load(src, force="mesh", process=False)
+            else:
+                mesh = trimesh.Trimesh(data[0], data[1], process=False)
             if hull:
                 mesh = mesh.convex_hull
                 nhull += 1
@@ -238,6 +246,12 @@ def _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, r
     return mapping
 
 
+def _safe_stem(name: str) -> str:
+    """A file-name stem from a geom/link name (letters, digits, '-', '_', '.')."""
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip("._")
+    return stem or "mesh"
+
+
 # ---------------------------------------------------------------------- main entry
 def convert(
     in_path,
@@ -250,7 +264,8 @@ def convert(
     capsules: str = "capsule",
     **load_kw,
 ) -> ConvertReport:
-    """Convert a robot file (URDF or MJCF) into another (by ``out_path``'s extension).
+    """Convert a robot file (URDF or MJCF), or a :class:`~pbsim.model.model.Model` built in
+    code, into a robot file (URDF or MJCF, by ``out_path``'s extension).
 
     ``mesh_format``: "stl" (default) or "obj" for every mesh written next to the output, or None
     to copy meshes the target reads as they are (URDF: STL/OBJ/DAE, MJCF: STL/OBJ) and convert
@@ -264,13 +279,22 @@ def convert(
     from pbsim.io.export_mjcf import write_mjcf
     from pbsim.io.export_urdf import write_urdf
 
-    in_path, out_path = str(in_path), str(out_path)
+    from pbsim.model.model import Model
+
+    out_path = str(out_path)
     target = _target(out_path)
     if simplify is not None and int(simplify) < 4:
         raise ValueError(f"simplify={simplify}: a mesh needs at least 4 faces")
-    model = load(in_path, floating_base=floating_base, **load_kw)
+    if isinstance(in_path, Model):  # a model built in code (pbsim_models.by_name("chain10") ...)
+        if floating_base is not None or load_kw:
+            raise ValueError("floating_base and load options apply to a file, not to a Model")
+        model, in_path = in_path, in_path.name
+    else:
+        in_path = str(in_path)
+        model = load(in_path, floating_base=floating_base, **load_kw)
     rep = ConvertReport(in_path, out_path, model.nq, model.nv, model.nb, notes=list(model.notes))
-    rep.lost += _source_extras(in_path)
+    if os.path.isfile(in_path):
+        rep.lost += _source_extras(in_path)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     meshes = _write_meshes(model, out_path, target, mesh_format, convex_hull, simplify, rep)
     if target == "urdf":

@@ -224,7 +224,7 @@ class ModelBuilder:
                 bodies[body]["links"].append(name)
             for g in link.geoms:
                 geoms.append(Geometry(g.name, g.shape, body, R @ g.R, R @ g.p + p, g.size, g.role,
-                                      g.mesh_path, g.rgba, link=name))
+                                      g.mesh_path, g.rgba, link=name, mesh_data=g.mesh_data))
 
         def visit(j: JointSpec):
             pb, pR, pp = link_body[j.parent]

@@ -105,3 +105,56 @@ def test_report_text_lists_losses(tmp_path):
     gen = Path(__file__).resolve().parents[2] / "models" / "generated" / "chain10.urdf"
     rep = convert(gen, tmp_path / "c.xml")
     assert rep.lost == [] and "everything in the model is represented" in str(rep)
+
+
+def _mesh_bounds_by_body(model):
+    """Every mesh shape's body-frame bounds, grouped by body and sorted (file order may differ)."""
+    out: dict = {}
+    for g in model.geoms:
+        if g.shape == "mesh":
+            out.setdefault((model.body_names[g.body], g.role), []).append(np.round(g.load_mesh().bounds.ravel(), 9))
+    return {k: sorted(map(tuple, v)) for k, v in out.items()}
+
+
+def test_mjcf_with_mesh_geoms_to_urdf_writes_the_meshes(tmp_path):
+    """An MJCF whose bodies carry <mesh> geoms (MuJoCo holds the meshes in memory) -> URDF: every
+    mesh is written as a file the URDF references, on every body (the builder used to drop
+    the in-memory mesh of every body but the root, and mesh_ref then failed on a None path)."""
+    trimesh = pytest.importorskip("trimesh")
+    box = trimesh.creation.box((0.1, 0.2, 0.3))
+    box.export(tmp_path / "part.obj")
+    xml = tmp_path / "arm.xml"
+    xml.write_text(
+        """<mujoco model="arm"><asset><mesh name="part" file="part.obj"/></asset><worldbody>
+        <body name="a" pos="0 0 1"><joint name="j1" type="hinge" axis="0 1 0"/>
+          <geom type="mesh" mesh="part" mass="1" pos="0.1 0 0"/>
+          <body name="b" pos="0.3 0 0" euler="0 0 30"><joint name="j2" type="hinge" axis="0 1 0"/>
+            <geom type="mesh" mesh="part" mass="1" pos="0 0 -0.2" contype="0" conaffinity="0"/>
+            <geom type="capsule" size="0.02 0.1" mass="0.1"/></body></body></worldbody></mujoco>"""
+    )
+    src = pbsim.load(xml)
+    assert all(g.mesh_data is not None for g in src.geoms if g.shape == "mesh")
+    out = tmp_path / "out" / "arm.urdf"
+    rep = convert(xml, out)
+    assert rep.meshes and all((out.parent / dst).is_file() for _, dst in rep.meshes)
+    back = pbsim.load(out)
+    assert all(g.mesh_path for g in back.geoms if g.shape == "mesh")
+    a, b = _mesh_bounds_by_body(src), _mesh_bounds_by_body(back)
+    assert a.keys() == b.keys() and len(a) == 2
+    for k in a:
+        np.testing.assert_allclose(np.array(a[k]), np.array(b[k]), atol=1e-6)
+    assert dynamics_error(src, back, nstates=5) < TOL
+
+
+def test_convert_a_generated_model(tmp_path, capsys):
+    """convert() takes a Model built in code, and `pbsim convert chain10 out.xml` a generated name."""
+    import pbsim_models
+    from pbsim.cli import main
+
+    m = pbsim_models.by_name("chain10")
+    rep = convert(m, tmp_path / "c.urdf")
+    assert rep.in_path == m.name and dynamics_error(m, pbsim.load(tmp_path / "c.urdf"), nstates=3) < TOL
+    assert main(["convert", "chain10", str(tmp_path / "c.xml")]) == 0
+    assert dynamics_error(m, pbsim.load(tmp_path / "c.xml"), nstates=3) < TOL
+    with pytest.raises(ValueError, match="apply to a file"):
+        convert(m, tmp_path / "d.xml", floating_base=True)
