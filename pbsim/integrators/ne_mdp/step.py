@@ -15,7 +15,9 @@ With ``v* = v(0)`` and the columns ``X_i = dt H^^-1 J^T v^i`` (one per vertex) t
 ``min 1/2 w^T (X^T H X) w + (X^T H v*)^T w`` over per-contact simplex blocks.  It is solved in the
 variables ``u = w capacity / c_max`` (``c_max``: the step's largest capacity; per contact the capped
 simplex ``u >= 0``, ``sum u <= capacity / c_max``, exact projections all the same), scaled by its
-largest diagonal entry, by :func:`pbsim.optim.qp.qp_solve` (FISTA, from ``u = 0``): every variable
+largest diagonal entry, by :func:`pbsim.optim.qp.qp_solve_as` (the primal active-set method, from
+``u = 0``; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took 100-10000x longer on the Robosimian's QPs:
+docs/benchmarks/nmdp.md, "QP solver"): every variable
 then has the scale of its direction, not of its depth (in ``w`` a candidate of capacity zeta
 beside one carrying the weight has ~1e-9 of the curvature and FISTA crawls), and the KKT residual
 (the natural residual) is in units of the largest capacity: ``tol`` 1e-6 is a force error of about
@@ -49,14 +51,14 @@ from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
                                               free_velocity, normal_row)
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
-from pbsim.optim.qp import QP_SIMPLEX, qp_solve
+from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 
 # The step's scratch ``x`` (leading axis B on the arrays; P = max(1, scene points), V = vx, MP = P V):
 # H (nv, nv) M(q); L (nv, nv) Cholesky factor of M + diag(arm); h (nv) bias forces; rhs, vs, dv,
 # zero (nv); qp (nq) the predicted configuration; sdp (P) signed depths there; act (P) ints:
 # candidate points; pos, nrm (P, 3) force points and normals; cap (P) capacities; X, HX (MP, nv)
 # the columns dt H^^-1 J^T v^i and H X_i; A (MP, MP), g, w (MP) the QP; lo, hi (MP) unused bounds;
-# bstart (P + 1), btype (P), bmu (P) its blocks; qw (5, MP) its scratch; qinfo (4) its info;
+# bstart (P + 1), btype (P), bmu (P) its blocks; qw (qp_work_as) its scratch; qinfo (4) its info;
 # info (4) [QP iterations, residual, converged, candidates]; F (3, 3) the up frame of the tangent
 # basis; k, zeta, mu, vx, margin, maxit, tol: the options.
 NeMdpX = namedtuple(
@@ -82,7 +84,7 @@ def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol) ->
         z((B, max(model.nq, 1))), z((B, P)), z((B, P), np.int64), z((B, P, 3)), z((B, P, 3)), z((B, P)),
         z((B, MP, nv)), z((B, MP, nv)), z((B, MP, MP)), z((B, MP)), z((B, MP)),
         np.full((B, MP), -np.inf), np.full((B, MP), np.inf), z((B, P + 1), np.int64),
-        np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, 5, MP)), z((B, 4)), z((B, 4)),
+        np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, *qp_work_as(MP, 2 * nv + 16).shape)), z((B, 4)), z((B, 4)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), int(vx), float(margin),
         int(maxit), float(tol),
     )  # fmt: skip
@@ -195,7 +197,7 @@ def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
         bs[c] = V * c
     for c in range(nc):
         x.bmu[b, c] = x.cap[b, c] / cmax  # the simplex caps (> 0)
-    ok = qp_solve(A, g, n, x.lo[b], x.hi[b], bs[: nc + 1], x.btype[b, :nc], x.bmu[b, :nc], wv, x.maxit, x.tol,
+    ok = qp_solve_as(A, g, n, x.lo[b], x.hi[b], bs[: nc + 1], x.btype[b, :nc], x.bmu[b, :nc], wv, x.maxit, x.tol,
                   x.qw[b], x.qinfo[b])  # fmt: skip
     for r in range(n):
         wr = wv[r]
