@@ -185,6 +185,9 @@ def cmd_rollout(args):
     }
     if traj.diverged is not None:
         summary["diverged"] = int(traj.diverged.sum())
+    for path in (args.out, args.plot):  # --out runs/a.npz: make runs/ (as convert makes its folder)
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if args.out:
         traj.save(args.out)
         summary["out"] = args.out
@@ -343,6 +346,9 @@ def build_parser():
     p = argparse.ArgumentParser(
         prog="pbsim", description="Articulated-robot simulation with large-timestep integrators"
     )
+    from pbsim import __version__
+
+    p.add_argument("--version", action="version", version=f"pbsim {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("info", help="model summary: joint table with q/v indices, DOF, mass")
     add_model_args(pi)
@@ -498,6 +504,10 @@ def _run(fn, args):
     fn = fn or args.fn
     try:
         fn(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `pbsim info X --json | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except PbsimError as e:
         print(f"pbsim: error: {e}", file=sys.stderr)
         return 2
