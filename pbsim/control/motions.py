@@ -8,6 +8,16 @@ import numpy as np
 
 from pbsim.control.targets import Reference
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
+from pbsim.errors import InputError
+
+KP_PER_KG = 30.0  # the documented default SPD gains (the viewer's, ``pbsim rollout --motion``'s):
+KD_PER_KG = 1.0  # kp = 30 M N m/rad, kd = M N m s/rad, M the robot's total mass
+
+
+def default_gains(model) -> tuple[float, float]:
+    """(kp, kd) of the documented default SPD tracking: ``30 M``, ``M`` (M the total mass, at least 1 kg)."""
+    M = max(float(model.total_mass), 1.0)
+    return KP_PER_KG * M, KD_PER_KG * M
 
 
 def quat_from_rotvec(r) -> np.ndarray:
@@ -175,3 +185,220 @@ def dog_trot(model, frequency=1.5, stride=0.35, speed=0.8, **kw) -> Reference:
         return out
 
     return Reference(model, q=q, **kw)
+
+
+# ---------------------------------------------------------------- Robosimian: jump (paper 002 Fig. 3/4)
+ROBOSIMIAN_STANCE = {"joint2": 0.4, "joint4": 0.8, "joint6": 0.5}  # pbsim_models.poses' standing crouch
+
+
+def _robosimian_sign(limb: int) -> float:
+    """Limbs 1 and 3 are mounted turned by 180 degrees: their pitch joints take the opposite sign."""
+    return 1.0 if limb in (2, 4) else -1.0
+
+
+def _robosimian_check(model):
+    need = [f"limb{k}_joint{j}" for k in range(1, 5) for j in (2, 4, 6)]
+    missing = [n for n in need if n not in model.joint_names]
+    if missing:
+        raise InputError(f"not a Robosimian (joints limb1..4_joint2/4/6 expected); missing {missing[:4]}")
+
+
+def _robosimian_stance_q(model) -> np.ndarray:
+    q = np.array(model.default_configuration(), dtype=np.float64)
+    for limb in range(1, 5):
+        for jn, a in ROBOSIMIAN_STANCE.items():
+            q[int(model.iq[model.joint_index(f"limb{limb}_{jn}")])] = _robosimian_sign(limb) * a
+    return q
+
+
+def robosimian_crouch_table(model, dz) -> np.ndarray:
+    """(len(dz), 3) pitch angles (joint2, joint4, joint6) of limb 4 that put its foot (``limb4_link7``'s
+    origin) ``dz`` metres higher in the torso frame than in the standing pose (dz > 0: crouch, the
+    torso lower over a fixed foot; dz < 0: the leg extended), the foot kept flat (joint2 + joint4 +
+    joint6 constant) and over the same ground point: damped Gauss-Newton by continuation from the
+    stance.  The other limbs take the same angles with their sign (limbs 1 and 3 negated)."""
+    from pbsim.dynamics.api import forward_kinematics, point_jacobian
+
+    _robosimian_check(model)
+    q = _robosimian_stance_q(model)
+    if model.nb and model.jtype[0] == FREE:
+        q[0:3], q[3:7] = 0.0, (1.0, 0.0, 0.0, 0.0)
+    b = model.body_names.index("limb4_link7")
+    iq = [int(model.iq[model.joint_index(f"limb4_joint{j}")]) for j in (2, 4, 6)]
+    iv = [int(model.iv[model.joint_index(f"limb4_joint{j}")]) for j in (2, 4, 6)]
+    p0 = forward_kinematics(model, q)[b, :3, 3].copy()
+    total = sum(ROBOSIMIAN_STANCE.values())
+    dz = np.asarray(dz, dtype=np.float64)
+    out = np.zeros((len(dz), 3))
+    idx_up = [i for i in np.argsort(dz) if dz[i] >= 0]  # outward from the stance, each solve from the last
+    idx_dn = [i for i in np.argsort(-dz) if dz[i] < 0]
+    for idx in (idx_up, idx_dn):
+        qq = q.copy()
+        for i in idx:
+            tgt = p0 + np.array([0.0, 0.0, dz[i]])
+            for _ in range(100):
+                e = tgt - forward_kinematics(model, qq)[b, :3, 3]
+                A = np.vstack([point_jacobian(model, qq, b)[3:, iv], np.ones((1, 3))])
+                r = np.concatenate([e, [total - qq[iq].sum()]])
+                step = np.linalg.solve(A.T @ A + 1e-6 * np.eye(3), A.T @ r)
+                qq[iq] += step
+                if np.abs(step).max() < 1e-12:
+                    break
+            err = float(np.linalg.norm(tgt - forward_kinematics(model, qq)[b, :3, 3]))
+            if err > 1e-6:
+                raise InputError(f"robosimian crouch dz = {dz[i]:+.3f} m is out of the leg's reach (foot error {err:.3g} m)")
+            out[i] = qq[iq]
+    return out
+
+
+def _smooth(s):
+    """0 -> 1 with zero slope at both ends (cubic smoothstep), s clipped to [0, 1]."""
+    s = min(max(s, 0.0), 1.0)
+    return s * s * (3.0 - 2.0 * s)
+
+
+def jump_profile(t, period=2.0, crouch=0.2, extend=0.06, t_crouch=0.8, t_push=0.15, t_tuck=0.35) -> float:
+    """Foot height over the torso relative to the stance (m; > 0 crouched) at time t of the jump
+    cycle: crouch smoothly to ``crouch`` over ``t_crouch`` s, push off to ``-extend`` over
+    ``t_push`` s (an ease-in, 1 - cos: the legs are fastest at the end of the stroke, where the
+    feet leave the ground), fold back to the stance over ``t_tuck`` s (in the air), hold until the
+    period ends (landing)."""
+    u = float(t) % period
+    if u < t_crouch:
+        return crouch * _smooth(u / t_crouch)
+    u -= t_crouch
+    if u < t_push:
+        return crouch - (crouch + extend) * (1.0 - np.cos(0.5 * np.pi * u / t_push))
+    u -= t_push
+    if u < t_tuck:
+        return -extend * (1.0 - _smooth(u / t_tuck))
+    return 0.0
+
+
+def robosimian_jump(model, period=2.0, crouch=0.2, extend=0.06, t_crouch=0.8, t_push=0.15, t_tuck=0.35,
+                    height=None, **kw) -> Reference:
+    """A mirror-symmetric jump of our own for Robosimian (paper 002 Fig. 3/4: 5 jumps in 10 s at the
+    default ``period`` of 2 s): all four legs crouch and extend together, keeping each foot flat and
+    over its ground point (:func:`robosimian_crouch_table`, limb 4's IK; the other limbs take the same
+    angles with their sign, so the reference is exactly symmetric front-back and left-right in joint
+    space), on the cycle of :func:`jump_profile`; the other joints hold the standing pose.  The free
+    root's target (used only with ``root="hog"``) is the torso over the feet at ``height`` (default:
+    the stance's foot depth) minus the crouch.  Track it with SPD, e.g. ``kp = 30 M``, ``kd = M``
+    (:func:`default_gains`)."""
+    _robosimian_check(model)
+    q0 = _robosimian_stance_q(model)
+    grid = np.linspace(-extend, crouch, max(8, int(np.ceil((crouch + extend) / 0.005)) + 1))
+    table = robosimian_crouch_table(model, grid)
+    iq = {limb: [int(model.iq[model.joint_index(f"limb{limb}_joint{j}")]) for j in (2, 4, 6)] for limb in range(1, 5)}
+    if height is None:
+        from pbsim.dynamics.api import forward_kinematics
+
+        qb = q0.copy()
+        if model.nb and model.jtype[0] == FREE:
+            qb[0:3], qb[3:7] = 0.0, (1.0, 0.0, 0.0, 0.0)
+        height = -float(forward_kinematics(model, qb)[model.body_names.index("limb4_link7"), 2, 3])
+    prof = dict(period=period, crouch=crouch, extend=extend, t_crouch=t_crouch, t_push=t_push, t_tuck=t_tuck)
+
+    def q(t):
+        out = q0.copy()
+        dz = jump_profile(t, **prof)
+        ang = np.array([np.interp(dz, grid, table[:, k]) for k in range(3)])
+        for limb in range(1, 5):
+            out[iq[limb]] = _robosimian_sign(limb) * ang
+        _root(model, out, [0.0, 0.0, height - dz], [0.0, 0.0, 0.0])
+        return out
+
+    return Reference(model, q=q, **kw)
+
+
+# ---------------------------------------------------------------- Robosimian: walk (paper 002 Fig. 5)
+CRAWL = {3: 0.0, 4: 0.25, 2: 0.5, 1: 0.75}  # swing order LH (limb 3), LF (4), RH (2), RF (1)
+TROT = {1: 0.0, 3: 0.0, 2: 0.5, 4: 0.5}  # diagonal pairs
+
+
+def walk_foot_offsets(tau, duty=0.75, stride=0.2, lift=0.1, sway=0.08, phases=None) -> np.ndarray:
+    """(4, 3) foot displacements from the standing foot positions in the torso frame at gait phase
+    ``tau`` (0..1): in stance (a fraction ``duty`` of the cycle) a foot moves back by ``stride`` at
+    constant speed, in swing it returns forward along a half cosine and rises by ``lift``; all feet
+    shift by ``sway cos(2 pi tau)`` along y (the body leans away from the swinging side)."""
+    phases = CRAWL if phases is None else phases
+    out = np.zeros((4, 3))
+    dy = sway * np.cos(2 * np.pi * tau)
+    for limb in range(1, 5):
+        ph = (tau - phases[limb]) % 1.0
+        if ph < duty:
+            out[limb - 1] = [stride * (0.5 - ph / duty), dy, 0.0]
+        else:
+            s = (ph - duty) / (1.0 - duty)
+            out[limb - 1] = [-0.5 * stride * np.cos(np.pi * s), dy, lift * np.sin(np.pi * s)]
+    return out
+
+
+def _limb_dofs(model, limb):
+    names = [n for n in model.joint_names if n.startswith(f"limb{limb}_")]
+    return (np.array([int(model.iq[model.joint_index(n)]) for n in names]),
+            np.array([int(model.iv[model.joint_index(n)]) for n in names]))  # fmt: skip
+
+
+GAITS = {"trot": dict(period=1.0, duty=0.5, sway=0.0), "crawl": dict(period=2.0, duty=0.75, sway=0.08)}
+
+
+def robosimian_walk(model, gait="trot", period=None, duty=None, stride=0.2, lift=0.1, sway=None, blend=1.0,
+                    samples=80, **kw) -> Reference:
+    """A walk of our own for Robosimian: foot trajectories (:func:`walk_foot_offsets`) turned into
+    joint targets by damped least-squares IK per limb (every hinge of the limb, regularised toward
+    the standing pose), tabulated at ``samples`` phases and interpolated; blended in from the
+    standing pose over the first ``blend`` seconds.  ``gait`` "trot" (default: diagonal pairs,
+    ``period`` 1 s, ``duty`` 0.5, no sway) or "crawl" (one leg at a time in the order LH, LF, RH,
+    RF, statically stable: ``period`` 2 s, ``duty`` 0.75, ``sway`` 0.08 m); None takes the gait's
+    value.  The feet push back by ``stride`` per stance, so the commanded speed is ``stride / (duty
+    period)`` along +x (0.4 m/s for the trot; tracked with slip: pbfd at 20 ms, kp = 30 M, walks
+    0.28 m/s).  The free root's target (for ``root="hog"``) advances at that speed."""
+    from pbsim.dynamics.api import forward_kinematics, point_jacobian
+
+    _robosimian_check(model)
+    if gait not in GAITS:
+        raise InputError(f"gait must be one of {sorted(GAITS)}, got {gait!r}")
+    phases = CRAWL if gait == "crawl" else TROT
+    period = GAITS[gait]["period"] if period is None else float(period)
+    duty = GAITS[gait]["duty"] if duty is None else float(duty)
+    sway = GAITS[gait]["sway"] if sway is None else float(sway)
+    q0 = _robosimian_stance_q(model)
+    qb = q0.copy()
+    if model.nb and model.jtype[0] == FREE:
+        qb[0:3], qb[3:7] = 0.0, (1.0, 0.0, 0.0, 0.0)
+    feet = [model.body_names.index(f"limb{k}_link7") for k in range(1, 5)]
+    dofs = [_limb_dofs(model, k) for k in range(1, 5)]
+    T0 = forward_kinematics(model, qb)
+    feet0 = np.array([T0[b, :3, 3] for b in feet])
+    height = -float(feet0[:, 2].mean())
+    table, q = [], qb.copy()
+    for tau in np.arange(samples) / samples:
+        tgt = feet0 + walk_foot_offsets(tau, duty, stride, lift, sway, phases)
+        for k, b in enumerate(feet):
+            iq, iv = dofs[k]
+            for _ in range(50):
+                e = tgt[k] - forward_kinematics(model, q)[b, :3, 3]
+                J = point_jacobian(model, q, b)[3:, iv]
+                dq = np.linalg.solve(J.T @ J + 2e-2 * np.eye(len(iv)), J.T @ e - 1e-2 * (q[iq] - qb[iq]))
+                q[iq] += dq
+                if np.abs(dq).max() < 1e-10:
+                    break
+        table.append(q.copy())
+    table = np.array(table)
+    joints = np.concatenate([d[0] for d in dofs])
+    speed = stride / (duty * period)
+
+    def qf(t):
+        out = q0.copy()
+        t = max(float(t), 0.0)
+        x = samples * ((t / period) % 1.0)
+        i0 = int(x) % samples
+        f = x - int(x)
+        g = (1 - f) * table[i0] + f * table[(i0 + 1) % samples]
+        w = _smooth(t / blend) if blend > 0 else 1.0
+        out[joints] = (1 - w) * q0[joints] + w * g[joints]
+        _root(model, out, [speed * t, 0.0, height], [0.0, 0.0, 0.0])
+        return out
+
+    return Reference(model, q=qf, **kw)
