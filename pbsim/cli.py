@@ -13,7 +13,12 @@ import time
 from pbsim.errors import PbsimError
 
 
-def load_model(spec: str, floating_base=None, fix_inertia=False, packages=()):
+def model_from_args(args):
+    """The model the arguments of :func:`add_model_args` name (every command loads it so)."""
+    return load_model(args.model, args.floating_base, args.fix_inertia, args.package, args.allow_missing_meshes)
+
+
+def load_model(spec: str, floating_base=None, fix_inertia=False, packages=(), allow_missing_meshes=False):
     """A robot file path, or the name of one of our generated models (chain10, snake36, ...)."""
     import pbsim
 
@@ -30,8 +35,12 @@ def load_model(spec: str, floating_base=None, fix_inertia=False, packages=()):
     kw = {"fix_inertia": fix_inertia}
     if packages:
         kw["package_map"] = dict(p.split("=", 1) for p in packages)
+    if allow_missing_meshes:
+        kw["missing_meshes"] = "warn"
     if spec.endswith((".xml", ".mjcf")):
         kw.pop("package_map", None)
+        if kw.pop("missing_meshes", None):
+            raise PbsimError(f"{spec}: --allow-missing-meshes applies to URDF (MuJoCo compiles an MJCF's meshes)")
     return pbsim.load(spec, floating_base=floating_base, **kw)
 
 
@@ -53,6 +62,12 @@ def add_model_args(p):
     )
     p.add_argument("--fix-inertia", action="store_true", help="project non-physical inertias instead of failing")
     p.add_argument(
+        "--allow-missing-meshes",
+        action="store_true",
+        help="skip collision meshes that cannot be found (a note each) instead of failing; missing visual meshes "
+        "are always skipped with a note",
+    )
+    p.add_argument(
         "--package",
         action="append",
         default=[],
@@ -63,7 +78,7 @@ def add_model_args(p):
 
 
 def cmd_info(args):
-    model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
+    model = model_from_args(args)
     if args.json:
         print(model.to_json())
     else:
@@ -99,7 +114,7 @@ def _plot(path, traj, title):
 def cmd_rollout(args):
     import pbsim
 
-    model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
+    model = model_from_args(args)
     q0 = model.default_configuration()
     control = None
     if args.ctrl is not None:

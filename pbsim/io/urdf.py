@@ -108,7 +108,10 @@ class _Reader:
         )
 
     # ------------------------------------------------------------------ meshes
-    def resolve_mesh(self, el, filename: str) -> str | None:
+    def resolve_mesh(self, el, filename: str, role: str = "collision") -> str | None:
+        """The mesh file's path, or None (a note) for a missing visual mesh -- the viewer then
+        draws the link's collision shapes -- or, with ``missing_meshes="warn"``, a missing
+        collision mesh; a missing collision mesh is otherwise a :class:`MeshNotFoundError`."""
         tried = []
         if filename.startswith("package://"):
             rest = filename[len("package://") :]
@@ -135,9 +138,12 @@ class _Reader:
             if not filename.startswith("package://")
             else " (pass package_map={'pkg': '/path/to/pkg'} or --package pkg=/path)"
         )
-        if self.missing_meshes == "error":
+        if self.missing_meshes == "error" and role != "visual":
             raise self.err(el, msg, MeshNotFoundError)
-        warn(self.notes, f"line {el.sourceline}: {msg}; the shape is skipped", self.path, stacklevel=4)
+        skipped = (
+            "the visual shape is skipped (drawn from collision shapes)" if role == "visual" else "the shape is skipped"
+        )
+        warn(self.notes, f"line {el.sourceline}: {msg}; {skipped}", self.path, stacklevel=4)
         return None
 
     def geometry(self, el, link: str, role: str, k: int):
@@ -162,7 +168,7 @@ class _Reader:
             fn = shape_el.get("filename")
             if not fn:
                 raise self.err(shape_el, f"link {link!r}: <mesh> without filename")
-            path = self.resolve_mesh(shape_el, fn)
+            path = self.resolve_mesh(shape_el, fn, role)
             if path is None:
                 return None
             scale = self.floats(shape_el, "scale", 3, (1, 1, 1), extra_ok=True) if shape_el.get("scale") else np.ones(3)
@@ -344,7 +350,8 @@ def load_urdf(
     ``floating_base``: None -> the file decides (see module doc); True/False overrides.
     ``package_map``: ``{"pkg": "/path"}`` for ``package://pkg/...`` mesh paths.
     ``fix_inertia``: project non-physical inertias instead of raising :class:`InertiaError`.
-    ``missing_meshes``: "error" (default) or "warn" (skip the shape).
+    ``missing_meshes``: "error" (default: a missing collision mesh is an error; a missing
+    visual mesh is always a note, the shape skipped) or "warn" (skip missing collision meshes too).
     ``mimic``: "couple" (default: a mimic joint is slaved to its master, no DOF of its own; see
     the module doc), "independent" (load it as an independent joint, as Pinocchio and pybullet
     do by default; a warning and a note say so) or "error" (refuse it).

@@ -1,5 +1,7 @@
 """Bad input gets a named error: file and line, element, value."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -38,12 +40,45 @@ def test_unknown_joint_type(tmp_path):
 
 
 def test_missing_mesh_names_resolved_paths(tmp_path):
-    body = """<link name="a"><visual><geometry><mesh filename="package://mypkg/meshes/arm.stl"/></geometry></visual></link>"""
+    body = """<link name="a"><collision><geometry><mesh filename="package://mypkg/meshes/arm.stl"/></geometry></collision></link>"""
     p = write(tmp_path, urdf(body))
     with pytest.raises(
         MeshNotFoundError, match=r"mesh 'package://mypkg/meshes/arm.stl' not found; tried: .*mypkg/meshes/arm.stl"
     ):
         pbsim.load(p)
+
+
+def test_missing_visual_mesh_is_a_note_missing_collision_mesh_an_error(tmp_path, capsys):
+    """As pybullet: a visual mesh that cannot be found is skipped with a warning (the viewer draws
+    the link's collision shapes), a missing collision mesh is a MeshNotFoundError unless
+    missing_meshes="warn" / `--allow-missing-meshes`; `pbsim info` shows the notes."""
+    from pbsim.cli import main
+    from pbsim.model.notes import ModelWarning
+
+    vis = """<visual><geometry><mesh filename="nope.dae"/></geometry></visual>"""
+    col = """<collision><geometry><mesh filename="gone.stl"/></geometry></collision>"""
+    box = """<collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>"""
+    link = """<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
+    </inertial>{g}</link>"""
+    p = write(tmp_path, urdf(link.format(n="a", g=vis + box)))
+    with pytest.warns(ModelWarning, match="'nope.dae' not found.*the visual shape is skipped"):
+        m = pbsim.load(p)
+    assert [g.shape for g in m.geoms] == ["box"] and any("nope.dae" in n for n in m.notes)
+    with pytest.warns(ModelWarning):
+        assert main(["info", str(p)]) == 0
+    assert "nope.dae" in capsys.readouterr().out
+    joint = "<joint name='j' type='revolute'><parent link='a'/><child link='b'/><axis xyz='0 1 0'/></joint>"
+    p = write(tmp_path, urdf(link.format(n="a", g=vis + box) + link.format(n="b", g=col) + joint))
+    with pytest.raises(MeshNotFoundError, match="gone.stl"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pbsim.load(p)
+    with pytest.warns(ModelWarning, match="'gone.stl' not found.*the shape is skipped"):
+        assert pbsim.load(p, missing_meshes="warn").nb == 2
+    with pytest.warns(ModelWarning):
+        assert main(["info", str(p), "--allow-missing-meshes"]) == 0
+    with pytest.warns(ModelWarning):
+        assert main(["info", str(p)]) == 2
+    assert "gone.stl" in capsys.readouterr().err
 
 
 def test_package_map_resolves_mesh(tmp_path):

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import pbsim
-from pbsim.cli import add_model_args, load_model
+from pbsim.cli import add_model_args, model_from_args
 from pbsim_viewer.camera import OrbitCamera
 from pbsim_viewer.panel import PANEL_WIDTH, ViewOptions, draw_panel
 from pbsim_viewer.session import Session
@@ -591,7 +591,7 @@ def main(argv=None) -> int:
         vals = [float(x) for x in args.camera.split(",")]
         cam = dict(zip(("yaw", "pitch", "distance"), vals))
     opts = {f"show_{k.strip()}": True for k in args.show.split(",") if k.strip()}
-    model = load_model(args.model, args.floating_base, args.fix_inertia, args.package)
+    model = model_from_args(args)
     view(
         model,
         screenshot=args.screenshot,

@@ -97,15 +97,18 @@ class SceneRenderer:
         self.u_unlit = gl.glGetUniformLocation(pid, b"unlit")
         self.shapes = []  # (role, body, Buffer, rgba)
         self.bounds = []  # (body, (8, 3) bounding-box corners in the body frame)
-        has_visual = {g.body for g in model.geoms if g.role == "visual"}
         built = []
+        self.draw_notes = []  # shapes that could not be drawn (shown in the panel)
         for g in model.geoms:
             try:
                 tris = primitive_mesh(g)
-            except Exception:  # noqa: BLE001 - a missing/odd mesh only loses that shape
+            except Exception as e:  # noqa: BLE001 - a missing/odd mesh only loses that shape
                 tris = None
+                self.draw_notes.append(f"{g.role} shape {g.name!r} not drawn ({type(e).__name__}: {e})"[:200])
             if tris is not None and len(tris):
                 built.append((g, tris))
+        # a body whose visual shapes all failed to load is drawn from its collision shapes
+        has_visual = {g.body for g, _ in built if g.role == "visual"}
         # optional (software GL draws ~1M triangles/s): simplify dense meshes above a budget;
         # off by default, vertex clustering visibly damages thin parts
         total = sum(len(t) for _, t in built)
