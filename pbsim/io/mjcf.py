@@ -31,6 +31,17 @@ from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
 from pbsim.model.inertia import MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS
 
+
+def _geom_rgba(mj, g) -> np.ndarray:
+    """A geom's colour as MuJoCo draws it: its own rgba, or its material's when the geom's is
+    MuJoCo's default (0.5, 0.5, 0.5, 1) and it has a material."""
+    rgba = np.array(mj.geom_rgba[g], float)
+    mat = int(mj.geom_matid[g])
+    if mat >= 0 and np.allclose(rgba, (0.5, 0.5, 0.5, 1.0)):
+        rgba = np.array(mj.mat_rgba[mat], float)
+    return rgba
+
+
 _SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
 
 
@@ -179,7 +190,7 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             np.array(mj.geom_pos[g], float),
             size,
             role,
-            rgba=np.array(mj.geom_rgba[g], float),
+            rgba=_geom_rgba(mj, g),
         )
         if shape == "mesh":
             mid = mj.geom_dataid[g]

@@ -61,6 +61,7 @@ class _Reader:
         self.dir = Path(path).resolve().parent
         self.package_map = {k: str(v) for k, v in (package_map or {}).items()}
         self.missing_meshes = missing_meshes
+        self.materials: dict[str, np.ndarray] = {}
         self.mimic = mimic
         self.notes: list[str] = []
 
@@ -185,12 +186,17 @@ class _Reader:
         return Geometry(name, shape, -1, R, p, size, role, rgba=self.rgba(el))
 
     def rgba(self, el):
-        c = el.find("material/color")
+        """A shape's colour: its <material><color rgba>, or the robot-level <material> its
+        material names (``<material name="blue"/>``), else grey."""
+        mat = el.find("material")
+        c = None if mat is None else mat.find("color")
         if c is not None and c.get("rgba"):
             try:
                 return self.floats(c, "rgba", 4)
             except ParseError:
                 pass
+        if mat is not None and mat.get("name") in self.materials:
+            return self.materials[mat.get("name")].copy()
         return np.array([0.7, 0.7, 0.75, 1.0])
 
     # ------------------------------------------------------------------ document
@@ -213,6 +219,14 @@ class _Reader:
             raise ParseError(f"{self.path}:{root.sourceline}: root element is <{root.tag}>, expected <robot>")
         b = ModelBuilder(root.get("name") or Path(self.path).stem, self.path)
         b.fix_inertia = fix_inertia
+        self.materials = {}  # the robot-level <material name><color rgba/></material> table
+        for m in root.findall("material"):
+            c = m.find("color")
+            if m.get("name") and c is not None and c.get("rgba"):
+                try:
+                    self.materials[m.get("name")] = self.floats(c, "rgba", 4)
+                except ParseError:
+                    pass
         b.notes = self.notes
         zero_mass = set()  # links whose <inertial> says mass="0"
         for el in root.findall("link"):

@@ -408,3 +408,26 @@ def test_writers_keep_passive_parameters_and_massless_inertia(tmp_path):
     assert any("'rotor' has rotational inertia but no mass" in r for r in rep)
     mj = pbsim.load(tmp_path / "u.xml")
     assert np.allclose(pbsim.crba(mj, Q), pbsim.crba(u, Q), rtol=1e-8, atol=1e-8)
+
+
+def test_colours_from_named_materials(tmp_path):
+    """URDF shapes take the robot-level <material name> colour they name; an MJCF geom with
+    MuJoCo's default rgba takes its material's colour, its own rgba otherwise (issue #20: the
+    viewer drew such robots grey)."""
+    inertial = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    u = tmp_path / "m.urdf"
+    u.write_text(
+        f"""<robot name="m"><material name="blue"><color rgba="0 0 0.8 1"/></material>
+        <link name="a">{inertial}<visual><geometry><box size="1 1 1"/></geometry><material name="blue"/></visual>
+        <visual><geometry><sphere radius="0.1"/></geometry><material name="red"><color rgba="1 0 0 1"/></material>
+        </visual><visual><geometry><sphere radius="0.2"/></geometry><material name="undefined"/></visual></link></robot>"""
+    )
+    cols = [g.rgba.tolist() for g in pbsim.load(u).geoms if g.role == "visual"]
+    assert cols == [[0, 0, 0.8, 1], [1, 0, 0, 1], [0.7, 0.7, 0.75, 1]]
+    x = tmp_path / "m.xml"
+    x.write_text(
+        """<mujoco><asset><material name="green" rgba="0 1 0 1"/></asset><worldbody><body name="b">
+        <joint type="hinge"/><geom size="0.1" mass="1" material="green"/>
+        <geom size="0.1" mass="1" material="green" rgba="1 1 0 1"/><geom size="0.1" mass="1"/></body></worldbody></mujoco>"""
+    )
+    assert [g.rgba.tolist() for g in pbsim.load(x).geoms] == [[0, 1, 0, 1], [1, 1, 0, 1], [0.5, 0.5, 0.5, 1]]

@@ -124,8 +124,8 @@ class SceneRenderer:
             if role == "collision" and g.body not in has_visual:
                 role = "both"  # visual falls back to collision geometry
             rgba = np.asarray(g.rgba, float) if g.role == "visual" else np.array([0.35, 0.75, 0.95, 0.45])
-            if role == "both":
-                rgba = np.array([0.72, 0.72, 0.78, 1.0])
+            if role == "both":  # a collision shape drawn as the body: the file's colour (MJCF rgba ...)
+                rgba = np.asarray(g.rgba, float)
             self.shapes.append((role, int(g.body), Buffer(flat_buffer(tris)), rgba))
             lo, hi = tris.reshape(-1, 3).min(0), tris.reshape(-1, 3).max(0)
             corners = np.array(
