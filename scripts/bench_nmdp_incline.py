@@ -1,5 +1,6 @@
-"""NE-NMDP (``nmdp``, first-order PGM) and NE-ZONMDP (``nmdp_zo``) of paper 002 on notes/pbfd_nmdp.md's
-B-T3 incline, beside the baseline ``ne_mdp`` when it is registered: a 1 kg box (0.4 x 0.4 x 0.1 m)
+"""NE-NMDP (``nmdp``, first-order PGM), NE-ZONMDP (``nmdp_zo``), PBD-NMDP (``pbd_nmdp``) and PBD-ZONMDP
+(``pbd_nmdp_zo``) of paper 002 on notes/pbfd_nmdp.md's B-T3 incline, beside the baseline ``ne_mdp``
+when it is registered: a 1 kg box (0.4 x 0.4 x 0.1 m)
 with mu = 0.5 and V_x = 4 directions aligned with the slope, on a plane tilted by 20 deg (static:
 tan 20 = 0.36 < mu) and 35 deg (sliding at g (sin 35 - 0.5 cos 35) = 1.61 m/s^2).  Per method and
 dt: the 20 deg creep over 2 s after 0.5 s of settling, the 35 deg mean acceleration along the slope
@@ -8,7 +9,7 @@ notes B5 item 6), the deepest penetration, outer iterations per step (mean / max
 iterations), the smallest alpha of Algorithm 2, whether every step converged and the wall time
 (after compilation, which the first run pays).
 
-    python scripts/bench_nmdp_incline.py [--dt 5 10 20 50] [--methods nmdp nmdp_zo ne_mdp] [--init qp zero]
+    python scripts/bench_nmdp_incline.py [--dt 5 10 20 50] [--methods nmdp nmdp_zo pbd_nmdp pbd_nmdp_zo ne_mdp] [--init qp zero]
 
 (``--init``: the NMDP start, ``qp`` the default, ``zero`` the paper's w = 0; rows ``nmdp/zero``.)
 ``--spider``: instead, pbsim's spider standing and trotting under stable PD for 2 s per method and dt.
@@ -118,7 +119,7 @@ def spider(method, dt, T=2.0, walk=False, **options):
 
 def main_spider(a):
     print("spider on a plane, stable PD kp 150 kd 3, 2 s; z range after 0.5 s, min z, final x, deepest point")
-    print(f"{'method':>8} {'motion':>6} {'dt [ms]':>7} {'z range [mm]':>12} {'min z [m]':>9} {'x [m]':>7} "
+    print(f"{'method':>11} {'motion':>6} {'dt [ms]':>7} {'z range [mm]':>12} {'min z [m]':>9} {'x [m]':>7} "
           f"{'max pen [mm]':>12} {'its mean/max':>13} {'min alpha':>9} {'all conv':>8} {'wall s':>7}")  # fmt: skip
     for mt in [mt for mt in a.methods if mt in available()]:
         for walk in (False, True):
@@ -128,7 +129,7 @@ def main_spider(a):
                     warnings.simplefilter("ignore")
                     r = spider(mt, dtm * 1e-3, walk=walk)
                 wall = time.perf_counter() - t0
-                print(f"{mt:>8} {'trot' if walk else 'stand':>6} {dtm:7.1f} {1e3 * r['zr']:12.2f} {r['zmin']:9.3f} "
+                print(f"{mt:>11} {'trot' if walk else 'stand':>6} {dtm:7.1f} {1e3 * r['zr']:12.2f} {r['zmin']:9.3f} "
                       f"{r['x']:7.3f} {1e3 * r['pen']:12.2f} {r['its'].mean():6.1f}/{r['its'].max():<6d} "
                       f"{r['amin']:9.4f} {str(r['conv']):>8} {wall:7.1f}")  # fmt: skip
 
@@ -136,7 +137,7 @@ def main_spider(a):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dt", type=float, nargs="+", default=[5.0, 10.0, 20.0, 50.0], help="time steps [ms]")
-    ap.add_argument("--methods", nargs="+", default=["nmdp", "nmdp_zo", "ne_mdp"])
+    ap.add_argument("--methods", nargs="+", default=["nmdp", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo", "ne_mdp"])
     ap.add_argument("--init", nargs="+", default=["qp"], help="nmdp starts to run (qp, zero)")
     ap.add_argument("--spider", action="store_true", help="the spider table instead of the incline")
     a = ap.parse_args(argv)
@@ -146,12 +147,13 @@ def main(argv=None):
     want = G * (np.sin(np.radians(35)) - MU * np.cos(np.radians(35)))
     print(f"box mu = {MU}, V_x = 4 (aligned), default k = M g / (4 (5 mm)^3), zeta = 1e-3 k (5 mm)^3, margin 2 cm")
     print(f"35 deg target acceleration g (sin 35 - 0.5 cos 35) = {want:.4f} m/s^2")
-    hdr = (f"{'method':>12} {'dt [ms]':>7} {'20deg creep [mm]':>16} {'35deg acc':>9} {'err %':>7} "
+    hdr = (f"{'method':>16} {'dt [ms]':>7} {'20deg creep [mm]':>16} {'35deg acc':>9} {'err %':>7} "
            f"{'lift [mm]':>9} {'max pen [mm]':>12} {'its mean/max':>13} {'min alpha':>9} {'all conv':>8} "
            f"{'wall s':>7}")  # fmt: skip
     print(hdr)
-    runs = [(mt, dict(init=i)) for mt in methods if mt.startswith("nmdp") for i in a.init]
-    runs += [(mt, {}) for mt in methods if not mt.startswith("nmdp")]
+    pgm = ("nmdp", "pbd_nmdp")  # the PGM methods, which take init
+    runs = [(mt, dict(init=i)) for mt in methods if mt.startswith(pgm) for i in a.init]
+    runs += [(mt, {}) for mt in methods if not mt.startswith(pgm)]
     for mt, opts in runs:
         stick(mt, 0.05, settle=0.05, hold=0.05, **opts)  # compile outside the timing
         label = mt + ("/" + opts["init"] if opts.get("init", "qp") != "qp" else "")
@@ -169,7 +171,7 @@ def main(argv=None):
             amin = min(np.r_[st["amin"], 1].min(), np.r_[sl["amin"], 1].min())
             err = 100 * (sl["acc"] - want) / want
             lift = max(st["lift"], sl["lift"])
-            print(f"{label:>12} {dtm:7.1f} {1e3 * st['creep']:16.4f} {sl['acc']:9.4f} {err:7.2f} {1e3 * lift:9.3f} "
+            print(f"{label:>16} {dtm:7.1f} {1e3 * st['creep']:16.4f} {sl['acc']:9.4f} {err:7.2f} {1e3 * lift:9.3f} "
                   f"{1e3 * pen:12.3f} {its.mean():6.1f}/{its.max():<6d} {amin:9.4f} {str(conv):>8} {wall:7.1f}")  # fmt: skip
 
 

@@ -1,0 +1,275 @@
+"""``pbd_nmdp`` / ``pbd_nmdp_zo`` (PBD-NMDP of paper 002 Eq. 12; notes/pbfd_nmdp.md B1, B4, B5):
+the position-based form on PBAD's energy, through the PGM shared with ``nmdp``
+(pbsim/integrators/pgm.py).
+
+B-T1: A = dG/dtheta (first order), B = dG/dw, g = dK/dtheta and Q (``k_hessian="exact"``) against
+central differences, <= 1e-6 relative, on test_nmdp's spinning box on a tilted plane (free joint)
+and ball-joint chain on a sphere, at alpha = 1 and alpha = 1/2; the zeroth-order A differs by
+exactly ``-sum_x J_x^T (dv_x/dtheta) w_x``; the default Q is PBAD's Gauss-Newton M_rigid / h^2
+(= CRBA's mass matrix without armature, PSD).  Without contact a step is PBAD order 2's (``pbad``)
+to 1e-9.  B-T2: the invariants on accepted iterates.  B-T3: the incline (stick at 20 deg, slide at
+g (sin 35 - 0.5 cos 35) at 35 deg).  CpuBatch equals Integrator.step; the cap is flagged; bad
+options are InputErrors.
+"""
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbsim
+import pbsim_models
+from conftest import batch_equals_step
+from pbsim.contact import Plane, Scene, sample_contact_points
+from pbsim.contact.nmdp import nmdp_vertices
+from pbsim.control import Control
+from pbsim.errors import InputError, SimulationError
+from pbsim.integrators import State, make
+from test_nmdp import CASES, _body_pose, _rel, _state_in_contact
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from bench_nmdp_incline import box, slide, stick  # noqa: E402
+
+G = 9.81
+
+
+def _bracket(m, g):
+    """N(g) of pbsim/integrators/pbd_nmdp/step.py: d g(theta (+) delta) / d delta minus the symmetric
+    Hessian, for a tangent gradient g (1/2 [g_rot]x per ball/free joint, [g_lin]x in a free joint's
+    (lin, rot) block)."""
+
+    def hat(u):
+        return np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+
+    N = np.zeros((m.nv, m.nv))
+    for i in range(m.nb):
+        j = int(m.k.iv[i])
+        if m.k.nvj[i] == 3:  # ball
+            N[j : j + 3, j : j + 3] = 0.5 * hat(g[j : j + 3])
+        elif m.k.nvj[i] == 6:  # free: (lin, rot)
+            N[j + 3 : j + 6, j + 3 : j + 6] = 0.5 * hat(g[j + 3 : j + 6])
+            N[j : j + 3, j + 3 : j + 6] = hat(g[j : j + 3])
+    return N
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bt1_first_order_A_B_grad_K_and_Q_match_central_differences(case, alpha):
+    m, sc, q0, v0 = CASES[case]()
+    dt = 0.02
+    integ = make("pbd_nmdp", m, sc, k_hessian="exact")
+    th, w, cand = _state_in_contact(integ, q0, v0, dt)
+    assert (nmdp_vertices(m, sc, th)["sd"][cand] > 0).sum() >= 1  # the cubic term is live
+    fdt = dt / alpha  # the sub-step dt of a frame step dt / alpha
+    Gv, A, B, K, g, M = integ.residual(q0, v0, th, w, dt, frame_dt=fdt)
+    eps = 1e-6
+    Afd, Jg, gfd = np.zeros_like(A), np.zeros_like(A), np.zeros(m.nv)
+    for j in range(m.nv):
+        e = np.zeros(m.nv)
+        e[j] = eps
+        rp = integ.residual(q0, v0, pbsim.integrate(m, th, e), w, dt, frame_dt=fdt)
+        rm = integ.residual(q0, v0, pbsim.integrate(m, th, -e), w, dt, frame_dt=fdt)
+        Afd[:, j] = (rp[0] - rm[0]) / (2 * eps)
+        gfd[j] = (rp[3] - rm[3]) / (2 * eps)
+        Jg[:, j] = (rp[4] - rm[4]) / (2 * eps)
+    assert _rel(A, Afd) <= 1e-6, _rel(A, Afd)  # measured 8e-11 (box), 4e-10 (chain)
+    assert _rel(g, gfd) <= 1e-6, _rel(g, gfd)
+    Q = M / dt**2  # residual() returns h^2 Q
+    assert _rel(Q, Jg - _bracket(m, g)) <= 1e-6, _rel(Q, Jg - _bracket(m, g))
+    assert np.allclose(Q, Q.T, rtol=0, atol=1e-9 * np.abs(Q).max())
+    Bfd = np.zeros_like(B)
+    for r in range(B.shape[1]):  # G is affine in w
+        e = np.zeros(B.shape[1])
+        e[r] = 1.0
+        Bfd[:, r] = integ.residual(q0, v0, th, w + e, dt, deriv=False, frame_dt=fdt)[0] - Gv
+    assert _rel(B, Bfd) <= 1e-9
+    assert K > 0
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bt1_zeroth_order_A_drops_exactly_the_vertex_derivative(case):
+    """A_FO - A_ZO = -sum_x J_a^T (sum_i w_i dv^i/dtheta), dv/dtheta from pbsim.contact.nmdp."""
+    m, sc, q0, v0 = CASES[case]()
+    dt = 0.02
+    fo, zo = make("pbd_nmdp", m, sc), make("pbd_nmdp_zo", m, sc)
+    th, w, cand = _state_in_contact(fo, q0, v0, dt)
+    A1 = fo.residual(q0, v0, th, w, dt)[1]
+    A0 = zo.residual(q0, v0, th, w, dt)[1]
+    assert np.array_equal(A0, fo.residual(q0, v0, th, w, dt, first=False)[1])
+    wv = nmdp_vertices(m, sc, th)
+    ks = sc.kernel_arrays(m)
+    want = np.zeros_like(A1)
+    W = w.reshape(len(cand), fo.vx)
+    for ci, kp in enumerate(cand):
+        body = int(ks.pt_body[kp])
+        R, p = _body_pose(m, th, body)
+        a = wv["x"][kp] - ks.pt_radius[kp] * wv["n"][kp]
+        Ja = pbsim.point_jacobian(m, th, body, R.T @ (a - p))[3:]
+        want -= Ja.T @ np.einsum("i,ijk->jk", W[ci], wv["dV"][kp])
+    assert _rel(A1 - A0, want) <= 1e-9
+    assert np.abs(want).max() > 1e-3 * np.abs(A1).max()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_default_q_is_the_gauss_newton_mass_matrix(case):
+    """k_hessian='gn' (default): h^2 Q = M_rigid(theta) = CRBA's M without armature, PSD: the QP's
+    D^T Q D + prox I is convex; K = 1/2 |X - X_-|^2 / h^2 is >= 0 and K's exact Q differs by
+    the poses' second-order part only."""
+    m, sc, q0, v0 = CASES[case]()
+    dt = 0.02
+    integ = make("pbd_nmdp", m, sc)
+    th, w, _cand = _state_in_contact(integ, q0, v0, dt)
+    M = integ.residual(q0, v0, th, w, dt)[5]
+    Mc = pbsim.crba(m, th) - np.diag(np.asarray(m.k.armature, float))
+    assert _rel(M, Mc) <= 1e-12
+    assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+    Mx = make("pbd_nmdp", m, sc, k_hessian="exact").residual(q0, v0, th, w, dt)[5]
+    assert 0 < _rel(Mx, M) < 0.1
+
+
+def _pbad_pair(model, scene, q0, v0, ctl, dt, steps):
+    a = State.make(model, q0, v0)
+    b = State.make(model, q0, v0)
+    pn = make("pbd_nmdp", model, scene, tol=1e-13)
+    pb = make("pbad", model, scene, gtol=1e-11)
+    dq = dv = 0.0
+    for _ in range(steps):
+        a, da = pn.step(a, ctl, dt)
+        b, db = pb.step(b, ctl, dt)
+        assert da.converged[0] and db.converged[0] and da.extra["substeps"][0] == 1
+        dq = max(dq, np.abs(pbsim.difference(model, b.q[0], a.q[0])).max())
+        dv = max(dv, np.abs(a.v - b.v).max())
+    return dq, dv
+
+
+def test_without_contact_alpha_1_is_the_pbad_order_2_step():
+    """No contact in reach, alpha = 1: I_alpha + P_g + E_j is PBAD's Eq. 5 objective, so a
+    pbd_nmdp step (Newton projection onto its stationary point) equals pbad's (LM minimiser of
+    it): a damped 4-link chain under stable PD (200 steps of 10 ms) and a tumbling free box
+    (spin and translation, 30 steps of 20 ms), q and v within 1e-9 every step."""
+    model = pbsim_models.chain(4, damping=0.05)
+    ctl = Control(mode="spd", kp=2.0, kd=0.2, q_ref=np.zeros(4))
+    dq, dv = _pbad_pair(model, None, np.array([0.4, -0.3, 0.2, 0.1]), np.zeros(4), ctl, 0.01, 200)
+    assert dq <= 1e-9 and dv <= 1e-9, (dq, dv)
+    m = box()
+    q0 = m.neutral()
+    q0[2] = 3.0
+    quat = np.array([0.9, 0.3, -0.2, 0.1])
+    q0[3:7] = quat / np.linalg.norm(quat)
+    dq, dv = _pbad_pair(m, None, q0, np.array([0.5, -0.3, 1.0, 2.0, -3.0, 1.5]), None, 0.02, 30)
+    assert dq <= 1e-9 and dv <= 1e-9, (dq, dv)
+
+
+def test_bt2_accepted_iterates_are_feasible_and_k_never_rises():
+    """test_nmdp's B-T2 scene (a tilted, spinning box dropped on a plane, 0.4 s at 10 ms): the
+    largest |G|_inf of an accepted iterate <= tol, no accepted iterate raised K, K at the end <=
+    K after the initial projection; the new state recomputed from outside satisfies G = 0 and K
+    is |X - X_-|^2 / (2 h^2)."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.6)
+    integ = make("pbd_nmdp", m, sc)
+    q0 = m.neutral()
+    q0[2] = 0.12
+    quat = np.array([0.96, 0.2, -0.1, 0.05])
+    q0[3:7] = quat / np.linalg.norm(quat)
+    s = State.make(m, q0, np.array([0.4, 0.0, -0.5, 0.5, -1.0, 2.0]))
+    dt = 0.01
+    contact_steps = 0
+    for _ in range(40):
+        q, v = s.q[0].copy(), s.v[0].copy()
+        s, d = integ.step(s, None, dt)
+        assert d.converged[0] and not d.extra["alpha_cap"][0]
+        assert d.extra["accepted_max_residual"][0] <= integ.gtol
+        assert d.extra["accepted_k_rises"][0] == 0
+        assert d.extra["k_end"][0] <= d.extra["k_start"][0] * (1 + 1e-12) + 1e-15
+        if d.extra["substeps"][0] == 1:
+            cand = integ.candidates(q, v, dt)
+            w = integ._x.wts[0, : len(cand) * integ.vx].copy()
+            contact_steps += len(cand) > 0 and w.max() > 0
+            Gv, _A, _B, K, _g, _M = integ.residual(q, v, s.q[0], w, dt, deriv=False)
+            assert np.abs(Gv).max() <= integ.gtol
+            assert np.isclose(K, d.extra["k_end"][0], rtol=1e-9, atol=1e-12)
+    assert contact_steps >= 20
+
+
+@pytest.mark.parametrize("method,dt", [("pbd_nmdp", 5e-3), ("pbd_nmdp", 50e-3), ("pbd_nmdp_zo", 5e-3)])
+def test_bt3_incline_20deg_sticks(method, dt):
+    """tan 20 = 0.36 < mu = 0.5: after 0.5 s of settling the box moves < 1 mm in 2 s."""
+    r = stick(method, dt)
+    assert r["conv"].all()
+    assert r["creep"] < 1e-3  # measured: docs/benchmarks/nmdp.md, section pbd_nmdp
+
+
+@pytest.mark.parametrize("method,dt", [("pbd_nmdp", 5e-3), ("pbd_nmdp", 50e-3), ("pbd_nmdp_zo", 5e-3)])
+def test_bt3_incline_35deg_slides_at_g_sin_minus_mu_cos(method, dt):
+    want = G * (np.sin(np.radians(35)) - 0.5 * np.cos(np.radians(35)))
+    r = slide(method, dt)
+    assert r["conv"].all()
+    assert abs(r["acc"] - want) <= 0.1 * want
+
+
+def test_cpubatch_equals_integrator_step():
+    m = box()
+    a = np.radians(20)
+    n = np.array([-np.sin(a), 0.0, np.cos(a)])
+    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[:3] = 0.05 * n
+    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
+    Q = np.stack([q0, q0])
+    Q[1, 2] += 0.02
+    V = np.zeros((2, 6))
+    V[1] = [0.5, 0.2, -0.3, 0.0, 0.3, 1.0]
+    batch_equals_step("pbd_nmdp", m, sc, Q, V, 15, 0.01)
+
+
+def test_sub_step_cap_is_flagged_never_silent():
+    """A projection tolerance no Newton step can reach: every level fails, the cap (alpha =
+    2^-substep) is hit, the step is flagged (converged False, alpha_cap, warning / raise)."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[2] = 0.048
+    integ = make("pbd_nmdp", m, sc, tol=1e-30, substep=2)
+    with pytest.warns(RuntimeWarning, match="sub-step cap"):
+        s, d = integ.step(State.make(m, q0), None, 0.01)
+    assert not d.converged[0] and d.extra["alpha_cap"][0]
+    assert d.extra["min_alpha"][0] == 0.25 and d.extra["projection_failures"][0] >= 3
+    assert np.isfinite(s.q).all()
+    integ = make("pbd_nmdp_zo", m, sc, tol=1e-30, substep=1, on_fail="raise")
+    with pytest.raises(SimulationError, match="cap"):
+        integ.step(State.make(m, q0), None, 0.01)
+    integ = make("pbd_nmdp", m, sc, tol=1e-30, substep=0, on_fail="ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _s, d = integ.step(State.make(m, q0), None, 0.01)
+    assert d.extra["alpha_cap"][0] and d.extra["min_alpha"][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    "opts,match",
+    [
+        (dict(vx=2), "vx"),
+        (dict(k=-1.0), "k"),
+        (dict(eta=1.0), "eta"),
+        (dict(tol=0.0), "tol"),
+        (dict(max_iterations=0), "max_iterations"),
+        (dict(substep=-1), "substep"),
+        (dict(max_step=float("nan")), "max_step"),
+        (dict(on_fail="boom"), "on_fail"),
+        (dict(k_hessian="bfgs"), "k_hessian"),
+        (dict(gamma=2.0), "no option"),
+    ],
+)
+def test_bad_options_are_input_errors(opts, match):
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    for name in ("pbd_nmdp", "pbd_nmdp_zo"):
+        with pytest.raises(InputError, match=match):
+            make(name, m, sc, **opts)
+    q = m.neutral()
+    q[2] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        make("pbd_nmdp", m, sc).step(State.make(m, q), None, 0.01)
