@@ -31,9 +31,11 @@ integrator class both forms derive from (options, checks, diagnostics, the test 
 
 ``D = A^-1 B`` (one LU, m back-solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
 (the proximal weight ``|dw|^2 / gamma`` made scale-free: gamma = 1 weighs it like the
-curvature).  Solved by :func:`pbsim.optim.qp.qp_solve` (FISTA over the simplex blocks),
-warm-started at the current ``u``.  A candidate whose capacity is below ``1e-14 c_max`` (``zeta =
-0`` out of contact: ``v = 0``) keeps its weight (a [0, 0] box).
+curvature).  Solved by :func:`pbsim.optim.qp.qp_solve_as` (the primal active-set method over the
+simplex blocks; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took 30-900x longer on the Robosimian's
+QPs: docs/benchmarks/nmdp.md "QP solver"), warm-started at the current ``u``.  A candidate whose
+capacity is below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps its weight (a
+[0, 0] box).
 
 **Manifold projection** (Eq. 9/11): Newton ``theta <- theta (+) (-A^-1 G)`` until
 ``|G|_inf <= tol``; it *fails* (the step is to be subdivided) when the LU finds A singular (pivot
@@ -101,11 +103,11 @@ from pbsim.integrators.nmdp_wrench import MARGIN, WRENCH_OPTIONS, wrench_paramet
 from pbsim.integrators.options import Option
 from pbsim.integrators.pbad.order2 import rotate_by_exp_transpose
 from pbsim.optim.linalg import gram_symmetric, inf_norm, lu_factor, lu_solve
-from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve
+from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as, qp_work_as
 
 PROJ_MAX = 50  # Newton steps of one manifold projection
 CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's largest is inert
-QP_MAXIT = 5000  # FISTA iterations per QP
+QP_MAXIT = 5000  # QP iterations per QP (active-set steps; FISTA's when it falls back)
 GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the QP strictly convex)
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
 # stats columns
@@ -117,8 +119,8 @@ NSTATS = 12
 # configurations; vel, acc (n) thetadot, thetaddot; Pm (n, n) the velocity map; G (n), A, LU (n, n),
 # piv (n) ints; dq, gk (QP scratch), g (n); M (n, n) h^2 Q; sdp (P) predicted depths; act (P) ints:
 # candidates; cap (P); Vt (P, V, 3) vertices; Dv (P, V, 3, 3) their x-derivatives; T1, T2, Dn, Dd
-# (3, 3); Jc (n, 8) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (5,
-# MP); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS).
+# (3, 3); Jc (n, 8) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
+# kmax max(4 n, 64)); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS).
 PGM_FIELDS = (
     "q0", "v0", "th", "thn", "thb", "qp", "vel", "acc", "Pm", "G", "A", "LU", "piv", "dq", "gk", "g", "M", "sdp",
     "act", "cap", "Vt", "Dv", "T1", "T2", "Dn", "Dd", "Jc", "Bm", "Dm", "HX", "wts", "wn", "qb", "lo", "hi", "QA",
@@ -145,7 +147,8 @@ def pgm_arrays(model, npts, B, vx) -> dict:
         dq=z((B, n)), gk=z((B, n)), g=z((B, n)), M=z((B, n, n)), sdp=z((B, P)), act=z((B, P), np.int64),
         cap=z((B, P)), Vt=z((B, P, V, 3)), Dv=z((B, P, V, 3, 3)), T1=z((B, 3, 3)), T2=z((B, 3, 3)), Dn=z((B, 3, 3)),
         Dd=z((B, 3, 3)), Jc=z((B, n, 8)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
-        wn=z((B, MP)), qb=z((B, MP)), lo=z((B, MP)), hi=z((B, MP)), QA=z((B, MP, MP)), qw=z((B, 5, MP)),
+        wn=z((B, MP)), qb=z((B, MP)), lo=z((B, MP)), hi=z((B, MP)), QA=z((B, MP, MP)),
+        qw=z((B, *qp_work_as(MP, max(4 * n, 64)).shape)),
         qinfo=z((B, 4)), bstart=z((B, P + 1), np.int64), btype=np.full((B, P), QP_SIMPLEX, np.int64), bmu=z((B, P)),
         info=z((B, 4)), stats=z((B, NSTATS)),
     )  # fmt: skip
@@ -484,7 +487,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     for rr in range(n):
         for cc in range(n):
             QA[rr, cc] *= inv
-    ok = qp_solve(QA, qb, n, x.lo[b], x.hi[b], x.bstart[b, : nc + 1], x.btype[b, :nc], x.bmu[b, :nc], u, QP_MAXIT,
+    ok = qp_solve_as(QA, qb, n, x.lo[b], x.hi[b], x.bstart[b, : nc + 1], x.btype[b, :nc], x.bmu[b, :nc], u, QP_MAXIT,
                   QP_TOL, x.qw[b], x.qinfo[b])  # fmt: skip
     if not ok:
         st[S_QPFAIL] += 1.0

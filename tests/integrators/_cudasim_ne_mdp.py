@@ -1,5 +1,5 @@
 """NE-MDP's step kernel run by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``,
-:func:`pbsim.optim.qp.qp_solve` included) against the CPU integrator, in two halves (as
+:func:`pbsim.optim.qp.qp_solve_as` included) against the CPU integrator, in two halves (as
 _cudasim_pbfd.py): :func:`cpu_outputs` in the pytest process; ``python _cudasim_ne_mdp.py
 CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the same inputs and prints
 ``DIFF name value`` lines (relative max differences) and ``ITER same|differ`` (QP iterations of

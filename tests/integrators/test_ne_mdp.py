@@ -214,7 +214,7 @@ def test_capped_simplex_projection():
 
 def test_ne_mdp_step_on_cuda_backend_cudasim(tmp_path):
     """The step kernel through the CUDA backend (CudaBatch, the cuda_twin of ne_mdp_step and of
-    optim.qp's FISTA; numba's CUDA simulator in a subprocess) equals the CPU integrator's step,
+    optim.qp's active-set QP; numba's CUDA simulator in a subprocess) equals the CPU integrator's step,
     QP iterations included (_cudasim_ne_mdp.py)."""
     diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_ne_mdp.py"), tmp_path / "ne_mdp_cpu.npz")
     assert set(diffs) == {"q", "v", "e"}, out
