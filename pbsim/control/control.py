@@ -46,6 +46,9 @@ def dof_parents(model) -> np.ndarray:
 class Control:
     """Torques ``tau`` (nv,) and, for ``mode`` "pd"/"spd", gains and targets.
 
+    ``tau``: joint forces, the input every integrator honours; an external force or torque on a
+    body enters through it: ``tau = pbsim.control.body_wrench_torque(model, q, body, force, point)``
+    (``J(q)^T [torque; force]``, :mod:`pbsim.control.external`).
     ``kp``, ``kd``: scalars or (nv,) arrays; ``q_ref`` (nq,), ``v_ref`` (nv,).  Any of them may carry
     a leading batch axis.  The PD torque is ``-kp (q (-) q_ref) - kd (v - v_ref)`` (per DOF, the
     difference taken on the configuration manifold, expressed in the tangent space at q); SPD
