@@ -117,7 +117,12 @@ def cmd_rollout(args):
     model = model_from_args(args)
     q0 = model.default_configuration()
     control = None
-    if args.ctrl is not None:
+    if args.motion is not None:
+        if args.ctrl is not None or args.target:
+            raise PbsimError("--motion is a reference of its own; it cannot be combined with --ctrl/--target")
+        control = motion_from_args(model, args)
+        q0 = control.q_at(0.0)
+    elif args.ctrl is not None:
         if args.control != "torque" or args.target:
             raise PbsimError("--ctrl drives the model's actuators; it cannot be combined with --control/--target")
         from pbsim.control.schedule import CtrlSchedule
@@ -154,6 +159,8 @@ def cmd_rollout(args):
         spacing=args.terrain_spacing,
         **kw,
     )
+    if args.motion is not None and scene is not None:
+        q0 = rest_on_environment(model, scene, q0)
     opts = integrator_options_from_args(args)
     if args.device == "cuda":
         opts.update({k: v for k, v in (("layout", args.layout), ("schedule", args.schedule)) if v is not None})
@@ -215,6 +222,68 @@ def cmd_rollout(args):
         w = max(len(k) for k in summary)
         for k, v in summary.items():
             print(f"{k:<{w}}  {v:.6g}" if isinstance(v, float) else f"{k:<{w}}  {v}")
+
+
+class MotionAction(argparse.Action):
+    """``--motion NAME``; ``--motion list`` prints the motions of :mod:`pbsim.control.motions` and exits."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values == "list":
+            from pbsim.control.motions import motion_names, motion_summary
+
+            for n in motion_names():
+                print(f"{n:<18} {motion_summary(n)}")
+            parser.exit()
+        setattr(namespace, self.dest, values)
+
+
+def add_motion_arg(p):
+    """``--motion NAME`` (rollout and the viewer): any public motion of pbsim.control.motions, found
+    by :func:`pbsim.control.motions.motion_names`, tracked with SPD."""
+    p.add_argument(
+        "--motion",
+        metavar="NAME",
+        action=MotionAction,
+        help="track a reference motion of pbsim.control.motions with SPD (default gains kp = 30 M, kd = M, M the "
+        "total mass; --kp/--kd override) from its first pose; 'list' prints the names (e.g. robosimian_jump, "
+        "robosimian_walk, humanoid_gait, dog_trot, snake_slither, sinusoid)",
+    )
+
+
+def motion_from_args(model, args):
+    """The :class:`~pbsim.control.targets.Reference` of ``--motion`` (an unknown name is an InputError
+    listing the valid ones); ``--kp``/``--kd`` given (not "0") replace the default gains."""
+    from pbsim.control.motions import make_motion
+
+    gains = {}
+    for k in ("kp", "kd"):
+        val = getattr(args, k, None)
+        if val not in (None, "0"):
+            try:
+                gains[k] = float(val)
+            except (TypeError, ValueError):
+                raise PbsimError(f"--{k} with --motion takes one number, got {val!r}") from None
+    kw = {k: getattr(args, k) for k in ("root", "root_kp", "root_kd", "clamp") if getattr(args, k, None) is not None}
+    if getattr(args, "spd_solver", None):
+        kw["solver"] = args.spd_solver
+    return make_motion(model, args.motion, dt=args.dt, **gains, **kw)
+
+
+def rest_on_environment(model, scene, q0, clearance=1e-3):
+    """A floating model lifted along -gravity until no contact point is deeper than ``-clearance``
+    (a motion's first pose may have its feet in the ground)."""
+    import numpy as np
+
+    import pbsim
+
+    if not model.floating_base or not len(scene.contact_points().body):
+        return q0
+    d = pbsim.contact_query(model, scene, q0)["d"][0]
+    if d.size and d.max() > 0:
+        q0 = np.array(q0, dtype=float)
+        g = np.asarray(model.gravity, float)
+        q0[:3] += -g / max(np.linalg.norm(g), 1e-12) * (float(d.max()) + clearance)
+    return q0
 
 
 def cmd_view(args):
@@ -423,6 +492,7 @@ def build_parser():
     c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
     c.add_argument("--kd", default="0", help="like --kp")
     c.add_argument("--target", help="reference motion file (.npz/.csv with joint-name columns)")
+    add_motion_arg(c)
     c.add_argument(
         "--root",
         default="passive",

@@ -31,3 +31,21 @@ def standing_pose(model) -> np.ndarray:
             for jn, a in ROBOSIMIAN_STANCE.items():
                 q[int(model.iq[model.joint_index(f"limb{limb}_{jn}")])] = sign * a
     return q
+
+
+def symmetrize_robosimian(model) -> float:
+    """Make Robosimian mirror-symmetric in place: the URDF mounts limbs 1 and 2 (``limbN_joint0``) at
+    rpy ``(0, 1.5708, 3.1515926)``, a 0.01 rad typo of pi that moves their feet 4-7 mm in the standing
+    pose (limbs 3 and 4 are at ``(0, 1.5708, 0)``); here they get yaw pi exactly.  Afterwards body
+    masses, centres of mass and inertias mirror front-back and left-right to 1e-3 m / 4e-3 kg m^2 except
+    the torso's own centre of mass (-0.8, -2.1) mm off its origin, and the 16 sampled contact points
+    of each foot mirror exactly (scripts/nmdp_robosimian.py, docs/benchmarks/nmdp.md).  Returns the
+    largest change of a rotation-matrix entry (0.01)."""
+    c, s = np.cos(1.5708), np.sin(1.5708)  # Rz(pi) Ry(1.5708): the file's 1.5708, not pi/2
+    R = np.array([[-c, 0.0, -s], [0.0, -1.0, 0.0], [-s, 0.0, c]])
+    d = 0.0
+    for k in (1, 2):
+        i = model.body_names.index(f"limb{k}_link0")
+        d = max(d, float(np.abs(model.tree_R[i] - R).max()))
+        model.tree_R[i] = R
+    return d

@@ -20,6 +20,47 @@ def default_gains(model) -> tuple[float, float]:
     return KP_PER_KG * M, KD_PER_KG * M
 
 
+def motion_names() -> list[str]:
+    """The public motion functions of this module (found, not listed by hand): every function whose
+    first parameter is ``model``, whose other parameters all have defaults (``fn(model)`` works) and
+    which returns a :class:`Reference`."""
+    import inspect
+
+    out = []
+    for name, fn in globals().items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != __name__:
+            continue
+        params = list(inspect.signature(fn).parameters.values())
+        if (params[:1] and params[0].name == "model" and fn.__annotations__.get("return") in ("Reference", Reference)
+                and all(p.default is not p.empty or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params[1:])):
+            out.append(name)
+    return sorted(out)
+
+
+def motion_summary(name: str) -> str:
+    """The first clause of motion ``name``'s docstring (up to the first colon or full stop), on one line."""
+    import re
+
+    doc = " ".join((globals()[name].__doc__ or "").split())
+    return re.split(r"(?<=[a-z)]): |\. | \(", doc, maxsplit=1)[0]
+
+
+def make_motion(model, name: str, **kw) -> Reference:
+    """Motion ``name`` (one of :func:`motion_names`) as an SPD :class:`Reference` with the documented
+    default gains (:func:`default_gains`: kp = 30 M, kd = M) unless ``kp``/``kd`` are given; other
+    keywords go to the motion (``dt``, ``root``, ``solver``, ... and the motion's own parameters).
+    An unknown name is an InputError listing the valid ones."""
+    names = motion_names()
+    if name not in names:
+        raise InputError(f"unknown motion {name!r}; valid motions: {', '.join(names)}")
+    kp0, kd0 = default_gains(model)
+    kw = dict(kw)
+    kw["kp"] = kp0 if kw.get("kp") is None else kw["kp"]
+    kw["kd"] = kd0 if kw.get("kd") is None else kw["kd"]
+    kw.setdefault("mode", "spd")
+    return globals()[name](model, **kw)
+
+
 def quat_from_rotvec(r) -> np.ndarray:
     """(w, x, y, z) of the rotation by vector r."""
     r = np.asarray(r, dtype=np.float64)

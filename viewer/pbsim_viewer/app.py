@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import pbsim
-from pbsim.cli import add_model_args, model_from_args
+from pbsim.cli import add_model_args, add_motion_arg, model_from_args
 from pbsim_viewer.camera import OrbitCamera
 from pbsim_viewer.panel import PANEL_WIDTH, ViewOptions, draw_panel
 from pbsim_viewer.session import Session
@@ -406,6 +406,7 @@ def make_session(
     mu: float = 0.8,
     up: str = "z",
     pose: str = "stand",
+    motion: str | None = None,
 ) -> Session:
     """Load ``model_path`` (a file, or a loaded :class:`pbsim.Model`) and wrap it in a :class:`Session`
     with a contact scene.
@@ -417,7 +418,10 @@ def make_session(
     of :func:`pbsim.contact.default_scene` and the viewer's default ``ground="auto"`` (the file's own
     world geometry, else a plane); no scene when ``ground`` is None and there is no terrain.  ``kp``/``kd`` None: :func:`poses.default_gains`.
     ``pose="stand"``: SPD holds (and starts from) :func:`poses.standing_pose`, else the file's
-    default configuration.  A floating base is placed on the ground / terrain."""
+    default configuration.  ``motion``: a motion of :mod:`pbsim.control.motions` by name, tracked by SPD
+    with ``kp``/``kd`` (default 30 M / M) from its first pose (:class:`~pbsim_viewer.motion.MotionSession`;
+    an unknown name is an InputError listing the valid ones).  A floating base is placed on the ground /
+    terrain."""
     from pbsim_viewer.poses import default_gains, detect_up, standing_pose
 
     model = model_path if isinstance(model_path, pbsim.Model) else pbsim.load(model_path, floating_base=floating)
@@ -442,7 +446,14 @@ def make_session(
         scene = pbsim.make_scene(
             model, ground=None if ground == "none" else ground, terrain=terrain, mu=mu, points=pts, ground_height=gh
         )
-    s = Session(
+    extra = {}
+    if motion is not None:
+        from pbsim.control.motions import make_motion
+        from pbsim_viewer.motion import MotionSession
+
+        extra["motion"] = make_motion(model, motion, dt=dt, kp=kp, kd=kd)
+        q0 = extra["motion"].q_at(0.0)
+    s = (MotionSession if motion is not None else Session)(
         model,
         scene=scene,
         integrator=integrator,
@@ -450,6 +461,7 @@ def make_session(
         kp=kp0 if kp is None else kp,
         kd=kd0 if kd is None else kd,
         q0=q0,
+        **extra,
     )
     if model.floating_base and contact_available(model, s.scene):
         place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None)
@@ -480,6 +492,7 @@ def view(
     pose: str = "stand",
     camera: dict | None = None,
     record=None,
+    motion: str | None = None,
 ) -> "Session":
     """Open the viewer on ``model_path`` (see :func:`make_session` for the physics arguments).
 
@@ -511,6 +524,7 @@ def view(
         mu=mu,
         up=up,
         pose=pose,
+        motion=motion,
     )
     if play if play is not None else True:
         session.play()
@@ -567,6 +581,7 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
         default="stand",
         help="configuration SPD holds: a standing pose where one is known (Robosimian), or the file's",
     )
+    add_motion_arg(p)
     p.add_argument("--paused", action="store_true", help="start paused")
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
@@ -613,5 +628,6 @@ def main(argv=None) -> int:
         options=opts,
         camera=cam,
         record=args.record,
+        motion=args.motion,
     )
     return 0
