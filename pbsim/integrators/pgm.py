@@ -32,7 +32,7 @@ integrator class both forms derive from (options, checks, diagnostics, the test 
 ``D = A^-1 B`` (one LU, m back-solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
 (the proximal weight ``|dw|^2 / gamma`` made scale-free: gamma = 1 weighs it like the
 curvature).  Solved by :func:`pbsim.optim.qp.qp_solve_as` (the primal active-set method over the
-simplex blocks; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took 30-900x longer on the Robosimian's
+simplex blocks; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took ~50x longer on the Robosimian's
 QPs: docs/benchmarks/nmdp.md "QP solver"), warm-started at the current ``u``.  A candidate whose
 capacity is below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps its weight (a
 [0, 0] box).

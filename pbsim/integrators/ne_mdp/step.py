@@ -16,7 +16,7 @@ With ``v* = v(0)`` and the columns ``X_i = dt H^^-1 J^T v^i`` (one per vertex) t
 variables ``u = w capacity / c_max`` (``c_max``: the step's largest capacity; per contact the capped
 simplex ``u >= 0``, ``sum u <= capacity / c_max``, exact projections all the same), scaled by its
 largest diagonal entry, by :func:`pbsim.optim.qp.qp_solve_as` (the primal active-set method, from
-``u = 0``; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took 100-10000x longer on the Robosimian's QPs:
+``u = 0``; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took ~570x longer on the Robosimian's QPs:
 docs/benchmarks/nmdp.md, "QP solver"): every variable
 then has the scale of its direction, not of its depth (in ``w`` a candidate of capacity zeta
 beside one carrying the weight has ~1e-9 of the curvature and FISTA crawls), and the KKT residual
