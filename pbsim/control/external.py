@@ -29,7 +29,7 @@ def body_wrench_torque(model, q, body, force=(0.0, 0.0, 0.0), point=(0.0, 0.0, 0
     """(nv,) joint torques equivalent to ``force`` (world axes, N) applied at ``point`` (in the
     body's frame, m) of ``body`` (index or name) plus ``torque`` (world axes, N m) on that body,
     at configuration ``q`` (nq,): ``J(q)^T [torque; force]``."""
-    import pbsim
+    from pbsim.dynamics.api import point_jacobian
 
     f = np.asarray(force, dtype=np.float64).reshape(-1)
     m = np.asarray(torque, dtype=np.float64).reshape(-1)
@@ -40,5 +40,5 @@ def body_wrench_torque(model, q, body, force=(0.0, 0.0, 0.0), point=(0.0, 0.0, 0
     q = np.asarray(q, dtype=np.float64)
     if q.ndim != 1:
         raise InputError(f"q must have shape ({model.nq},); got {q.shape}")
-    J = pbsim.point_jacobian(model, q, body, point)
+    J = point_jacobian(model, q, body, point)
     return J.T @ np.concatenate([m, f])
