@@ -20,7 +20,7 @@ import pytest
 
 import pbsim
 import pbsim_models
-from conftest import batch_equals_step
+from conftest import batch_equals_step, run_cudasim_twin
 from pbsim.contact import Plane, Scene, Sphere, sample_contact_points
 from pbsim.contact.nmdp import nmdp_vertices
 from pbsim.errors import InputError, SimulationError
@@ -348,3 +348,16 @@ def test_algorithm_2_sub_steps_carry_theta_and_thetadot():
     k, hs = 4 * n, h / 4
     assert np.isclose(s.q[0, 2], 2.0 + 0.5 * k * hs - G * hs * hs * k * (k + 1) / 2, rtol=0, atol=1e-10)
     assert np.isclose(s.v[0, 2], 0.5 - G * k * hs, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
+def test_pgm_step_on_cuda_backend_cudasim(tmp_path, method):
+    """The PGM step kernel (integrators/pgm.py with the NE or the position-based hooks, the
+    active-set QP and the projection) through the CUDA backend (CudaBatch, its cuda_twin; numba's
+    CUDA simulator in a subprocess) equals the CPU integrator's two steps on a sliding and a falling
+    box, outer iterations included (_cudasim_nmdp.py)."""
+    script = Path(__file__).with_name("_cudasim_nmdp.py")
+    diffs, out = run_cudasim_twin(script, tmp_path / f"{method}_cpu.npz", cpu_args=(method,), argv=(method,))
+    assert set(diffs) == {"q", "v", "e"}, out
+    assert max(diffs.values()) <= 1e-10, diffs
+    assert "ITER same" in out, out
