@@ -130,13 +130,16 @@ def cmd_rollout(args):
         control = CtrlSchedule.from_arg(model, args.ctrl)
     elif args.control != "torque" or args.target:
         from pbsim.control import control_from_args
+        from pbsim.control.motions import default_gains
 
+        # --control pd/spd without gains: the documented mass-scaled defaults (was kp = 0: no control at all)
+        kp0, kd0 = default_gains(model) if args.control in ("pd", "spd") else (0.0, 0.0)
         control = control_from_args(
             model,
             control=args.control,
             solver=args.spd_solver,
-            kp=args.kp,
-            kd=args.kd,
+            kp=kp0 if args.kp is None else args.kp,
+            kd=kd0 if args.kd is None else args.kd,
             target=args.target,
             dt=args.dt,
             clamp=args.clamp,
@@ -489,8 +492,13 @@ def build_parser():
         help="drive the model's actuators (MJCF <actuator>): a .npz (t, ctrl) / .csv (t + one column per "
         "actuator) schedule held between samples, or constant values 'u1,u2,...'",
     )
-    c.add_argument("--kp", default="0", help='number or "joint=value,pattern*=value" (default 0)')
-    c.add_argument("--kd", default="0", help="like --kp")
+    c.add_argument(
+        "--kp",
+        default=None,
+        help='number or "joint=value,pattern*=value" (default with --control pd/spd: 30 N m/rad per kg of '
+        "robot, the viewer's and --motion's; else 0)",
+    )
+    c.add_argument("--kd", default=None, help="like --kp (default with --control pd/spd: 1 N m s/rad per kg)")
     c.add_argument("--target", help="reference motion file (.npz/.csv with joint-name columns)")
     add_motion_arg(c)
     c.add_argument(

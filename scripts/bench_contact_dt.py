@@ -3,7 +3,7 @@ pbsim (euler, pbad) next to MuJoCo (Euler, implicitfast) at the same dt, in the 
 
 Every run starts from the file's default configuration (qpos0: both robots fall onto the floor)
 and lasts ``--T`` seconds.  The hold is a PD toward qpos0 on the joints (zero gains on the free
-base), scaled with the total mass M (the viewer's defaults, ``pbsim_viewer.poses.default_gains``:
+base), scaled with the total mass M (the viewer's defaults, ``pbsim.control.motions.default_gains``:
 kp = 30 max(M, 1) N m/rad, kd = max(M, 1) N m s/rad):
 
 - pbsim: ``Control(mode="spd", kp, kd, q_ref=qpos0)`` (stable PD, implicit in the step), contact
@@ -50,7 +50,7 @@ import mujoco  # noqa: E402
 
 import pbsim  # noqa: E402
 
-KP_PER_KG, KD_PER_KG = 30.0, 1.0  # pbsim_viewer.poses.default_gains
+KP_PER_KG, KD_PER_KG = 30.0, 1.0  # pbsim.control.motions.default_gains
 REST_WINDOW = 0.2  # s: rest height is the mean torso z over the run's last REST_WINDOW
 _I = mujoco.mjtIntegrator
 METHODS = {  # name: (simulator, integrator, MuJoCo: kd as joint damping instead of in qfrc_applied)

@@ -47,3 +47,25 @@ def test_rollout_makes_the_output_folders(tmp_path):
     with np.load(out) as d:
         assert d["q"].shape[0] == 4
     assert plot.stat().st_size > 0
+
+
+def test_rollout_control_spd_without_gains_uses_the_documented_defaults(monkeypatch):
+    """`--control spd` without --kp/--kd: kp = 30 M, kd = M (pbsim.control.motions.default_gains,
+    the viewer's and --motion's), not 0; given gains still win."""
+    import pbsim.control as pc
+    from pbsim.control.motions import default_gains
+    from pbsim_models import chain
+
+    seen = []
+    real = pc.control_from_args
+
+    def spy(model, **kw):
+        seen.append((kw["kp"], kw["kd"]))
+        return real(model, **kw)
+
+    monkeypatch.setattr(pc, "control_from_args", spy)
+    base = ["rollout", "chain3", "--integrator", "euler", "--steps", "2", "--quiet", "--json"]
+    assert main(base + ["--control", "spd"]) == 0
+    assert main(base + ["--control", "spd", "--kp", "5", "--kd", "0.5"]) == 0
+    kp, kd = default_gains(chain(3))
+    assert seen[0] == (kp, kd) and seen[1] == ("5", "0.5")

@@ -291,7 +291,8 @@ def test_terrain_goes_into_the_physics_scene():
 def test_standing_pose_puts_robosimian_feet_under_the_shoulders():
     from tests.conftest import robosimian_urdf
 
-    from pbsim_viewer.poses import default_gains, standing_pose
+    from pbsim.control.motions import default_gains
+    from pbsim_viewer.poses import standing_pose
 
     m = pbsim.load(robosimian_urdf())
     T = pbsim.forward_kinematics(m, standing_pose(m))
@@ -363,3 +364,168 @@ def test_actuator_sliders_drive_the_files_actuators():
     assert s.ctrl[0] == 1.0 and s.ctrl_range(0) == (-1.0, 1.0)
     k = s.control().kernel_arrays(m, 1)
     assert np.allclose(k.tau, pbsim.Control(ctrl=np.array([1.0, 0.0])).kernel_arrays(m, 1).tau)
+
+
+# ---------------------------------------------------------------- issue #20: history, timing, edits, keyframes
+def test_divergence_rewinds_to_the_last_state_within_the_rule():
+    """Explicit Euler on a 3-link chain at dt 0.2 s with stiff gains blows up; the session pauses at
+    the newest buffered state whose K + U is within the shared rule's bound (10 E_model above the
+    start, the actuator allowance left out), not at the state just before the flagged step."""
+    from pbsim.integrators import divergence as dv
+
+    s = Session(chain(3), integrator="explicit_euler", dt=0.1, kp=5e3, kd=0.0)
+    s.q0[:] = 1.0
+    s.reset()
+    e0 = float(dv.reference_energy(s.model, s.state)[0])
+    for _ in range(500):
+        if not s.step_once():
+            break
+    assert s.failed and "diverged" in s.message and "paused at" in s.message
+    e = float(dv.reference_energy(s.model, s.state)[0] - dv.spring_energy(s.model, s.state.q)[0])
+    assert e - e0 <= 10 * dv.energy_scale(s.model) + 1e-9
+    assert s.ring_verdicts()[-1] and np.all(np.isfinite(s.q))
+    assert s.ring[-1][1] == s.steps and s.time == pytest.approx(s.steps * s.dt)
+
+
+def test_scrub_and_step_back_then_continue(session):
+    s = session
+    for _ in range(10):
+        assert s.step_once()
+    q5 = s.ring[5][0].q.copy()
+    s.scrub(5)
+    assert s.steps == 5 and np.array_equal(s.state.q, q5) and not s.playing
+    assert s.step_back() and s.steps == 4
+    assert s.step_once() and s.steps == 5 and len(s.ring) == 6  # the buffered future is dropped
+    assert np.allclose(s.state.q, q5, atol=1e-12)  # deterministic replay of the same step
+
+
+def test_noconvergence_pauses_once_then_play_continues(session):
+    s = session
+    s._integrator = _Exploding(s._integrator, "noconv", n=2)
+    s.max_step_time = 60.0
+    s.play()
+    s.update(0.02)
+    assert s.failed and not s.playing and "did not converge" in s.message and s.steps == 2
+    s.play()
+    assert s.update(0.02) >= 5 and s.playing and s.unconverged >= 5 and "did not converge" in s.notice
+
+
+def test_real_time_capped_and_rtf_measured():
+    """dt = 0.05 s at 60 frames/s: one step every third frame (real time, not 3x); the readout is
+    simulated over wall time, also when the frames come slower than the wall clock says."""
+    s = Session(chain(3), integrator="pbad", dt=0.05, kp=0.0, kd=0.0)
+    s.play()
+    n = sum(s.update(1 / 60, now=k / 60) for k in range(60))
+    assert n == 20 and s.time == pytest.approx(1.0), s.message
+    assert s.rtf == pytest.approx(1.0, rel=0.06)
+    s.reset()
+    s.set_dt(2e-3)
+    s.play()
+    s.real_time_factor_target = 0.5
+    for k in range(60):
+        s.update(1 / 60, now=k / 60)
+    assert s.time == pytest.approx(0.5, abs=2.5e-3) and s.rtf == pytest.approx(0.5, rel=0.06)
+    # frames 0.28 s apart that the viewer clamps to 0.1 s of simulation: rtf 0.36, not 1
+    s.reset()
+    s.real_time_factor_target = 1.0
+    s.play()
+    for k in range(8):
+        s.update(0.1, now=0.28 * k)
+    assert s.rtf == pytest.approx(0.1 / 0.28, rel=0.05)
+
+
+def test_step_requests_run_in_update(session):
+    s = session
+    s.step_requests = 2
+    assert s.update(0.0) == 2 and s.steps == 2 and not s.playing
+
+
+def test_joint_sliders_set_q_and_keyframe_round_trip(tmp_path):
+    m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
+    s = Session(m, integrator="euler", dt=1e-3)
+    rows = s.q_sliders()
+    names = [r[1] for r in rows]
+    assert any(n.endswith(".z") for n in names) and len(rows) >= 4
+    iq, _, lo, hi = rows[-1]
+    s.set_q(iq, 0.5 * (lo + hi) + 0.1)
+    assert s.q[iq] == pytest.approx(0.5 * (lo + hi) + 0.1) and s.state.energy_ref is None
+    for _ in range(5):
+        assert s.step_once()
+    s.set_target(int(np.flatnonzero(s.actuated)[0]), 0.2)
+    s.set_kp(321.0)
+    path = s.save_keyframe(tmp_path / "kf")
+    q, v, t, tgt, kp = s.state.q.copy(), s.state.v.copy(), s.time, s.target.copy(), s.kp.copy()
+    for _ in range(5):
+        s.step_once()
+    s.reset()
+    s.load_keyframe(path)
+    assert np.array_equal(s.state.q, q) and np.array_equal(s.state.v, v) and s.time == t
+    assert np.array_equal(s.target, tgt) and np.array_equal(s.kp, kp)
+    # stepping on from the loaded keyframe == stepping on from the saved state
+    s2 = Session(m, integrator="euler", dt=1e-3)
+    s2.load_keyframe(path)
+    assert s.step_once() and s2.step_once() and np.array_equal(s.state.q, s2.state.q)
+    with pytest.raises(pbsim.InputError, match="nq"):
+        Session(chain(3)).load_keyframe(path)
+
+
+def test_drag_force_goes_through_body_wrench_torque(session):
+    from pbsim.control import body_wrench_torque
+
+    s = session
+    s.perturb = (2, np.array([0.1, 0.0, 0.0]), np.array([0.0, 5.0, -3.0]))
+    tau = s.control().tau
+    assert np.allclose(tau, body_wrench_torque(s.model, s.q, 2, force=[0, 5, -3], point=[0.1, 0, 0]))
+    s.perturb = None
+    assert s.control().tau is None
+
+
+def test_body_info_and_contact_forces_hold_the_weight(tmp_path):
+    """A 2 kg box resting on the plane (euler, 1 ms): the penalty contact forces carry its weight
+    (mean over 0.2 s within 2 %), and the selected body's info lists them."""
+    from pbsim_viewer.app import make_session
+
+    p = tmp_path / "box.urdf"
+    p.write_text(
+        '<robot name="box"><link name="box"><inertial><mass value="2"/>'
+        '<inertia ixx="0.02" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>'
+        '<collision><geometry><box size="0.2 0.2 0.2"/></geometry></collision></link></robot>'
+    )
+    s = make_session(str(p), integrator="euler", dt=1e-3, floating=True)
+    fz = []
+    for k in range(1000):
+        assert s.step_once(), s.message
+        if k >= 800:
+            fz.append(sum(c["force"][2] for c in s.contact_forces()))
+    assert np.mean(fz) == pytest.approx(2.0 * 9.81, rel=0.02)
+    info = s.body_info(0)
+    assert info["name"] == "box" and info["mass"] == pytest.approx(2.0)
+    assert len(info["contacts"]) >= 3 and info["position"].shape == (3,)
+
+
+def test_integrator_problems_name_a_reason():
+    s = Session(chain(3))
+    probs = s.integrator_problems()
+    assert set(probs) == set(pbsim.integrators.available())
+    assert probs["euler"] is None
+    assert all(p is None or isinstance(p, str) and p for p in probs.values())
+
+
+def test_view_cli_negative_camera_base_pose_up_auto():
+    """`--camera -60,10,4` parses (argparse took it for an option); --base-pose sets the floating
+    base (quaternion normalized, lifted only out of the ground); --up auto is the default and keeps
+    an MJCF's gravity."""
+    from pbsim_viewer.app import build_parser, join_negative_values, make_session
+
+    a = build_parser().parse_args(
+        join_negative_values(["chain3", "--camera", "-60,10,4", "--base-pose", "-1,2,3,1,0,0,0"])
+    )
+    assert a.camera == "-60,10,4" and a.base_pose == "-1,2,3,1,0,0,0" and a.up == "auto"
+    m = pbsim.load(pybullet_file("humanoid/humanoid.urdf"), floating_base=True)
+    s = make_session(m, ground="plane", base_pose=[0.5, 0.3, 10.0, 2.0, 0.0, 0.0, 0.0])
+    assert s.q0[0] == pytest.approx(0.5) and s.q0[3:7] == pytest.approx([1, 0, 0, 0])
+    assert np.allclose(s.model.gravity, [0, -9.81, 0])  # auto: the DeepMimic humanoid is y-up
+    with pytest.raises(pbsim.InputError, match="floating base"):
+        make_session(chain(3), ground=None, base_pose=[0, 0, 0, 1, 0, 0, 0])
+    with pytest.raises(pbsim.InputError, match="x,y,z,qw"):
+        make_session(m, ground=None, base_pose=[0, 0, 0])

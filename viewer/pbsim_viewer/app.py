@@ -78,6 +78,7 @@ class Viewer:
         self.gl, self.imgui = gl, imgui
         self.session = session
         self.opt = ViewOptions()
+        self.max_triangles = max_triangles
         try:
             if not samples:
                 raise ValueError("no multisampling requested")
@@ -132,17 +133,27 @@ class Viewer:
             self.scene_renderer.add_world_mesh(tris)
             if not has_plane(scene):
                 self.scene_renderer.ground_z = min(self.scene_renderer.ground_z, float(tris[:, :, 2].min()) - 1e-3)
-        lo = min((T0[:, 2, 3].min(), self.scene_renderer.ground_z))
-        extent = float(np.ptp(T0[:, :3, 3], axis=0).max()) if len(T0) else 1.0
+        self.has_ground = has_plane(scene) or terrain is not None
+        # no opaque floor under a scene without ground (a chain swinging below z = 0 stays visible)
+        self.scene_renderer.draw_floor = self.has_ground
         com0 = self._com(T0)
+        lo_b, hi_b = self.scene_renderer.bounding_box(T0)
+        extent = float(np.max(hi_b - lo_b)) if len(T0) else 1.0
         self.scene_renderer.marker = float(np.clip(0.012 * extent, 0.005, 0.05))
         self.scene_renderer.normal_length = float(np.clip(0.1 * extent, 0.05, 0.5))
-        self.camera = OrbitCamera(target=com0, distance=max(2.6 * extent, 1.2), pitch=20.0)
-        # aim between the centre of mass and the lowest point, so feet and ground are in view
-        self.camera.target[2] = max(0.5 * (com0[2] + lo), lo + 0.2)
+        self.scene_renderer.force_scale = 0.5 * max(extent, 0.2) / max(float(session.model.total_mass) * 9.81, 1e-6)
+        self.camera = OrbitCamera(target=com0, pitch=15.0)
+        self.frame_box(lo_b, hi_b, aspect=max(width - PANEL_WIDTH, 1) / max(height, 1))
         self.follow_offset = self.camera.target - com0
+        self.fps = 0.0
+        self.drag = None  # (body, local point, depth) while ctrl-dragging
+        self.drag_target = None  # display-frame point the spring pulls towards
+        self.press = None  # (x, y) of a left press that may become a click (select)
+        self.reload_fn = None  # set by view(): re-reads the files, returns a new Session
         self.window.push_handlers(
             on_key_press=self.on_key_press,
+            on_mouse_press=self.on_mouse_press,
+            on_mouse_release=self.on_mouse_release,
             on_mouse_drag=self.on_mouse_drag,
             on_mouse_scroll=self.on_mouse_scroll,
             on_draw=self.on_draw,
@@ -162,21 +173,121 @@ class Viewer:
         if symbol == key.SPACE:
             s.toggle()
         elif symbol == key.RIGHT:
-            s.pause()
-            s.step_once()
+            s.step_requests += 1  # run by update (after a frame with the compile notice, if any)
+        elif symbol == key.LEFT:
+            s.step_back()
         elif symbol == key.R:
             s.reset()
+        elif symbol == key.K:
+            self.opt.request = "save_keyframe"
+        elif symbol == key.L:
+            self.opt.request = "load_keyframe"
+        elif symbol == key.P:
+            self.opt.request = "screenshot"
+        elif symbol == key.F5:
+            self.opt.request = "reload"
         elif symbol == key.ESCAPE:
             self.opt.quit = True
             self.window.close()
             return True
         return None
 
+    def _viewport(self):
+        """(x0, width, height) of the 3-D viewport in framebuffer pixels, and the window-to-framebuffer scale."""
+        fw, fh = self.window.get_framebuffer_size()
+        sx = fw / max(self.window.width, 1)
+        x0 = int(PANEL_WIDTH * sx) if self.opt.show_panel else 0
+        return x0, max(fw - x0, 1), fh, sx
+
+    def ray(self, x, y):
+        """(origin, unit direction) in display coordinates of the pixel (x, y) (window coordinates,
+        y up as pyglet gives them)."""
+        x0, vw, fh, sx = self._viewport()
+        u = (x * sx - x0) / vw * 2 - 1
+        v = (y * sx) / fh * 2 - 1
+        VP = self.camera.projection(vw / max(fh, 1)) @ self.camera.view()
+        inv = np.linalg.inv(VP)
+        a = inv @ np.array([u, v, -1.0, 1.0])
+        b = inv @ np.array([u, v, 1.0, 1.0])
+        a, b = a[:3] / a[3], b[:3] / b[3]
+        d = b - a
+        return a, d / np.linalg.norm(d)
+
+    def pick(self, x, y):
+        """(body, hit point in display coordinates) under the pixel, or None."""
+        o, d = self.ray(x, y)
+        return self.scene_renderer.pick(self.body_poses(self.session.q), o, d)
+
+    def on_mouse_press(self, x, y, buttons, modifiers):
+        from pyglet.window import key, mouse
+
+        if self._gui_wants_mouse() or not buttons & mouse.LEFT:
+            return
+        if modifiers & key.MOD_CTRL:
+            hit = self.pick(x, y)
+            if hit is not None:
+                self.start_drag(*hit)
+            return
+        self.press = (x, y)
+
+    def start_drag(self, body, point):
+        """Ctrl-press on ``body`` at display point ``point``: a spring from that point of the body
+        to the mouse (the force goes through the session's :attr:`~Session.perturb`)."""
+        T = self.body_poses(self.session.q)[body]
+        local = T[:3, :3].T @ (point - T[:3, 3])
+        depth = float(np.dot(point - self.camera.eye, self._forward()))
+        self.drag = (int(body), local, depth)
+        self.drag_target = np.array(point, float)
+        self.opt.selected = int(body)
+
+    def _forward(self):
+        f = self.camera.target - self.camera.eye
+        return f / np.linalg.norm(f)
+
+    def on_mouse_release(self, x, y, buttons, modifiers):
+        if self.drag is not None:
+            self.drag = self.drag_target = None
+            self.session.perturb = None
+            return
+        if self.press is not None and abs(x - self.press[0]) + abs(y - self.press[1]) <= 3:
+            hit = self.pick(x, y)
+            self.opt.selected = None if hit is None else int(hit[0])
+        self.press = None
+
+    def drag_to(self, x, y):
+        """Move the spring's end to the pixel (x, y), at the depth the drag started."""
+        o, d = self.ray(x, y)
+        depth = self.drag[2]
+        t = depth / max(float(np.dot(d, self._forward())), 1e-6)
+        self.drag_target = o + t * d
+
+    def update_drag_force(self):
+        """Spring-damper from the dragged point to the mouse: stiffness 30 M (N/m per kg of
+        robot, so 1 m of pull lifts about 3 weights), critically damped on the robot's mass."""
+        s = self.session
+        if self.drag is None:
+            s.perturb = None
+            return
+        body, local, _ = self.drag
+        M = max(float(s.model.total_mass), 1e-3)
+        k, c = 30.0 * M, 2.0 * np.sqrt(30.0 * M * M) * 0.3
+        T = self.body_poses(s.q)[body]
+        p = T[:3, :3] @ local + T[:3, 3]
+        # the point's velocity, in display coordinates
+        J = pbsim.point_jacobian(s.model, s.q, body, local)[3:]
+        vel = self.R.T @ (J @ s.state.v[0])
+        f_display = k * (self.drag_target - p) - c * vel
+        s.perturb = (body, local, self.R @ f_display)
+
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
         from pyglet.window import key, mouse
 
+        if self.drag is not None:
+            self.drag_to(x, y)
+            return
         if self._gui_wants_mouse():
             return
+        self.press = None
         if buttons & mouse.LEFT and not modifiers & key.MOD_SHIFT:
             self.camera.orbit(dx, dy)
         else:
@@ -188,6 +299,32 @@ class Viewer:
 
     def on_draw(self):
         pass  # drawing happens in frame(); pyglet's on_draw only flips
+
+    # ------------------------------------------------------------------ camera
+    def frame_box(self, lo, hi, aspect=16 / 9):
+        """Aim at the centre of the box [lo, hi] (display coordinates) from far enough that its
+        bounding sphere fits the view (both the vertical and the horizontal field of view)."""
+        lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+        c = 0.5 * (lo + hi)
+        r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
+        half_v = np.radians(self.camera.fovy) / 2
+        half = min(half_v, np.arctan(np.tan(half_v) * aspect))
+        self.camera.target = c
+        self.camera.distance = 1.1 * r / np.sin(half)
+        self.keep_above_ground()
+
+    def keep_above_ground(self, margin=0.05):
+        """With a ground: raise the camera's pitch until its eye is ``margin`` above the floor
+        (a failed run, a robot fallen through the floor or a low orbit never puts it under)."""
+        if not self.has_ground:
+            return
+        gz = self.scene_renderer.ground_z + margin
+        cam = self.camera
+        if cam.target[2] < gz:
+            cam.target[2] = gz
+        if cam.eye[2] < gz:
+            s = (gz - cam.target[2]) / max(cam.distance, 1e-9)
+            cam.pitch = float(np.degrees(np.arcsin(np.clip(s, -1.0, 1.0))))
 
     # ------------------------------------------------------------------ drawing
     def _com(self, T):
@@ -216,33 +353,115 @@ class Viewer:
         gl, imgui = self.gl, self.imgui
         now = time.perf_counter()
         if wall_dt is None:
-            wall_dt = min(now - self._last, 0.1)
+            real = now - self._last
+            wall_dt = min(real, 0.1)  # simulated catch-up per frame is capped; the readout is not
+        else:
+            real = wall_dt
         self._last = now
+        if real > 0:
+            self.fps = 1.0 / real if self.fps == 0 else 0.9 * self.fps + 0.1 / real
+        self._clock = getattr(self, "_clock", 0.0) + real  # the frames' wall clock (scripted: simulated)
         s = self.session
-        if not (s.playing and s.first_use_notice()):  # a frame with the compile notice first
-            s.update(wall_dt)
+        s.fps = self.fps
+        self.handle_request()
+        s = self.session
+        self.update_drag_force()
+        if not ((s.playing or s.step_requests) and s.first_use_notice()):  # a frame with the compile notice first
+            s.update(wall_dt, now=self._clock)
         T = self.body_poses(s.q)
         com = self._com(T)
-        if self.opt.follow:
+        if self.opt.follow and self.drag is None:
             self.camera.follow(com + self.follow_offset, 0.15)
+        self.keep_above_ground()
         self.window.switch_to()
         fw, fh = self.window.get_framebuffer_size()
-        sx = fw / max(self.window.width, 1)
         gl.glViewport(0, 0, fw, fh)
         gl.glClearColor(0.12, 0.13, 0.16, 1.0)
         gl.glClear(gl.GL_COLOR_BUFFER_BIT | gl.GL_DEPTH_BUFFER_BIT)
-        x0 = int(PANEL_WIDTH * sx)
-        vw = max(fw - x0, 1)
+        x0, vw, fh, _ = self._viewport()
         gl.glViewport(x0, 0, vw, fh)
         VP = self.camera.projection(vw / max(fh, 1)) @ self.camera.view()
-        self.scene_renderer.draw(T, VP, self.opt, com=com, contacts=self._contacts(s.q))
+        forces = self._forces(T) if self.opt.show_forces else None
+        self.scene_renderer.draw(
+            T, VP, self.opt, com=com, contacts=self._contacts(s.q), forces=forces, selected=self.opt.selected
+        )
         gl.glViewport(0, 0, fw, fh)
         io = imgui.get_io()
         io.delta_time = float(max(wall_dt, 1e-4))
         imgui.new_frame()
-        draw_panel(s, self.opt)
+        if self.opt.show_panel:
+            self.opt.draw_notes = tuple(self.scene_renderer.draw_notes)
+            draw_panel(s, self.opt)
         imgui.render()
         self.gui.render(imgui.get_draw_data())
+
+    def _forces(self, T):
+        """(starts (n, 3), vectors (n, 3) in metres, rgba per arrow) of the arrows to draw: contact
+        forces (scene penalty law) and the drag spring, in display coordinates, or None."""
+        s = self.session
+        starts, vecs, cols = [], [], []
+        scale = self.scene_renderer.force_scale
+        try:
+            cf = s.contact_forces() if contact_available(s.model, s.scene) else []
+        except Exception:  # noqa: BLE001 - drawing only
+            cf = []
+        for c in cf:
+            starts.append(self.R.T @ c["point"])
+            vecs.append(scale * (self.R.T @ c["force"]))
+            cols.append((0.3, 1.0, 0.35, 1.0))
+        if self.drag is not None and self.drag_target is not None:
+            body, local, _ = self.drag
+            p = T[body, :3, :3] @ local + T[body, :3, 3]
+            starts.append(p)
+            vecs.append(self.drag_target - p)
+            cols.append((0.2, 0.9, 1.0, 1.0))
+        if not starts:
+            return None
+        return np.array(starts), np.array(vecs), cols
+
+    def handle_request(self):
+        """Act on a request of the panel or a key: screenshot, keyframe save/load, reload."""
+        req, self.opt.request = self.opt.request, None
+        if req is None:
+            return
+        s = self.session
+        try:
+            if req == "save_keyframe":
+                self.opt.status = f"keyframe saved: {s.save_keyframe(self.opt.keyframe_path)}"
+            elif req == "load_keyframe":
+                s.load_keyframe(self.opt.keyframe_path)
+                self.opt.status = f"keyframe loaded: {self.opt.keyframe_path}"
+            elif req == "screenshot":
+                self._shot_due = True
+            elif req == "reload":
+                self.reload()
+        except Exception as e:  # noqa: BLE001 - shown in the panel, never crashes the window
+            self.opt.status = f"{req} failed: {type(e).__name__}: {e}"
+
+    def reload(self):
+        """Re-read the robot files (``reload_fn``, set by :func:`view`) into a new session and
+        renderer; the camera and display options stay."""
+        if self.reload_fn is None:
+            self.opt.status = "reload: this viewer was given a model object, not files"
+            return
+        from pbsim_viewer.render import SceneRenderer
+
+        old = self.session
+        new = self.reload_fn()
+        new.set_integrator(old.integrator_name)
+        new.set_dt(old.dt)
+        new.real_time_factor_target = old.real_time_factor_target
+        if old.playing:
+            new.play()
+        r = self.scene_renderer
+        sr = SceneRenderer(new.model, new.scene, max_triangles=self.max_triangles)
+        for name in ("ground_z", "marker", "normal_length", "force_scale", "draw_floor"):
+            setattr(sr, name, getattr(r, name))
+        sr.shapes.extend(sh for sh in r.shapes if sh[0] == "world")
+        self.scene_renderer, self.session = sr, new
+        self.drag = self.drag_target = None
+        self.opt.selected = None
+        self.opt.status = f"reloaded {new.model.name}"
 
     def read_pixels(self) -> np.ndarray:
         """The current back buffer as an (H, W, 3) uint8 array, top row first."""
@@ -273,7 +492,20 @@ class Viewer:
             self.frame(wall_dt)
             if recorder is not None:
                 recorder.add(self.read_pixels())
+            self.after_frame()
             self.window.flip()
+
+    def after_frame(self):
+        """A screenshot asked for (P key / panel) is taken from the frame just drawn."""
+        if getattr(self, "_shot_due", False):
+            self._shot_due = False
+            path = time.strftime("pbsim_%Y%m%d_%H%M%S.png")
+            n = 1
+            while os.path.exists(path):
+                path = time.strftime("pbsim_%Y%m%d_%H%M%S") + f"_{n}.png"
+                n += 1
+            self.save_screenshot(path)
+            self.opt.status = f"screenshot saved: {os.path.abspath(path)}"
 
     def close(self):
         from imgui_bundle import implot
@@ -295,6 +527,7 @@ class Viewer:
                 pyglet.app.exit()
                 return
             self.frame()
+            self.after_frame()
 
         pyglet.clock.schedule_interval(tick, 1 / 60)
         pyglet.app.run()
@@ -404,9 +637,10 @@ def make_session(
     ground: str | None = "auto",
     terrain=None,
     mu: float = 0.8,
-    up: str = "z",
+    up: str = "auto",
     pose: str = "stand",
     motion: str | None = None,
+    base_pose=None,
 ) -> Session:
     """Load ``model_path`` (a file, or a loaded :class:`pbsim.Model`) and wrap it in a :class:`Session`
     with a contact scene.
@@ -416,22 +650,38 @@ def make_session(
     set before the scene is made, so plane and terrain face -gravity.  ``scene``: an explicit
     :class:`pbsim.Scene`; otherwise ``pbsim.make_scene(model, ground, terrain, mu)`` with the rule
     of :func:`pbsim.contact.default_scene` and the viewer's default ``ground="auto"`` (the file's own
-    world geometry, else a plane); no scene when ``ground`` is None and there is no terrain.  ``kp``/``kd`` None: :func:`poses.default_gains`.
+    world geometry, else a plane); no scene when ``ground`` is None and there is no terrain.
+    ``kp``/``kd`` None: :func:`pbsim.control.motions.default_gains`.
     ``pose="stand"``: SPD holds (and starts from) :func:`poses.standing_pose`, else the file's
     default configuration.  ``motion``: a motion of :mod:`pbsim.control.motions` by name, tracked by SPD
     with ``kp``/``kd`` (default 30 M / M) from its first pose (:class:`~pbsim_viewer.motion.MotionSession`;
     an unknown name is an InputError listing the valid ones).  A floating base is placed on the ground /
-    terrain."""
-    from pbsim_viewer.poses import default_gains, detect_up, standing_pose
+    terrain.  ``base_pose`` (x, y, z, qw, qx, qy, qz): the floating base's position and orientation
+    (world axes); it is lifted only as far as needed to clear the ground.  ``up="auto"`` (default)
+    keeps an MJCF's own gravity and stands a URDF along its tallest axis (:func:`poses.detect_up`)."""
+    from pbsim.control.motions import default_gains
+    from pbsim_viewer.poses import detect_up, standing_pose
 
     model = model_path if isinstance(model_path, pbsim.Model) else pbsim.load(model_path, floating_base=floating)
-    if up == "auto":
+    if up == "auto" and str(model.source).lower().endswith((".xml", ".mjcf")):
+        up = None  # an MJCF says where gravity points
+    elif up == "auto":
         up = detect_up(model)
-    if up not in UP_GRAVITY:
+    if up is not None and up not in UP_GRAVITY:
         raise pbsim.InputError(f"--up must be 'z', 'y' or 'auto', got {up!r}")
-    model.gravity[:] = UP_GRAVITY[up]
+    if up is not None:
+        model.gravity[:] = UP_GRAVITY[up]
     kp0, kd0 = default_gains(model)
     q0 = standing_pose(model) if pose == "stand" else None
+    if base_pose is not None:
+        bp = np.asarray(base_pose, float).reshape(-1)
+        if bp.shape != (7,) or not np.all(np.isfinite(bp)) or np.linalg.norm(bp[3:]) < 1e-9:
+            raise pbsim.InputError(f"--base-pose takes x,y,z,qw,qx,qy,qz (a non-zero quaternion); got {base_pose!r}")
+        if not model.floating_base or int(model.jtype[0]) != 3:
+            raise pbsim.InputError("--base-pose needs a floating base (add --floating-base)")
+        q0 = np.array(model.default_configuration() if q0 is None else q0, float)
+        q0[0:3] = bp[:3]
+        q0[3:7] = bp[3:] / np.linalg.norm(bp[3:])
     if scene is None and (ground not in (None, "none") or terrain is not None):
         from pbsim.contact import sample_contact_points
 
@@ -464,7 +714,15 @@ def make_session(
         **extra,
     )
     if model.floating_base and contact_available(model, s.scene):
-        place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None)
+        if base_pose is None:
+            place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None)
+        else:  # the given pose, lifted only when it would start in the ground
+            want = s.q0.copy()
+            R = display_rotation(model)
+            place_on_ground(s, terrain_triangles(terrain) if terrain is not None else None, xy=(R.T @ want[:3])[:2])
+            if (R.T @ want[:3])[2] > (R.T @ s.q0[:3])[2]:
+                s.q0 = want
+                s.reset()
     return s
 
 
@@ -488,11 +746,15 @@ def view(
     max_triangles: int = 0,
     ground: str | None = "auto",
     mu: float = 0.8,
-    up: str = "z",
+    up: str = "auto",
     pose: str = "stand",
     camera: dict | None = None,
     record=None,
     motion: str | None = None,
+    base_pose=None,
+    keyframe=None,
+    panel: bool = True,
+    reload_fn=None,
 ) -> "Session":
     """Open the viewer on ``model_path`` (see :func:`make_session` for the physics arguments).
 
@@ -501,49 +763,70 @@ def view(
     session; ``record`` (a .mp4 or .gif path) also writes every one of those frames to a 60 fps video.
     ``headless`` defaults to True when scripted and no $DISPLAY is set (EGL).
     ``terrain``: a z-up mesh file, both contact geometry (``make_scene(..., terrain=...)``) and
-    drawn.  ``camera``: OrbitCamera attributes to override (yaw, pitch, distance)."""
+    drawn.  ``camera``: OrbitCamera attributes to override (yaw, pitch, distance).  A GIF is
+    recorded at 50 frames/s (2 cs a frame, the shortest delay GIF players honour) and the
+    simulation advances 1/50 s per frame, so it plays in real time.  ``keyframe``: a .npz of
+    :meth:`Session.save_keyframe` to start from.  ``panel=False``: no panel (recordings).
+    ``reload_fn``: returns the model re-read from its files (the reload key); a path given as
+    ``model_path`` is re-read with :func:`pbsim.load`."""
     scripted = screenshot is not None or frames is not None or record is not None
     recorder = None
     if record is not None:
         from pbsim_viewer.record import FrameRecorder
 
-        recorder = FrameRecorder(record, fps=60.0)  # checks the format (and ffmpeg) before any GL work
+        # checks the format (and ffmpeg) before any GL work
+        recorder = FrameRecorder(record, fps=50.0 if str(record).lower().endswith(".gif") else 60.0)
     if headless is None:
         headless = scripted and not os.environ.get("DISPLAY")
     setup_gl(headless)
-    session = make_session(
-        model_path,
-        floating=floating,
-        scene=scene,
-        integrator=integrator,
-        dt=dt,
-        kp=kp,
-        kd=kd,
-        ground=ground,
-        terrain=terrain,
-        mu=mu,
-        up=up,
-        pose=pose,
-        motion=motion,
-    )
+
+    def new_session(model):
+        return make_session(
+            model,
+            floating=floating,
+            scene=scene,
+            integrator=integrator,
+            dt=dt,
+            kp=kp,
+            kd=kd,
+            ground=ground,
+            terrain=terrain,
+            mu=mu,
+            up=up,
+            pose=pose,
+            motion=motion,
+            base_pose=base_pose,
+        )
+
+    session = new_session(model_path)
+    if keyframe is not None:
+        session.load_keyframe(keyframe)
     if play if play is not None else True:
         session.play()
     v = Viewer(session, width, height, visible=not headless, terrain=terrain, max_triangles=max_triangles)
+    if reload_fn is None and not isinstance(model_path, pbsim.Model):
+        reload_fn = lambda: pbsim.load(model_path, floating_base=floating)  # noqa: E731
+    if reload_fn is not None:
+        v.reload_fn = lambda: new_session(reload_fn())
+    v.opt.show_panel = bool(panel)
+    v.opt.keyframe_path = os.fspath(keyframe) if keyframe is not None else v.opt.keyframe_path
     for k, val in (options or {}).items():
         setattr(v.opt, k, val)
     for k, val in (camera or {}).items():
         setattr(v.camera, k, float(val))
+    v.keep_above_ground()
     if not scripted:
         v.run()
-        return session
-    v.pump(frames if frames is not None else 120, recorder=recorder)
+        return v.session
+    fps = recorder.fps if recorder is not None else 60.0
+    v.pump(frames if frames is not None else 120, wall_dt=1 / fps, recorder=recorder)
     if recorder is not None:
         recorder.close()
     if screenshot is not None:
-        v.frame(1 / 60)
+        v.frame(1 / fps)
         v.save_screenshot(screenshot)
     v.close()
-    return session
+    return v.session
 
 
 def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -563,9 +846,17 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument(
         "--up",
         choices=["z", "y", "auto"],
-        default="z",
-        help="the model's up axis: gravity along -up, ground and camera follow (auto: tallest axis)",
+        default="auto",
+        help="the model's up axis: gravity along -up, ground and camera follow (auto, default: an MJCF's own "
+        "gravity, a URDF's tallest axis)",
     )
+    p.add_argument(
+        "--base-pose",
+        metavar="X,Y,Z,QW,QX,QY,QZ",
+        help="floating base position and orientation (quaternion w first) to start from",
+    )
+    p.add_argument("--keyframe", metavar="NPZ", help="start from a keyframe saved with the K key / panel")
+    p.add_argument("--no-panel", action="store_true", help="no control panel (clean recordings and screenshots)")
     p.add_argument(
         "--ground",
         choices=["auto", "model", "plane", "none"],
@@ -586,7 +877,9 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--headless", action="store_true", default=None, help="EGL, no window (needs --screenshot/--frames)")
     p.add_argument("--size", default="1280x720", help="window size WxH")
     p.add_argument("--camera", metavar="YAW,PITCH,DIST", help="initial camera angles (deg) and distance (m)")
-    p.add_argument("--show", default="", help="comma list of overlays to switch on: collision,normals,frames,com")
+    p.add_argument(
+        "--show", default="", help="comma list of overlays to switch on: collision,normals,frames,com,forces"
+    )
     p.add_argument(
         "--max-triangles",
         type=int,
@@ -596,19 +889,51 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     return p
 
 
+VALUE_FLAGS = ("--camera", "--base-pose")
+
+
+def join_negative_values(argv):
+    """``--camera -60,10,4`` -> ``--camera=-60,10,4`` (argparse takes a value that starts with
+    '-' and is not a plain number for an option)."""
+    import re
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out, k = [], 0
+    while k < len(argv):
+        a = argv[k]
+        if a in VALUE_FLAGS and k + 1 < len(argv) and re.match(r"^-\.?\d", argv[k + 1]):
+            out.append(f"{a}={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(a)
+        k += 1
+    return out
+
+
 def main(argv=None) -> int:
     from pbsim.cli import parse_args
 
-    args = parse_args(build_parser(), argv)
+    args = parse_args(build_parser(), join_negative_values(argv))
     w, h = (int(x) for x in args.size.lower().split("x"))
     cam = None
     if args.camera:
         vals = [float(x) for x in args.camera.split(",")]
         cam = dict(zip(("yaw", "pitch", "distance"), vals))
+    base_pose = None
+    if args.base_pose:
+        try:
+            base_pose = [float(x) for x in args.base_pose.split(",")]
+        except ValueError:
+            raise pbsim.InputError(f"--base-pose takes 7 numbers x,y,z,qw,qx,qy,qz; got {args.base_pose!r}") from None
     opts = {f"show_{k.strip()}": True for k in args.show.split(",") if k.strip()}
     model = model_from_args(args)
     view(
         model,
+        base_pose=base_pose,
+        keyframe=args.keyframe,
+        panel=not args.no_panel,
+        reload_fn=lambda: model_from_args(args),
         screenshot=args.screenshot,
         frames=args.frames,
         integrator=args.integrator,

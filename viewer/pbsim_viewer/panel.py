@@ -35,7 +35,31 @@ class ViewOptions:
     show_grid: bool = True
     follow: bool = True
     show_plots: bool = True
+    show_forces: bool = True  # contact force arrows (the scene's penalty law) and the drag arrow
+    show_panel: bool = True  # False: the 3-D view fills the window (recordings, --no-panel)
     quit: bool = False
+    # requests the window acts on (the panel has no GL): screenshot, reload, keyframe save/load
+    request: str | None = None
+    keyframe_path: str = "keyframe.npz"
+    selected: int | None = None  # body picked with a click (its info is shown)
+    draw_notes: tuple = ()  # shapes the renderer could not draw
+    status: str = ""  # last file written / read (screenshot, keyframe)
+
+
+SPEEDS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
+
+
+def plot_limits(y) -> tuple[float, float]:
+    """y-axis range of a plot: the data's, padded 5 %; a nearly constant series gets a span of
+    1e-6 of its size (at least 1e-9) so the tick labels do not pile up."""
+    y = np.asarray(y, float)
+    y = y[np.isfinite(y)]
+    if not len(y):
+        return 0.0, 1.0
+    lo, hi = float(y.min()), float(y.max())
+    span = max(hi - lo, 1e-6 * max(abs(lo), abs(hi)), 1e-9)
+    mid = 0.5 * (lo + hi)
+    return mid - 0.55 * span, mid + 0.55 * span
 
 
 def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> None:
@@ -58,6 +82,12 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
         imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(1.0, 0.85, 0.3, 1.0))
         imgui.text_wrapped(s.notice)
         imgui.pop_style_color()
+    for note in opt.draw_notes[:3]:
+        imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(0.8, 0.8, 0.5, 1.0))
+        imgui.text_wrapped(note)
+        imgui.pop_style_color()
+    if opt.status:
+        imgui.text_wrapped(opt.status)
 
     # --- run controls
     _hit = imgui.button(("Pause" if s.playing else "Play") + "###pause", imgui.ImVec2(80, 0))
@@ -75,7 +105,26 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     _rect('reset')
     if _hit:
         s.reset()
-    imgui.text(f"real-time factor {s.rtf:5.2f}   {s.ms_per_step:7.3f} ms/step")
+    imgui.same_line()
+    _hit = imgui.button("<###step_back", imgui.ImVec2(30, 0))
+    _rect("step_back")
+    if _hit:
+        s.step_back()
+    imgui.text(f"real-time factor {s.rtf:5.2f}  {s.fps:5.1f} fps  {s.ms_per_step:6.3f} ms/step")
+    # speed: the simulation never runs faster than this many times real time
+    k = int(np.argmin([abs(np.log(s.real_time_factor_target / v)) for v in SPEEDS]))
+    changed, k = imgui.slider_int("speed###speed", k, 0, len(SPEEDS) - 1, f"x{SPEEDS[k]:g} (capped)")
+    _rect("speed")
+    if changed:
+        s.real_time_factor_target = SPEEDS[k]
+    # history: the ring buffer of recent states (scrub back like MuJoCo's history slider)
+    n = len(s.ring)
+    if n > 1:
+        cur = n - 1 if s.scrub_index is None else s.scrub_index
+        changed, cur = imgui.slider_int("history###history", cur, 0, n - 1, f"%d / {n - 1}")
+        _rect("history")
+        if changed:
+            s.scrub(cur)
 
     # --- integrator and time step
     names = s.integrators
@@ -86,10 +135,15 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     ITEM_RECTS["integrator"] = (c0.x, c0.y, c0.x + imgui.calc_item_width(), c0.y + imgui.get_frame_height())
     opened = imgui.begin_combo("integrator###integrator", names[cur] if names else "", imgui.ComboFlags_.height_largest)
     if opened:
+        problems = s.integrator_problems()
         for k, nm in enumerate(names):
-            hit, _ = imgui.selectable(f"{nm}###integrator_{nm}", k == cur)
+            why = problems.get(nm)
+            flags = imgui.SelectableFlags_.disabled if why else 0
+            hit, _ = imgui.selectable(f"{nm}###integrator_{nm}", k == cur, flags)
             _rect(f"integrator_item_{k}")
-            if hit and k != cur:
+            if why:
+                imgui.set_item_tooltip(why[:300])  # greyed out: why it cannot run in this scene
+            if hit and k != cur and not why:
                 s.set_integrator(nm)
         imgui.end_combo()
     changed, dt = imgui.slider_float(
@@ -172,6 +226,49 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
                     s.set_ctrl(a, v)
             imgui.end_child()
 
+    # --- joint positions (paused): set q directly
+    if not s.playing:
+        _hit = imgui.collapsing_header("joint positions (paused)###qpos")
+        _rect("qpos")
+        if _hit:
+            imgui.begin_child("qpos_child", imgui.ImVec2(0, 200))
+            for iq, name, lo, hi in s.q_sliders():
+                c, v = imgui.slider_float(f"{name}###q_{iq}", float(s.q[iq]), lo, hi, "%.3f")
+                if c:
+                    s.set_q(iq, v)
+            imgui.end_child()
+
+    # --- keyframes, reload, screenshot (the window does the file work)
+    if imgui.collapsing_header("keyframes and files###files"):
+        _, opt.keyframe_path = imgui.input_text("file###kf_path", opt.keyframe_path)
+        for label, req in (("save key (K)", "save_keyframe"), ("load key (L)", "load_keyframe")):
+            if imgui.button(f"{label}###{req}"):
+                opt.request = req
+            _rect(req)
+            imgui.same_line()
+        if imgui.button("reload (F5)###reload"):
+            opt.request = "reload"
+        _rect("reload")
+        imgui.same_line()
+        if imgui.button("screenshot (P)###screenshot"):
+            opt.request = "screenshot"
+        _rect("screenshot")
+
+    # --- the body picked with a click
+    if opt.selected is not None and 0 <= opt.selected < s.model.nb:
+        if imgui.collapsing_header("selected body###selected", imgui.TreeNodeFlags_.default_open):
+            info = s.body_info(opt.selected)
+            p = info["position"]
+            imgui.text(f"{info['name']} (body {info['body']})   mass {info['mass']:.4g} kg")
+            imgui.text(f"position  {p[0]:+.3f} {p[1]:+.3f} {p[2]:+.3f} m")
+            R = info["rotation"]
+            imgui.text(f"z axis    {R[0, 2]:+.3f} {R[1, 2]:+.3f} {R[2, 2]:+.3f}")
+            f = sum((c["force"] for c in info["contacts"]), np.zeros(3))
+            imgui.text(f"contacts {len(info['contacts'])}  force {f[0]:+.1f} {f[1]:+.1f} {f[2]:+.1f} N")
+            if s.perturb is not None and s.perturb[0] == opt.selected:
+                g = s.perturb[2]
+                imgui.text(f"drag force {g[0]:+.1f} {g[1]:+.1f} {g[2]:+.1f} N")
+
     # --- display toggles
     if imgui.collapsing_header("display###display", imgui.TreeNodeFlags_.default_open):
         for attr, label in (
@@ -182,6 +279,7 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
             ("show_frames", "joint frames"),
             ("show_com", "centre of mass"),
             ("show_grid", "ground grid"),
+            ("show_forces", "contact / drag forces"),
             ("follow", "camera follows robot"),
         ):
             c, v = imgui.checkbox(f"{label}###{attr}", getattr(opt, attr))
@@ -198,7 +296,10 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
             ("tracking_error", "tracking error [rad]"),
         ):
             if implot.begin_plot(f"{label}###plot_{key}", imgui.ImVec2(-1, 110)):
-                implot.setup_axes("t [s]", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+                implot.setup_axes("t [s]", "", implot.AxisFlags_.auto_fit, 0)
+                implot.setup_axis_format(implot.ImAxis_.y1, "%.4g")
+                lo, hi = plot_limits(h[key])
+                implot.setup_axis_limits(implot.ImAxis_.y1, lo, hi, implot.Cond_.always)
                 if len(t) > 1:
                     implot.plot_line(key, np.ascontiguousarray(t), np.ascontiguousarray(h[key]))
                 implot.end_plot()

@@ -3,24 +3,16 @@
 ``standing_pose(model)``: the configuration the viewer's SPD holds and starts from: the file's
 own default, or a known robot's standing pose (:mod:`pbsim_models.poses`, e.g. Robosimian's crouch).
 
-``default_gains(model)``: SPD kp, kd scaled with the robot's total mass M: ``kp = 30 M``
-(N m/rad), ``kd = M`` (N m s/rad); Robosimian (M = 100 kg) gets kp = 3000, kd = 100 and holds the
-standing pose within 0.01 rad RMS on flat ground and on drc_rough_terrain (euler, dt = 1-2 ms).
+The viewer's SPD gains are :func:`pbsim.control.motions.default_gains` (``kp = 30 M`` N m/rad,
+``kd = M`` N m s/rad, M the total mass; the defaults of ``pbsim rollout --control spd`` and
+``--motion`` too): Robosimian (M = 100 kg) gets kp = 3000, kd = 100 and holds the standing pose
+within 0.01 rad RMS on flat ground and on drc_rough_terrain (euler, dt = 1-2 ms).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from pbsim_models.poses import ROBOSIMIAN_STANCE, is_robosimian, standing_pose  # noqa: F401 (the viewer's names)
-
-KP_PER_KG = 30.0
-KD_PER_KG = 1.0
-
-
-def default_gains(model) -> tuple[float, float]:
-    """(kp, kd) for the viewer's SPD hold, proportional to the total mass (at least 1 kg)."""
-    M = max(float(model.total_mass), 1.0)
-    return KP_PER_KG * M, KD_PER_KG * M
 
 
 def detect_up(model) -> str:

@@ -97,6 +97,9 @@ class SceneRenderer:
         self.u_unlit = gl.glGetUniformLocation(pid, b"unlit")
         self.shapes = []  # (role, body, Buffer, rgba)
         self.bounds = []  # (body, (8, 3) bounding-box corners in the body frame)
+        self.pick_tris = []  # (body, triangles (F, 3, 3) in the body frame) of the drawn robot shapes
+        self.draw_floor = True  # the opaque ground quad (off for --ground none: grid lines only)
+        self.force_scale = 1e-3  # m per N of the force arrows (the viewer scales it with the robot's weight)
         built = []
         self.draw_notes = []  # shapes that could not be drawn (shown in the panel)
         for g in model.geoms:
@@ -127,6 +130,8 @@ class SceneRenderer:
             if role == "both":  # a collision shape drawn as the body: the file's colour (MJCF rgba ...)
                 rgba = np.asarray(g.rgba, float)
             self.shapes.append((role, int(g.body), Buffer(flat_buffer(tris)), rgba))
+            if role in ("visual", "both") and g.body >= 0:
+                self.pick_tris.append((int(g.body), np.asarray(tris, float)))
             lo, hi = tris.reshape(-1, 3).min(0), tris.reshape(-1, 3).max(0)
             corners = np.array(
                 [[(lo, hi)[a][0], (lo, hi)[b][1], (lo, hi)[c][2]] for a in (0, 1) for b in (0, 1) for c in (0, 1)]
@@ -145,6 +150,11 @@ class SceneRenderer:
             )
         )
         self.normals = Buffer(_lines(np.zeros((1, 2, 3))), gl.GL_LINES)
+        # arrows: a unit shaft (radius 1, z in [0, 1]) and a unit cone (radius 1, z in [0, 1])
+        shaft = trimesh.creation.cylinder(radius=1.0, segment=[[0, 0, 0], [0, 0, 1]], sections=12)
+        cone = trimesh.creation.cone(radius=1.0, height=1.0, sections=12)
+        self.shaft = Buffer(flat_buffer(np.asarray(shaft.vertices)[np.asarray(shaft.faces)]))
+        self.cone = Buffer(flat_buffer(np.asarray(cone.vertices)[np.asarray(cone.faces)]))
         self.axes = Buffer(
             _lines([[[0, 0, 0], [1, 0, 0]], [[0, 0, 0], [0, 1, 0]], [[0, 0, 0], [0, 0, 1]]]), gl.GL_LINES
         )
@@ -161,6 +171,67 @@ class SceneRenderer:
     def add_world_mesh(self, tris, rgba=(0.55, 0.5, 0.45, 1.0)):
         """A static world shape (e.g. terrain), triangles (F, 3, 3) in world coordinates."""
         self.shapes.append(("world", -1, Buffer(flat_buffer(np.asarray(tris, float))), np.asarray(rgba, float)))
+
+    def bounding_box(self, T_bodies):
+        """(lo (3,), hi (3,)) of every robot shape's bounding box at the given poses (the body
+        origins when there are no shapes)."""
+        pts = [
+            c @ (T_bodies[b] if b >= 0 else np.eye(4))[:3, :3].T + (T_bodies[b] if b >= 0 else np.eye(4))[:3, 3]
+            for b, c in self.bounds
+            if b >= 0
+        ]
+        P = np.concatenate(pts) if pts else np.asarray(T_bodies)[:, :3, 3].reshape(-1, 3)
+        if not len(P):
+            return np.zeros(3), np.ones(3)
+        return P.min(0), P.max(0)
+
+    def pick(self, T_bodies, origin, direction):
+        """(body, hit point) of the nearest robot triangle the ray ``origin + t direction`` (t > 0)
+        hits (Moller-Trumbore, numpy), or None."""
+        best, hit = np.inf, None
+        o, d = np.asarray(origin, float), np.asarray(direction, float)
+        for body, tris in self.pick_tris:
+            T = T_bodies[body]
+            R, p = T[:3, :3], T[:3, 3]
+            ol, dl = R.T @ (o - p), R.T @ d  # the ray in the body frame
+            v0, e1, e2 = tris[:, 0], tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]
+            h = np.cross(dl, e2)
+            a = np.einsum("ij,ij->i", e1, h)
+            ok = np.abs(a) > 1e-12
+            f = np.where(ok, 1.0 / np.where(ok, a, 1.0), 0.0)
+            sv = ol - v0
+            u = f * np.einsum("ij,ij->i", sv, h)
+            qv = np.cross(sv, e1)
+            v = f * (qv @ dl)
+            t = f * np.einsum("ij,ij->i", e2, qv)
+            good = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 1e-9)
+            if good.any():
+                tmin = float(t[good].min())
+                if tmin < best:
+                    best, hit = tmin, body
+        if hit is None:
+            return None
+        return hit, o + best * d
+
+    def _arrow(self, VP, start, vec, rgba, radius):
+        """A shaft and a cone from ``start`` along ``vec`` (display coordinates)."""
+        n = float(np.linalg.norm(vec))
+        if n < 1e-9:
+            return
+        z = vec / n
+        x = np.cross(z, [0.0, 0.0, 1.0] if abs(z[2]) < 0.9 else [1.0, 0.0, 0.0])
+        x /= np.linalg.norm(x)
+        y = np.cross(z, x)
+        head = min(0.3 * n, 6 * radius)
+        M = np.eye(4)
+        M[:3, 0], M[:3, 1], M[:3, 2], M[:3, 3] = radius * x, radius * y, (n - head) * z, start
+        self._set(VP, M, rgba)
+        self.shaft.draw()
+        M2 = np.eye(4)
+        M2[:3, 0], M2[:3, 1], M2[:3, 2] = 2.5 * radius * x, 2.5 * radius * y, head * z
+        M2[:3, 3] = start + (n - head) * z
+        self._set(VP, M2, rgba)
+        self.cone.draw()
 
     def lowest_point(self, T_bodies) -> float:
         """Lowest z of every shape's bounding box at the given body poses."""
@@ -180,7 +251,7 @@ class SceneRenderer:
         gl.glUniform4f(self.u_color, *[float(c) for c in rgba])
         gl.glUniform1i(self.u_unlit, unlit)
 
-    def draw(self, T_bodies, VP, opt, com=None, contacts=None):
+    def draw(self, T_bodies, VP, opt, com=None, contacts=None, forces=None, selected=None):
         """Draw ground, robot and overlays.  ``T_bodies`` (nb, 4, 4) world poses."""
         gl.glEnable(gl.GL_DEPTH_TEST)
         gl.glDepthFunc(gl.GL_LESS)
@@ -191,8 +262,9 @@ class SceneRenderer:
         G = np.eye(4)
         G[2, 3] = self.ground_z - 1e-3
         if opt.show_grid:
-            self._set(VP, G, (0.30, 0.32, 0.36, 1.0))
-            self.ground.draw()
+            if self.draw_floor:
+                self._set(VP, G, (0.30, 0.32, 0.36, 1.0))
+                self.ground.draw()
             G2 = G.copy()
             G2[2, 3] += 2e-3
             self._set(VP, G2, (0.55, 0.57, 0.62, 1.0), unlit=1)
@@ -207,9 +279,16 @@ class SceneRenderer:
             if role == "world" and not opt.show_grid:
                 continue
             M = T_bodies[body] if body >= 0 else np.eye(4)
+            if selected is not None and body == selected and role != "collision":
+                rgba = np.asarray(rgba, float)
+                rgba = np.append(0.5 * rgba[:3] + np.array([0.5, 0.45, 0.1]), rgba[3])  # highlighted
             self._set(VP, M, rgba)
             buf.draw()
         gl.glDisable(gl.GL_DEPTH_TEST)
+        if forces is not None:  # drawn over the robot (feet would hide their own contact forces)
+            starts, vecs, cols = forces
+            for p0, vec, col in zip(starts, vecs, cols):
+                self._arrow(VP, p0, vec, col, 0.7 * self.marker)
         if opt.show_frames:
             for i in range(len(T_bodies)):
                 M = T_bodies[i].copy()

@@ -37,6 +37,7 @@ class Session:
         q0=None,
         history: int = 600,
         max_step_time: float = 0.03,
+        ring: int = 1000,
     ):
         self.model = model
         self.scene = scene if scene is not None else pbsim.Scene()
@@ -68,7 +69,20 @@ class Session:
         self.ctrl = np.zeros(model.nu)
         self.drive_actuators = False
         self.playing = False
+        # speed: simulated seconds per real second the viewer aims at (1 = real time); never faster
         self.real_time_factor_target = 1.0
+        self._sim_debt = 0.0  # simulated time owed to the wall clock (s), at most one frame's worth kept
+        self._rtf_window: deque = deque()  # (wall time, simulated time) pairs of the last second
+        self.fps = 0.0  # frames per second of the window (set by the viewer)
+        self.step_requests = 0  # single steps asked for by the panel / keys (run by update)
+        # ring buffer of recent states (scrub slider, rewind on divergence); scrub_index None = live
+        self.ring: deque = deque(maxlen=ring)
+        self.scrub_index: int | None = None
+        # external push (ctrl-drag): (body, point in the body frame, world force [N]) or None
+        self.perturb: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._avail: dict | None = None  # integrator name -> reason it cannot run here (None: it can)
+        self.unconverged = 0  # steps whose solver did not converge (kept after the first pause)
+        self.accept_unconverged = False
         self.max_step_time = max_step_time
         self.message = ""
         self.notice = ""  # compile notice (first use of an integrator), shown in the panel
@@ -96,6 +110,19 @@ class Session:
     def integrators(self) -> list[str]:
         return pbsim.integrators.available()
 
+    def integrator_problems(self) -> dict[str, str | None]:
+        """For every registered integrator, why it cannot run on this model and scene (the
+        message of ``pbsim.integrators.make``), or None when it can (computed once)."""
+        if self._avail is None:
+            self._avail = {}
+            for nm in self.integrators:
+                try:
+                    pbsim.integrators.make(nm, self.model, self.scene)
+                    self._avail[nm] = None
+                except Exception as e:  # noqa: BLE001 - the reason is shown as a tooltip
+                    self._avail[nm] = f"{type(e).__name__}: {e}"
+        return self._avail
+
     def set_integrator(self, name: str) -> bool:
         """Switch integrator (mid-run is fine); on error keep the old one and set :attr:`message`."""
         if name == self.integrator_name and self._integrator is not None:
@@ -108,6 +135,9 @@ class Session:
         self._integrator, self._integrator_key, self.integrator_name = integ, name, name
         self._warm = False
         self.message = ""
+        self.notice = ""
+        self.unconverged = 0
+        self.accept_unconverged = False
         self.state.reset_history()  # two-step methods restart from the current state
         self.failed = False
         return True
@@ -162,10 +192,21 @@ class Session:
             self._q_ref_of = self.target.copy()
         return self._q_ref
 
+    def perturb_torque(self, q=None) -> np.ndarray | None:
+        """(nv,) joint torques of the current push (:attr:`perturb`) at ``q``: ``J^T f`` through
+        :func:`pbsim.control.body_wrench_torque`, the API's external-force input; None without one."""
+        if self.perturb is None:
+            return None
+        from pbsim.control import body_wrench_torque
+
+        body, point, force = self.perturb
+        return body_wrench_torque(self.model, self.q if q is None else q, int(body), force=force, point=point)
+
     def control(self) -> "pbsim.Control":
+        tau = self.perturb_torque()
         if self.drive_actuators and self.model.nu:
-            return pbsim.Control(ctrl=self.ctrl.copy())
-        return pbsim.Control(mode="spd", kp=self.kp.copy(), kd=self.kd.copy(), q_ref=self.q_ref)
+            return pbsim.Control(ctrl=self.ctrl.copy(), tau=tau)
+        return pbsim.Control(mode="spd", kp=self.kp.copy(), kd=self.kd.copy(), q_ref=self.q_ref, tau=tau)
 
     def ctrl_range(self, a: int) -> tuple[float, float]:
         """Slider range of actuator ``a``: its ctrlrange, else +-1."""
@@ -194,6 +235,13 @@ class Session:
         self.message = ""
         self.failed = False
         self.steps = 0
+        self.ring.clear()
+        self.ring.append((self.state.copy(), 0))
+        self.unconverged = 0
+        self.accept_unconverged = False
+        self.scrub_index = None
+        self._sim_debt = 0.0
+        self._rtf_window.clear()
         for h in (self.hist_t, self.hist_energy, self.hist_iters, self.hist_err):
             h.clear()
         if self._integrator is None or self._integrator_key != self.integrator_name:
@@ -226,13 +274,63 @@ class Session:
             sq += (2.0 * math.acos(min(c, 1.0))) ** 2
         return math.sqrt(sq / n)
 
-    def _fail(self, why: str):
+    def ring_verdicts(self) -> np.ndarray:
+        """(len(ring),) True where a buffered state satisfies the shared divergence rule
+        (:mod:`pbsim.integrators.divergence`) in its strict form: finite, every joint speed within
+        the limit, and ``K + U`` at most ``energy_factor * E_model`` above the run's reference
+        energy (the one the state carries; the allowance for what the actuators could add is
+        left out, so a state the gains pumped full of energy does not count as good)."""
+        from pbsim.integrators import divergence as dv
+
+        states = [st for st, _ in self.ring]
+        if not states:
+            return np.zeros(0, bool)
+        rule = getattr(self._integrator, "divergence", dv.DEFAULT)
+        q = np.concatenate([st.q for st in states])
+        v = np.concatenate([st.v for st in states])
+        ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
+        if v.size:
+            ok &= np.where(ok, np.abs(np.nan_to_num(v, nan=np.inf)).max(1), np.inf) <= rule.speed_limit
+        ref = np.array([np.nan if st.energy_ref is None else float(np.ravel(st.energy_ref)[0]) for st in states])
+        good = np.flatnonzero(ok)
+        if len(good) and rule.energy_factor is not None:
+            from types import SimpleNamespace
+
+            sub = SimpleNamespace(q=q[good], v=v[good])
+            e = dv.reference_energy(self.model, sub) - dv.spring_energy(self.model, q[good])  # K + U
+            r = ref[good]
+            # a state without a reference (the first of a run) is its own reference
+            r = np.where(np.isfinite(r), r, e + dv.spring_energy(self.model, q[good]))
+            ok[good] = e - r <= rule.energy_factor * dv.energy_scale(self.model)
+        return ok
+
+    def _fail(self, why: str, rewind: bool = False):
+        """Pause; back to the last good state.  ``rewind`` (a divergence): back to the newest
+        buffered state that satisfies :meth:`ring_verdicts` (the oldest buffered one when none do)."""
+        t_fail = float(self.last_good.t)
         self.failed = True
         self.playing = False
+        self.perturb = None
+        where = "the last good state"
+        if rewind and len(self.ring) > 1:
+            ok = self.ring_verdicts()
+            good = np.flatnonzero(ok)
+            k = int(good[-1]) if len(good) else 0
+            st, n = self.ring[k]
+            if k < len(self.ring) - 1:
+                while len(self.ring) > k + 1:
+                    self.ring.pop()
+                self.last_good = st.copy()
+                self.steps = n
+                where = (
+                    f"the last state within the divergence rule's energy bound ({len(ok) - 1 - k} steps back)"
+                    if len(good)
+                    else "the oldest buffered state (none was within the rule's energy bound)"
+                )
         self.state = self.last_good.copy()
         self.message = (
-            f"{self.integrator_name} failed at t = {self.last_good.t:.4f} s "
-            f"(dt = {self.dt:g} s): {why}; paused at the last good state"
+            f"{self.integrator_name} failed at t = {t_fail:.4f} s "
+            f"(dt = {self.dt:g} s): {why}; paused at {where}, t = {self.last_good.t:.4f} s"
         )
 
     def step_once(self) -> bool:
@@ -240,6 +338,7 @@ class Session:
         if self._integrator is None and not self.set_integrator(self.integrator_name):
             self._fail(self.message)
             return False
+        self._leave_scrub()
         t0 = time.perf_counter()
         try:
             with CompileWatch(self.integrator_name) as cw:  # stderr line on a cache miss
@@ -262,7 +361,7 @@ class Session:
         # Integrator.step): NaN/inf, a joint speed beyond the limit, or the energy beyond the bound
         if diag.diverged is not None and np.any(diag.diverged):
             why = next((w for w in (diag.divergence or []) if w), "NaN or inf in the state")
-            self._fail(f"diverged ({why})")
+            self._fail(f"diverged ({why})", rewind=True)
             return False
         if np.any(diag.nan) or not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v))):
             self._fail("diverged (NaN or inf in the state)")
@@ -270,11 +369,18 @@ class Session:
         if diag.converged is not None and not np.all(diag.converged):
             res = "" if diag.residual is None else f", residual {float(np.max(diag.residual)):.3g}"
             it = "" if diag.iterations is None else f" after {int(np.max(diag.iterations))} iterations"
-            self._fail(f"solver did not converge{it}{res}")
-            return False
+            self.unconverged += 1
+            if not self.accept_unconverged:
+                # the first one pauses; Play (or Step) goes on, keeping such steps while the
+                # divergence rule holds (counted in the panel)
+                self.accept_unconverged = True
+                self._fail(f"solver did not converge{it}{res}; Play keeps such steps while the divergence rule holds")
+                return False
+            self.notice = f"{self.unconverged} steps did not converge (last{it}{res}); kept: the divergence rule holds"
         self.state = new
         self.last_good = new.copy()
         self.steps += 1
+        self.ring.append((new.copy(), self.steps))
         e = float(np.asarray(diag.energy).reshape(-1)[0]) if diag.energy is not None else float("nan")
         self.hist_t.append(float(new.t))
         self.hist_energy.append(e)
@@ -294,24 +400,212 @@ class Session:
         )
         return True
 
-    def update(self, wall_dt: float) -> int:
-        """Advance simulated time by ``wall_dt`` (real time) while playing, within a wall-time
-        budget of ``max_step_time``; updates :attr:`rtf`.  Returns the number of steps taken."""
+    def update(self, wall_dt: float, now: float | None = None) -> int:
+        """Advance simulated time by ``speed * wall_dt`` while playing (``speed`` =
+        :attr:`real_time_factor_target`), never faster: the simulated time owed is carried over
+        between frames, so a step longer than a frame (dt > 1/60 s) waits for the wall clock;
+        stepping stops after ``max_step_time`` of wall time per frame (the simulation then runs
+        slower than asked, and the debt beyond one frame is dropped).  Single steps asked for
+        (:attr:`step_requests`) run here too.  :attr:`rtf` is simulated over wall time in the
+        last second of frames (``now``: the frame's wall clock, default ``time.perf_counter()``).
+        Returns the number of steps taken."""
+        now = time.perf_counter() if now is None else now
+        n = 0
+        while self.step_requests > 0:
+            self.step_requests -= 1
+            self.pause()
+            n += int(self.step_once())
         if not self.playing:
             self.rtf = 0.0
-            return 0
-        n_want = max(1, int(round(self.real_time_factor_target * max(wall_dt, 0.0) / self.dt)))
-        t_start, t_sim0, n = time.perf_counter(), self.time, 0
-        while n < n_want and self.playing:
+            self._rtf_window.clear()
+            self._sim_debt = 0.0
+            return n
+        wall_dt = max(float(wall_dt), 0.0)
+        self._sim_debt += self.real_time_factor_target * wall_dt
+        t_start = time.perf_counter()
+        while self._sim_debt >= self.dt * (1 - 1e-9) and self.playing:
             if not self.step_once():
                 break
+            self._sim_debt -= self.dt
             n += 1
             if time.perf_counter() - t_start > self.max_step_time:
                 break
-        spent = time.perf_counter() - t_start
-        if wall_dt > 0:
-            self.rtf = (self.time - t_sim0) / max(wall_dt, spent)
+        # what could not be done this frame is dropped beyond one step (no catch-up burst)
+        self._sim_debt = min(max(self._sim_debt, 0.0), max(self.dt, self.real_time_factor_target * wall_dt))
+        if not self.playing:
+            self._sim_debt = 0.0
+        w = self._rtf_window
+        w.append((now, self.time))
+        while len(w) > 2 and now - w[0][0] > 1.0:
+            w.popleft()
+        if len(w) >= 2 and w[-1][0] > w[0][0]:
+            self.rtf = (w[-1][1] - w[0][1]) / (w[-1][0] - w[0][0])
         return n
+
+    # ------------------------------------------------------------------ history (scrub) and state edits
+    def scrub(self, index: int) -> None:
+        """Show buffered state ``index`` (0 = oldest; -1 or len-1 = newest) and pause; stepping
+        or playing continues from it and drops the states after it."""
+        if not self.ring:
+            return
+        k = int(index) % len(self.ring)
+        self.pause()
+        st, n = self.ring[k]
+        self.state = st.copy()
+        self.steps = n
+        self.scrub_index = None if k == len(self.ring) - 1 else k
+
+    def step_back(self, n: int = 1) -> bool:
+        """Back ``n`` buffered steps (paused); False at the oldest state."""
+        k = (len(self.ring) - 1 if self.scrub_index is None else self.scrub_index) - int(n)
+        if k < 0 or not self.ring:
+            return False
+        self.scrub(k)
+        return True
+
+    def _leave_scrub(self):
+        """Continue from a scrubbed state: forget the buffered future."""
+        if self.scrub_index is not None:
+            while len(self.ring) > self.scrub_index + 1:
+                self.ring.pop()
+            self.scrub_index = None
+            self.last_good = self.state.copy()
+            self.failed = False
+
+    def _edited(self):
+        """After q or v were set by hand: a fresh start for the rule and the buffer's tail."""
+        self._leave_scrub()
+        self.state.reset_history()
+        self.last_good = self.state.copy()
+        self.ring.append((self.state.copy(), self.steps))
+        self.failed = False
+        self.message = ""
+
+    def q_sliders(self) -> list[tuple[int, str, float, float]]:
+        """(q index, name, lo, hi) of every coordinate a slider can set: the 1-DOF joints
+        (range: the joint limits, else +-pi rad / +-1 m) and a floating base's position."""
+        m, out = self.model, []
+        for i in range(m.nb):
+            jt, iq, iv = int(m.jtype[i]), int(m.iq[i]), int(m.iv[i])
+            if jt in (0, 1):
+                lo, hi = float(m.lower[iv]), float(m.upper[iv])
+                if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+                    lo, hi = (-math.pi, math.pi) if jt == 0 else (-1.0, 1.0)
+                out.append((iq, m.joint_names[i], lo, hi))
+            elif jt == FREE:
+                for k in range(3):
+                    c = float(self.q0[iq + k])
+                    out.append((iq + k, f"{m.joint_names[i]}.{'xyz'[k]}", c - 2.0, c + 2.0))
+        return out
+
+    def set_q(self, iq: int, value: float) -> None:
+        """Set one coordinate of q (a 1-DOF joint's angle or a base position), velocities kept;
+        meant for a paused session (the panel offers it only then)."""
+        q = self.state.q.copy()
+        q[0, int(iq)] = float(value)
+        self.state = pbsim.State(q, self.state.v.copy(), self.state.t)
+        self._edited()
+
+    # ------------------------------------------------------------------ keyframes
+    def save_keyframe(self, path) -> str:
+        """Write the state (q, v, t), joint targets, gains, actuator inputs, dt and integrator to
+        ``path`` (.npz); :meth:`load_keyframe` restores them exactly."""
+        import os
+
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            path += ".npz"
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        np.savez(
+            path,
+            model=np.array(self.model.name),
+            nq=np.array(self.model.nq),
+            nv=np.array(self.model.nv),
+            q=self.state.q[0],
+            v=self.state.v[0],
+            t=np.array(self.state.t),
+            target=self.target,
+            kp=self.kp,
+            kd=self.kd,
+            ctrl=self.ctrl,
+            dt=np.array(self.dt),
+            integrator=np.array(self.integrator_name),
+        )
+        return path
+
+    def load_keyframe(self, path) -> None:
+        """Restore a keyframe written by :meth:`save_keyframe` (the same model: nq and nv must
+        match); pauses.  Raises :class:`pbsim.InputError` for a file of another model."""
+        with np.load(path) as z:
+            d = {k: z[k] for k in z.files}
+        if int(d["nq"]) != self.model.nq or int(d["nv"]) != self.model.nv:
+            raise pbsim.InputError(
+                f"keyframe {path}: model {str(d['model'])!r} has nq {int(d['nq'])}, nv {int(d['nv'])}; "
+                f"this model ({self.model.name!r}) has nq {self.model.nq}, nv {self.model.nv}"
+            )
+        self.pause()
+        self.target[:] = d["target"]
+        self.kp[:] = d["kp"]
+        self.kd[:] = d["kd"]
+        if len(d["ctrl"]) == len(self.ctrl):
+            self.ctrl[:] = d["ctrl"]
+        self._q_ref = None
+        self.dt = float(d["dt"])
+        name = str(d["integrator"])
+        if name in self.integrators and name != self.integrator_name:
+            self.set_integrator(name)
+        self.state = pbsim.State.make(self.model, q=d["q"], v=d["v"], t=float(d["t"]))
+        self._edited()
+
+    # ------------------------------------------------------------------ inspection
+    def body_info(self, body: int) -> dict:
+        """Name, mass, world pose and the contact forces on ``body`` at the current state.  The
+        contact forces are the scene's penalty law (spring-damper normal force and regularized
+        Coulomb friction, :mod:`pbsim.contact.penalty`): what the explicit methods apply; the
+        implicit and position-based methods solve their own contact forces."""
+        m = self.model
+        b = int(body)
+        T = pbsim.forward_kinematics(m, self.q)[b]
+        return {
+            "body": b,
+            "name": m.body_names[b],
+            "mass": float(m.mass[b]),
+            "position": T[:3, 3].copy(),
+            "rotation": T[:3, :3].copy(),
+            "contacts": [c for c in self.contact_forces() if c["body"] == b],
+        }
+
+    def contact_forces(self) -> list[dict]:
+        """Active contacts with the scene's penalty force: dicts of body, point (world), normal,
+        depth, force (world, N)."""
+        sc = self.scene
+        try:
+            ks = sc.kernel_arrays(self.model)
+        except Exception:  # noqa: BLE001 - no contact geometry
+            return []
+        if ks.npts == 0:
+            return []
+        r = pbsim.contact_query(self.model, sc, self.q)
+        X, D, N, dD = r["X"][0], r["d"][0], r["n"][0], r["dd_dv"][0]
+        out = []
+        v = self.state.v[0]
+        T = None
+        for k in np.flatnonzero(D > 0):
+            body = int(ks.pt_body[k])
+            n = N[k]
+            c = X[k] - ks.pt_radius[k] * n
+            un = -float(dD[k] @ v)  # dd/dv = -n^T J: the normal speed of the point
+            fn = float(ks.pt_k[k] * D[k] - ks.pt_c[k] * un)
+            if fn <= 0:
+                continue
+            if T is None:
+                T = pbsim.forward_kinematics(self.model, self.q)
+            local = T[body, :3, :3].T @ (c - T[body, :3, 3])
+            u = pbsim.point_jacobian(self.model, self.q, body, local)[3:] @ v
+            ut = u - float(u @ n) * n
+            ft = -ks.mu * fn * ut / math.sqrt(float(ut @ ut) + ks.friction_eps**2)
+            out.append({"body": body, "point": c, "normal": n.copy(), "depth": float(D[k]), "force": fn * n + ft})
+        return out
 
     def histories(self) -> dict[str, np.ndarray]:
         return {
