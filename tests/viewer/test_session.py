@@ -529,3 +529,19 @@ def test_view_cli_negative_camera_base_pose_up_auto():
         make_session(chain(3), ground=None, base_pose=[0, 0, 0, 1, 0, 0, 0])
     with pytest.raises(pbsim.InputError, match="x,y,z,qw"):
         make_session(m, ground=None, base_pose=[0, 0, 0])
+
+
+def test_drag_force_adds_to_a_motions_control():
+    """In a `--motion` session the push's J^T f adds to the motion's SPD control (it was dropped)."""
+    from pbsim.control import body_wrench_torque
+    from pbsim.control.motions import make_motion
+    from pbsim_viewer.motion import MotionSession
+
+    m = chain(3)
+    s = MotionSession(m, make_motion(m, "sinusoid"), integrator="euler", dt=1e-3)
+    base = s.control()
+    assert base.mode == "spd" and base.tau is None
+    s.perturb = (2, np.array([0.1, 0.0, 0.0]), np.array([0.0, 5.0, -3.0]))
+    c = s.control()
+    assert c.mode == "spd" and np.allclose(c.q_ref, base.q_ref)
+    assert np.allclose(c.tau, body_wrench_torque(m, s.q, 2, force=[0, 5, -3], point=[0.1, 0, 0]))

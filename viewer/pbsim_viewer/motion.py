@@ -8,6 +8,8 @@ motion's target at the current time.  No GL here.
 
 from __future__ import annotations
 
+import numpy as np
+
 from pbsim_viewer.session import Session
 
 
@@ -25,4 +27,8 @@ class MotionSession(Session):
         if self.drive_actuators and self.model.nu:
             return super().control()
         self.motion.dt = self.dt  # SPD samples the target at the end of the step
-        return self.motion.control(self.time)
+        c = self.motion.control(self.time)
+        push = self.perturb_torque()  # a ctrl-drag adds its J^T f, as in the plain session
+        if push is not None:
+            c.tau = push if c.tau is None else np.asarray(c.tau, float) + push
+        return c

@@ -99,7 +99,7 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
     _rect('step')
     if _hit:
         s.pause()
-        s.step_once()
+        s.step_requests += 1  # run by update, after a frame with the compile notice (as the right-arrow key)
     imgui.same_line()
     _hit = imgui.button("Reset###reset", imgui.ImVec2(80, 0))
     _rect('reset')
