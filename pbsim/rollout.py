@@ -49,6 +49,14 @@ def rollout(
     "stop"; ``Trajectory.info["max_penetration"]`` keeps the deepest point of each trajectory.
     ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
     numba-cuda, ``pip install 'pbsim[gpu]'``; see :func:`pbsim.rollout_gpu.rollout_cuda`).
+
+    On the CPU the step loop runs in compiled code (:func:`pbsim.integrators.driver.rollout_batch`,
+    no per-step Python) whenever the method has a step kernel and ``control`` is not a callable;
+    steps the rules must see in Python (a divergence, a solver that did not converge, a body
+    sinking) go through ``Integrator.step`` as in the Python loop, with the same result bit for
+    bit.  ``Trajectory.info["loop"]`` says which loop ran ("kernel" or "python");
+    ``info["iterations"]`` / ``info["unconverged_steps"]``: solver iterations and unconverged
+    steps per trajectory, summed over the run (methods that report them).
     """
     check_choice("on_nan", on_nan, ON_NAN)
     steps = check_int("steps", steps, 0)
@@ -98,15 +106,23 @@ def rollout(
     diverged = np.zeros(B, bool)
     first: list = [None] * B  # per trajectory: where and why it first diverged (on_nan="stop")
     pen = np.zeros(B)  # deepest contact point so far, per trajectory
-    warned = False
+    iters = np.zeros(B)  # solver iterations, summed over the steps (methods that report them)
+    unconv = np.zeros(B, np.int64)  # steps whose solver did not converge
+    reports = [False]  # the method reports iterations
+    warned = [False]
     bar = None
     ctrl_fn = control if callable(control) else None
     ctrl = control if isinstance(control, Control) else None
-    for k in range(1, steps + 1):
+
+    def python_step(k, state, depth=3):
+        """Step k of every trajectory through ``integ.step`` and the rules; returns the new state."""
+        nonlocal bar
         if ctrl_fn is not None:
-            ctrl = ctrl_fn(state.t, state)
+            c = ctrl_fn(state.t, state)
+        else:
+            c = ctrl
         with watch:
-            new, diag = integ.step(state, ctrl, dt)
+            new, diag = integ.step(state, c, dt)
         gone = diag.diverged if diag.diverged is not None else diag.nan
         if gone.any() and not (gone & ~diverged).sum() == 0:
             b = int(np.argmax(gone & ~diverged))
@@ -122,11 +138,11 @@ def rollout(
                 first[b] = dict(step=k, t=float(new.t), why=diag.divergence[b] if diag.divergence else None)
         if gone.any():
             bad = gone
-            diverged |= bad
+            diverged[...] = diverged | bad
             new.q[bad], new.v[bad] = state.q[bad], state.v[bad]
             diag.energy[bad] = np.nan
         if diag.penetration is not None:
-            pen = np.maximum(pen, np.where(diverged, pen, diag.penetration))
+            pen[...] = np.maximum(pen, np.where(diverged, pen, diag.penetration))
             if diag.deep.any() and not (diag.deep & ~diverged).sum() == 0:
                 b = int(np.argmax(diag.deep & ~diverged))
                 msg = (
@@ -139,19 +155,53 @@ def rollout(
                     if bar is not None:
                         bar.close()
                     raise SimulationError(msg)
-                if not warned:
-                    warnings.warn(msg + " (on_nan='stop': the run goes on)", PbsimWarning, stacklevel=2)
-                    warned = True
-        state = new
+                if not warned[0]:
+                    warnings.warn(msg + " (on_nan='stop': the run goes on)", PbsimWarning, stacklevel=depth)
+                    warned[0] = True
+        if diag.iterations is not None:
+            reports[0] = True
+            iters[...] += diag.iterations
+            if diag.converged is not None:
+                unconv[...] += ~np.asarray(diag.converged, bool)
         if k % record_every == 0:
             r = k // record_every
-            T[r], Q[r], V[r], E[r] = state.t, state.q, state.v, diag.energy
+            T[r], Q[r], V[r], E[r] = new.t, new.q, new.v, diag.energy
+        return new
+
+    def tick(n):
+        nonlocal bar
         if progress:
             if bar is None:  # made after the first step, so its rate leaves out the compilation
                 from tqdm import tqdm
 
                 bar = tqdm(total=steps, desc=f"{name} dt={dt:g}", unit="step", mininterval=0.5)
-            bar.update(1)
+            bar.update(n)
+
+    loop = _KernelLoop.make(integ, model, ctrl, B, steps) if ctrl_fn is None and COMPILED_LOOP else None
+    if loop is None:
+        for k in range(1, steps + 1):
+            state = python_step(k, state)
+            tick(1)
+    else:
+        loop.run(
+            state,
+            dt,
+            record_every,
+            steps,
+            T,
+            Q,
+            V,
+            E,
+            diverged,
+            pen,
+            iters,
+            warned,
+            on_nan,
+            watch,
+            python_step,
+            tick,
+            progress,
+        )
     if bar is not None:
         bar.close()
     if single:
@@ -168,8 +218,155 @@ def rollout(
             "compile_s": watch.seconds,
             "max_penetration": pen[0] if single else pen,
             "divergence": first[0] if single else first,
+            "loop": "python" if loop is None else "kernel",
+            **(
+                {
+                    "iterations": int(iters[0]) if single else iters.astype(np.int64),
+                    "unconverged_steps": int(unconv[0]) if single else unconv,
+                }
+                if reports[0] or (loop is not None and loop.reports)
+                else {}
+            ),
         },
     )
+
+
+COMPILED_LOOP = True  # False: every rollout steps through Python (the reference the kernel loop is tested against)
+
+
+class _KernelLoop:
+    """``rollout``'s step loop inside compiled code (:func:`pbsim.integrators.driver.rollout_batch`)
+    for a method with a step kernel (``Integrator.STEP``) and a control that is not a callable.
+
+    The kernel runs many steps per call, records every k-th frame and applies the divergence rule
+    per row; a row stops before a step the Python loop must see (it diverges, its solver did not
+    converge -- where methods fall back to sub-steps --, or a body sinks deeper than
+    ``Scene.max_penetration``).  That step then runs through ``integ.step`` and the very code of
+    the Python loop, from the same state (the other rows are rewound to it: rows are independent
+    and the kernels deterministic), so the result is the Python loop's, bit for bit
+    (tests/test_rollout_kernel.py)."""
+
+    @classmethod
+    def make(cls, integ, model, ctrl, B, steps):
+        """The loop, or None where the Python loop must run (no step kernel, a subclass with its
+        own ``step``, a method whose kernel scratch refuses its options, e.g. pbad's LBFGS)."""
+        from pbsim.control.control import SPD
+        from pbsim.integrators.driver import driver, rollout_batch
+
+        spec = getattr(integ, "STEP", None)
+        if spec is None or steps == 0 or type(integ).step is not Integrator.step:
+            return None
+        control = ctrl if ctrl is not None else integ.__dict__.setdefault("_no_control", Control())
+        try:
+            kc = control.kernel_arrays(model, B)
+            w, sw, ks, x = integ.scratch(B, dense=kc.mode == SPD and kc.solver != 0)
+        except InputError:
+            return None
+        self = cls()
+        used = spec.used(integ, kc, ks) if spec.used is not None else None
+        self.drv = driver(rollout_batch, spec.step, spec.features, used)
+        self.integ, self.model, self.control, self.kc = integ, model, control, kc
+        self.w, self.sw, self.ks, self.x = w, sw, ks, x
+        self.info = getattr(x, spec.info) if spec.info is not None else np.ones((B, 4))
+        self.reports = spec.info is not None
+        return self
+
+    def run(
+        self,
+        state,
+        dt,
+        every,
+        steps,
+        T,
+        Q,
+        V,
+        E,
+        diverged,
+        pen,
+        iters,
+        warned,
+        on_nan,
+        watch,
+        python_step,
+        tick,
+        progress,
+    ):
+        from pbsim.integrators.divergence import actuator_energy, energy_scale, reference_energy
+
+        model, integ, B = self.model, self.integ, state.batch
+        rule = integ.divergence
+        e_ref = reference_energy(model, state)  # what the first integ.step sets (State.energy_ref)
+        if rule.energy_factor is None:
+            thr = np.full(B, np.inf)
+        else:  # divergence.check: gain > factor (E_model + what the control can add)
+            thr = rule.energy_factor * (np.full(B, energy_scale(model)) + actuator_energy(model, self.control, B))
+        thr = np.ascontiguousarray(thr, np.float64)
+        q = np.array(state.q, np.float64, order="C")
+        v = np.array(state.v, np.float64, order="C")
+        qn, vn, e = np.empty_like(q), np.empty_like(v), np.empty((B, 2))
+        stop = np.zeros(B, np.int64)
+        tt = np.cumsum(np.concatenate(([state.t], np.full(steps, dt))))  # t after k steps, as t += dt
+        maxpen = float(integ.scene.max_penetration)
+
+        def call(k0, n):
+            with watch:
+                self.drv(
+                    model.k,
+                    self.ks,
+                    self.kc,
+                    self.w,
+                    self.sw,
+                    self.x,
+                    q,
+                    v,
+                    qn,
+                    vn,
+                    e,
+                    self.info,
+                    float(dt),
+                    int(k0),
+                    int(n),
+                    int(every),
+                    Q,
+                    V,
+                    E,
+                    e_ref,
+                    thr,
+                    float(rule.speed_limit),
+                    ~diverged,
+                    on_nan == "raise" or not warned[0],
+                    maxpen,
+                    pen,
+                    iters,
+                    stop,
+                )
+
+        k, chunk = 0, steps
+        cap = max(1, steps // 50) if progress else steps
+        while k < steps:
+            n = min(chunk, cap, steps - k)
+            saved = (q.copy(), v.copy(), pen.copy(), iters.copy()) if B > 1 else None
+            call(k, n)
+            hit = stop[stop > 0]
+            if hit.size == 0:
+                k += n
+                tick(n)
+                chunk = 2 * chunk
+                continue
+            kmin = int(hit.min())  # the first step the Python loop must take
+            if saved is not None and not (stop == kmin).all():  # rewind every row to step kmin - 1
+                q[...], v[...], pen[...], iters[...] = saved
+                if kmin - 1 > k:
+                    call(k, kmin - 1 - k)
+                    if stop.any():  # pragma: no cover - deterministic kernels never get here
+                        raise RuntimeError("rollout: the kernel loop did not replay its steps")
+            st = State(q.copy(), v.copy(), float(tt[kmin - 1]), energy_ref=e_ref)
+            new = python_step(kmin, st, 4)  # warnings point at rollout's caller
+            q[...], v[...] = new.q, new.v
+            tick(kmin - k)
+            k, chunk = kmin, 16
+        r = np.arange(1, T.shape[0])
+        T[1:] = tt[r * every]
 
 
 ON_NAN = ("raise", "stop")

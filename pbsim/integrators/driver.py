@@ -9,12 +9,16 @@ A method provides one per-trajectory step kernel
 batch; :func:`pbsim.backends.kernel.bind` makes a copy of a driver calling a given step, so a new
 method never edits them.  ``pbsim.backends.cuda`` runs the same step kernels on the GPU.
 """
+
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import Variants, bind, kernel, unused
+from pbsim.contact.depth import max_depth_state
 from pbsim.dynamics.energy import energy_state
 
 _step = unused  # rebound per method by bind(driver, _step=...)
@@ -46,6 +50,97 @@ def steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
         for _k in range(nsteps):
             _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             copy_rows(m, b, qn, vn, q, v)
+
+
+@kernel(parallel=True)
+def rollout_batch(
+    m,
+    s,
+    c,
+    w,
+    sw,
+    x,
+    q,
+    v,
+    qn,
+    vn,
+    e,
+    info,
+    dt,
+    k0,
+    nsteps,
+    every,
+    Q,
+    V,
+    E,
+    e_ref,
+    thr,
+    vlim,
+    live,
+    deep,
+    maxpen,
+    pen,
+    iters,
+    stop,
+):
+    """Steps ``k0 + 1 .. k0 + nsteps`` of every trajectory, the state kept in (q, v) and every
+    ``every``-th frame recorded into ``Q[k // every, b], V[...], E[...]`` (energy K + U after the
+    step): ``pbsim.rollout``'s step loop in compiled code (no per-step Python).
+
+    After each step the shared divergence rule (:mod:`pbsim.integrators.divergence`) is applied
+    to the row as its per-trajectory form reads: non-finite q or v, a joint speed beyond
+    ``vlim``, or ``K + U - e_ref[b] > thr[b]`` (``thr``: the rule's factor x (the model's energy
+    scale + what the control can add), from Python).  A row stops *before* committing a step
+    (``stop[b] = k``, its (q, v) left at step k - 1) on an event the caller's Python step must
+    handle: a live row (``live[b]``) that diverges, a step whose solver did not converge
+    (``info[b, 2] < 0.5``; ``info`` is the method's (B, 4) [iterations, residual, converged,
+    objective] or ones), or, with ``deep``, a contact point deeper than ``maxpen`` (``s.npts > 0``:
+    the deepest point is measured after every step, ``pen[b]`` keeps the largest of the live
+    rows).  A row already diverged (on_nan="stop") that diverges again keeps its state and
+    records NaN energy, as the Python loop does.  ``iters[b]`` adds up ``info[b, 0]``."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        stop[b] = 0
+        for k in range(k0 + 1, k0 + nsteps + 1):
+            _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+            energy_state(m, w, b, qn[b], vn[b], e[b])
+            en = e[b, 0] + e[b, 1]
+            finite = True
+            for j in range(m.nq):
+                if not math.isfinite(qn[b, j]):
+                    finite = False
+            fast = False
+            for j in range(m.nv):
+                a = vn[b, j]
+                if not math.isfinite(a):
+                    finite = False
+                elif abs(a) > vlim:
+                    fast = True
+            gone = (not finite) or fast or (en - e_ref[b] > thr[b])
+            if info[b, 2] <= 0.5 or (live[b] and gone):
+                stop[b] = k
+                break
+            d = 0.0
+            if s.npts > 0:
+                d = max_depth_state(m, s, w, b, qn[b])
+            if live[b]:
+                if deep and d > maxpen:
+                    stop[b] = k
+                    break
+                if d > pen[b]:
+                    pen[b] = d
+            iters[b] += info[b, 0]
+            if gone:  # a diverged row stays frozen at its last good state
+                en = np.nan
+            else:
+                copy_rows(m, b, qn, vn, q, v)
+            if k % every == 0:
+                r = k // every
+                for j in range(m.nq):
+                    Q[r, b, j] = q[b, j]
+                for j in range(m.nv):
+                    V[r, b, j] = v[b, j]
+                E[r, b] = en
 
 
 _VARIANTS: dict = {}
