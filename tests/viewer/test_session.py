@@ -511,6 +511,15 @@ def test_integrator_problems_name_a_reason():
     assert all(p is None or isinstance(p, str) and p for p in probs.values())
 
 
+def test_failed_switch_message_cleared_by_a_successful_one():
+    """A switch that fails keeps the old integrator and shows why; the next successful switch
+    clears the message (issue #20: the red message stayed up and shifted the panel)."""
+    s = Session(chain(3), integrator="euler")
+    assert not s.set_integrator("no_such_method")
+    assert s.integrator_name == "euler" and "no_such_method" in s.message
+    assert s.set_integrator("rk4") and s.integrator_name == "rk4" and s.message == ""
+
+
 def test_view_cli_negative_camera_base_pose_up_auto():
     """`--camera -60,10,4` parses (argparse took it for an option); --base-pose sets the floating
     base (quaternion normalized, lifted only out of the ground); --up auto is the default and keeps
