@@ -554,3 +554,25 @@ def test_drag_force_adds_to_a_motions_control():
     c = s.control()
     assert c.mode == "spd" and np.allclose(c.q_ref, base.q_ref)
     assert np.allclose(c.tau, body_wrench_torque(m, s.q, 2, force=[0, 5, -3], point=[0.1, 0, 0]))
+
+
+@pytest.mark.parametrize("yaw, pitch", [(-60.0, 20.0), (0.0, 0.0), (90.0, 60.0)])
+def test_default_framing_shows_the_whole_box(yaw, pitch):
+    """Viewer.frame_box: every corner of a tall body's box (the humanoid's 0.4 x 0.3 x 1.8 m) projects
+    inside the view at 16:9 and 4:3, whatever the orbit (issue #20: the humanoid's head was cut off)."""
+    from types import SimpleNamespace
+
+    from pbsim_viewer.app import Viewer
+    from pbsim_viewer.camera import OrbitCamera
+
+    lo, hi = np.array([-0.2, -0.15, 0.0]), np.array([0.2, 0.15, 1.8])
+    corners = np.array(
+        [[(lo, hi)[a][0], (lo, hi)[b][1], (lo, hi)[c][2]] for a in (0, 1) for b in (0, 1) for c in (0, 1)]
+    )
+    for aspect in (16 / 9, 4 / 3):
+        cam = OrbitCamera(yaw=yaw, pitch=pitch)
+        Viewer.frame_box(SimpleNamespace(camera=cam, keep_above_ground=lambda: None), lo, hi, aspect)
+        P = cam.projection(aspect) @ cam.view()
+        h = np.c_[corners, np.ones(8)] @ P.T
+        ndc = h[:, :3] / h[:, 3:]
+        assert np.all(h[:, 3] > 0) and np.all(np.abs(ndc[:, :2]) < 1.0), (aspect, ndc)
