@@ -1,0 +1,90 @@
+"""pbsim.envs: gymnasium's check_env on every registered environment, the native vector env
+against single environments stepped one by one (bit-identical, autoreset and truncation
+included), the generic RobotEnv's control modes and errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+
+from pbsim.envs import ENV_IDS, RobotEnv, RobotVectorEnv  # noqa: E402
+from pbsim.errors import InputError  # noqa: E402
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env(env_id):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, skip_render_check=True)
+    # unbounded Box observations are what gymnasium's own MuJoCo environments declare too
+    other = [str(w.message) for w in caught if "infinity" not in str(w.message)]
+    assert not other, other
+    obs, _ = env.reset(seed=1)
+    for _ in range(3):
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and np.isfinite(r)
+
+
+def _compare(env_id, B, steps, seed, scale, **kw):
+    single = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(env_id, **kw) for _ in range(B)])
+    vec = gymnasium.make_vec(env_id, num_envs=B, vectorization_mode="vector_entry_point", **kw)
+    assert isinstance(vec.unwrapped, RobotVectorEnv)
+    o1, _ = single.reset(seed=seed)
+    o2, _ = vec.reset(seed=seed)
+    np.testing.assert_array_equal(o1, o2)
+    rng = np.random.default_rng(seed)
+    ends = 0
+    for _ in range(steps):
+        a = (scale * rng.uniform(-1, 1, (B,) + single.single_action_space.shape)).astype(np.float32)
+        r1 = single.step(a)
+        r2 = vec.step(a)
+        for x, y in zip(r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x, y)
+        ends += int((r1[2] | r1[3]).sum())
+    return ends
+
+
+def test_vector_env_equals_single_envs_hopper():
+    """Hopper under euler: 3 envs, 40 steps with strong random actions (falls -> terminations),
+    a 15-step time limit (truncations); every obs, reward, terminated, truncated bit-identical."""
+    ends = _compare("pbsim/Hopper-v0", 3, 40, 7, 1.0, max_episode_steps=15)
+    assert ends >= 3  # the autoreset path ran
+
+
+def test_vector_env_equals_single_envs_pbad_spider():
+    """The spider under PBAD (LM inside the kernel): 2 envs, 6 steps, time limit 4."""
+    ends = _compare("pbsim/Spider-v0", 2, 6, 3, 0.5, max_episode_steps=4)
+    assert ends >= 2
+
+
+def test_robot_env_modes_and_errors():
+    import pbsim_models
+
+    m = pbsim_models.chain(3) if hasattr(pbsim_models, "chain") else pbsim_models.swimmer()
+    for mode in ("torque", "spd", "pd"):
+        env = RobotEnv(m, "euler", 0.01, 2, mode, kp=10.0, kd=1.0)
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == env.observation_space.shape
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        assert np.isfinite(obs).all() and not info["diverged"]
+    with pytest.raises(InputError):
+        RobotEnv(m, "euler", 0.01, 1, "ctrl")  # no actuators
+    with pytest.raises(InputError):
+        RobotEnv(m, "euler", 0.01, 1, "velocity")
+    with pytest.raises(InputError):
+        RobotEnv(m, "euler", -0.01, 1, "spd")
+    with pytest.raises(InputError):
+        RobotEnv(m, "euler", 0.01, 1, "spd", integrator_options={"no_such_option": 1})
+
+
+def test_integrator_and_dt_are_arguments():
+    env = gymnasium.make("pbsim/Hopper-v0", integrator="explicit_euler", dt=0.001, frame_skip=3)
+    assert env.unwrapped.core.integrator == "explicit_euler" and env.unwrapped.dt == pytest.approx(0.003)
+    env.reset(seed=0)
+    obs, r, *_ = env.step(np.zeros(3, np.float32))
+    assert np.isfinite(obs).all()
