@@ -13,6 +13,7 @@ from pbsim.dynamics.api import (
     rnea,
     rnea_derivatives,
 )
+from pbsim.dynamics.data import Data
 from pbsim.errors import (
     InertiaError,
     InputError,
@@ -30,6 +31,7 @@ from pbsim.contact import Scene, contact_diagnostics, contact_query, default_sce
 from pbsim.integrators import State
 from pbsim.integrators.pbfd import friction_for_mu
 from pbsim.rollout import Trajectory, rollout  # noqa: E402  (the function shadows the module name)
+from pbsim.backends.cpu import Stepper  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -51,6 +53,8 @@ __all__ = [
     "contact_diagnostics",
     "friction_for_mu",
     "integrators",
+    "Data",
+    "Stepper",
     "aba",
     "rnea",
     "crba",

@@ -307,6 +307,24 @@ def bind(driver: BatchKernel, **kernels) -> BatchKernel:
     return _BOUND[key]
 
 
+_ENTRIES: dict = {}
+
+
+def entry(f, **kernels):
+    """A cached ``njit`` copy of the plain function ``f`` (a Python-callable entry point, not a
+    kernel) whose global names in ``kernels`` call the given kernels: how one generic entry
+    (e.g. :class:`pbsim.backends.cpu.Stepper`'s single step) runs every method's step kernel.
+    Built once per binding, cached on disk under its own name (``f__kernel``)."""
+    key = (id(f), tuple(sorted((k, id(v)) for k, v in kernels.items())))
+    if key not in _ENTRIES:
+        g = dict(f.__globals__)
+        g.update(kernels)
+        tag = "_".join(_PY_FUNCS[id(v)].__qualname__ for _, v in sorted(kernels.items()))
+        h = _with_globals(f, g, f"{f.__qualname__}__{tag}")
+        _ENTRIES[key] = numba.njit(cache=True, error_model="numpy")(h)
+    return _ENTRIES[key]
+
+
 _SPECIALIZED: dict = {}  # hook bindings -> (tag, memo: id(kernel) -> its copy)
 
 
