@@ -11,8 +11,10 @@ independent in every kernel; tests/envs/test_envs.py).
 Everything a task supplies is batched over rows: ``observation(model, q, v) -> (B, n_obs)``,
 ``reward(model, q_before, v_before, q_after, v_after, action, dt) -> (reward (B,), info)`` with
 ``info`` a dict of (B,) arrays, ``terminated(model, q, v) -> (B,) bool`` (``dt``: the time of one
-environment step, ``dt * frame_skip``).  A row whose state turns non-finite (the integrator
-diverged) terminates with reward 0, its observation zeroed and ``info["diverged"]`` set.
+environment step, ``dt * frame_skip``).  A row that diverged by the shared rule of
+:mod:`pbsim.integrators.divergence` against its episode's start (non-finite, a joint speed beyond
+the bound, an energy gain beyond 10x the model's energy scale) terminates with
+``info["diverged"]`` set (reward 0 and observation zeroed where the state is non-finite).
 
 Control modes (the action's meaning):
 
@@ -44,6 +46,7 @@ from pbsim.dynamics.api import integrate
 from pbsim.errors import InputError
 from pbsim.integrators import State, make
 from pbsim.integrators.base import step_spec, validate_options
+from pbsim.integrators.divergence import check_run
 
 CONTROL_MODES = ("ctrl", "torque", "spd", "pd")
 
@@ -113,6 +116,7 @@ class _Core:
         self.v0 = np.zeros(model.nv) if v0 is None else np.array(v0, np.float64).reshape(model.nv)
         self.q_nominal = self.q0 if q_nominal is None else np.array(q_nominal, np.float64).reshape(model.nq)
         self.reset_noise = float(reset_noise)
+        self.q_start, self.v_start = np.tile(self.q0, (self.B, 1)), np.tile(self.v0, (self.B, 1))
         self._actuation(actuated, action_scale, kp, kd)
         n_obs = self.observation_fn(model, self.q0[None], self.v0[None]).shape[1]
         self.observation_space = spaces.Box(-np.inf, np.inf, (n_obs,), np.float64)
@@ -171,6 +175,7 @@ class _Core:
     def advance(self, action):
         """One environment step of every row: ``frame_skip`` integrator steps under ``action``."""
         c = self.control(action)
+        self._last_control = c
         if self.kernel:
             self.batch.set_control(c)
             self.batch.advance(self.frame_skip, self.dt)
@@ -190,12 +195,19 @@ class _Core:
         self.advance(action)
         a = np.asarray(action, np.float64).reshape(self.B, -1)
         bad = ~(np.isfinite(self.q).all(axis=1) & np.isfinite(self.v).all(axis=1))
+        # the shared divergence rule against each row's episode start (docs/reliability.md): a
+        # joint speed beyond the bound or an energy gain beyond 10x the model's energy scale
+        bad |= np.asarray(
+            check_run(self.model, self.q_start, self.v_start, self.q, self.v, control=self._last_control)[0], bool
+        )
         q, v = self.q, self.v
-        if bad.any():  # a diverged row: zeros where the observation and the task see it
-            q, v = np.where(bad[:, None], 0.0, q), np.where(bad[:, None], 0.0, v)
+        if not np.isfinite(q).all() or not np.isfinite(v).all():  # zeros where the observation and task see it
+            fin = np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1)
+            q, v = np.where(fin[:, None], q, 0.0), np.where(fin[:, None], v, 0.0)
         rew, info = self.reward_fn(self.model, q_before, v_before, q, v, a, self.dt * self.frame_skip)
         term = np.asarray(self.terminated_fn(self.model, q, v), bool) | bad
-        rew = np.where(bad, 0.0, np.asarray(rew, np.float64))
+        nonfinite = ~(np.isfinite(self.q).all(axis=1) & np.isfinite(self.v).all(axis=1))
+        rew = np.where(nonfinite, 0.0, np.asarray(rew, np.float64))
         info = dict(info)
         info["diverged"] = bad
         return self.observe(q, v), rew, term, info
@@ -214,6 +226,7 @@ class _Core:
             q = q + dq if m.nq == m.nv else integrate(m, q, dq)
             v = v + rng.uniform(-s, s, m.nv)
         self.q[b], self.v[b] = q, v
+        self.q_start[b], self.v_start[b] = q, v
         if not self.kernel:
             self._state = None
 

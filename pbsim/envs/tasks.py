@@ -211,7 +211,8 @@ SPIDER_D1, SPIDER_D2 = 2e3, 1e8  # demo_spider.py's Eq. 9 penalties
 def spider(integrator="pbad", dt=0.05, frame_skip=1, kp=150.0, kd=3.0, reset_noise_scale=0.0, **kw):
     """Paper 000's spider (Fig. 5b) on the ground: the action (12, in [-1, 1]) is joint targets in
     rad about the standing pose, stable PD; reward: torso x-velocity + 0.1 while upright - 1e-3 |a|^2;
-    it ends when the torso drops below 0.1 m or tilts past 70 deg.  PBAD uses Eq. 9 penalty contact
+    it ends when the torso drops below 0.1 m, rises above 1 m or moves faster than 2 m/s
+    (launched or skating: large-dt penalty contact can be exploited) or tilts past 70 deg.  PBAD uses Eq. 9 penalty contact
     on the feet, knees and torso corners (demo_spider.py); the other integrators the same points
     in a :class:`pbsim.Scene` with a ground plane."""
     import pbsim_models
@@ -257,7 +258,12 @@ def spider(integrator="pbad", dt=0.05, frame_skip=1, kp=150.0, kd=3.0, reset_noi
         q0=spider_standing(model),
         scene=scene,
         reward=reward,
-        terminated=lambda m, q, v: (q[:, 2] < 0.1) | (upright(q) < np.cos(np.deg2rad(70))),
+        terminated=lambda m, q, v: (
+            (q[:, 2] < 0.1)
+            | (q[:, 2] > 1.0)
+            | (upright(q) < np.cos(np.deg2rad(70)))
+            | (np.hypot(v[:, 3], v[:, 4]) > 2.0)
+        ),
         observation=lambda m, q, v: np.concatenate([q[:, 2:], v], axis=1),
         reset_noise=reset_noise_scale,
         integrator_options=opts,

@@ -67,11 +67,17 @@ def test_robot_env_modes_and_errors():
 
     m = pbsim_models.chain(3) if hasattr(pbsim_models, "chain") else pbsim_models.swimmer()
     for mode in ("torque", "spd", "pd"):
-        env = RobotEnv(m, "euler", 0.01, 2, mode, kp=10.0, kd=1.0)
+        scale = 0.01 if mode == "torque" else 0.5  # N m on 0.1 kg links / rad
+        env = RobotEnv(m, "euler", 0.002, 2, mode, kp=1.0, kd=0.1, action_scale=scale)
         obs, _ = env.reset(seed=0)
         assert obs.shape == env.observation_space.shape
         obs, r, term, trunc, info = env.step(env.action_space.sample())
         assert np.isfinite(obs).all() and not info["diverged"]
+    # a torque far beyond the model: the shared divergence rule ends the episode
+    env = RobotEnv(m, "euler", 0.01, 2, "torque", action_scale=1e4)
+    env.reset(seed=0)
+    obs, r, term, trunc, info = env.step(np.ones(env.action_space.shape, np.float32))
+    assert term and info["diverged"]
     with pytest.raises(InputError):
         RobotEnv(m, "euler", 0.01, 1, "ctrl")  # no actuators
     with pytest.raises(InputError):
