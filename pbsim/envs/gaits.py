@@ -51,14 +51,15 @@ class SineGait:
 
 def gait_rollout(task: str, gait: SineGait, P, steps: int, seed: int = 0, env=None, **env_kwargs) -> dict:
     """Run the gaits ``P`` (B, size) on ``B`` copies of ready task ``task`` for ``steps`` steps
-    (an episode ends at termination; nothing after it counts).  Returns per row ``return``,
+    (an episode ends at termination; nothing after it counts), every row from the start that
+    ``seed`` draws (so controllers are compared on the same initial state).  Returns per row ``return``,
     ``distance`` (forward x travelled while alive: the sum of ``x_velocity * dt``), ``alive_s``,
     ``diverged``, and ``path`` ((steps + 1, B) x of the root, for plots)."""
     P = np.atleast_2d(np.asarray(P, np.float64))
     B = P.shape[0]
     if env is None or env.num_envs != B:
         env = RobotVectorEnv(B, **TASKS[task](**env_kwargs))
-    env.reset(seed=seed)
+    env.reset(seed=[seed] * B)  # every controller from the same start (the reset noise of seed)
     dt = env.dt
     ret = np.zeros(B)
     dist = np.zeros(B)
