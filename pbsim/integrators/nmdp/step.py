@@ -14,9 +14,16 @@ configuration theta at ``t + h``, ``h = alpha dt``, from the carried state ``(th
 
 ``tau0``/``arm``: :func:`pbsim.control.solve.joint_forces` at the start of the sub-step with step
 ``h`` (control, SPD, damping, springs, dry friction, joint limits) in their stable-PD form
-``tau = tau0 - arm thetaddot``: for SPD this is ``-Kp (theta - qbar) - Kd (thetadot - vbar)`` at the
-new state exactly (backward Euler), ``d tau / d theta = -(Kp + Kd / h)`` (times the velocity map
-``P`` below).  RNEA includes gravity and armature.  Contact: the wrench of
+``tau = tau0 - arm thetaddot``, with ``h^2 Kp`` added to SPD's ``arm``: then SPD is ``-Kp (theta -
+qbar) - Kd (thetadot - vbar)`` at the new state (backward Euler; exact on 1-DOF joints, to first
+order on ball/free ones), ``d tau / d theta = -(Kp + Kd / h)`` (times the velocity map ``P``
+below).  ``joint_forces`` alone gives Tan et al.'s SPD (``arm = h Kd``, the position term at the
+prediction ``theta_- + h thetadot_-``), which is unstable when ``h Kp`` exceeds about ``Kd`` on a
+light link (its step map's eigenvalue ~ ``-(h Kp - I/h) / (Kd + I/h)``): measured, the Robosimian's
+1.76 kg feet under ``kp = 30 M, kd = 0.3 M`` at dt 10 ms grew 1.6x per step in free flight (the
+same in ne_mdp, whose 7 ms divergence threshold this is), 30 rad/s within 0.17 s on the ground,
+which made nmdp sub-step in 35-92 % of the steps from 10 ms and threw the robot 2 m at 50 ms.
+RNEA includes gravity and armature.  Contact: the wrench of
 :mod:`pbsim.contact.nmdp` (vertices ``(k d^3 + zeta)(n + mu t^i)`` at the sphere centre ``c``),
 applied at the sphere surface ``a = c - r n`` (ne_mdp's and the penalty model's point).
 
@@ -59,6 +66,7 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel, specialize
+from pbsim.control.control import SPD
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.energy import kinetic_energy_gradient_state
@@ -101,9 +109,13 @@ def nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     """The sub-step's constants: ``tau0``, ``arm`` (joint forces at the start, step h) and the
     contact set (returns its size; ``dt`` unused: the NE form needs only h)."""
     joint_forces(m, c, w, sw, b, q0, v0, h, True)
+    spd = c.mode == SPD
+    bp = b if c.kp.shape[0] > 1 else 0
     for j in range(m.nv):
         x.tau0[b, j] = sw.tau[b, j]
-        x.arm[b, j] = sw.arm[b, j]
+        # SPD's position term at the new state: tau0 holds -Kp (q0 + h v0 - qbar), so backward
+        # Euler's -Kp (theta - qbar) adds -Kp h^2 thetaddot (Tan's SPD arm, h Kd, omits it)
+        x.arm[b, j] = sw.arm[b, j] + (h * h * c.kp[bp, j] if spd else 0.0)
     if s.npts == 0:
         return 0
     return pgm_candidates(m, s, w, x, b, q0, v0, h)
