@@ -1,9 +1,10 @@
-"""NE-MDP's step kernel run by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``,
+"""A contact step kernel run by the CUDA backend (``CudaBatch``: the step kernel's ``cuda_twin``,
 :func:`pbsim.optim.qp.qp_solve_as` included) against the CPU integrator, in two halves (as
 _cudasim_pbfd.py): :func:`cpu_outputs` in the pytest process; ``python _cudasim_ne_mdp.py
-CPU.npz`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the same inputs and prints
-``DIFF name value`` lines (relative max differences) and ``ITER same|differ`` (QP iterations of
-the last step)."""
+CPU.npz [METHOD]`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the same inputs and prints
+``DIFF name value`` lines (relative max differences) and ``ITER same|differ`` (iterations of the
+last step).  METHOD: ``ne_mdp`` (default), or ``nmdp`` / ``pbd_nmdp`` (the PGM kernel of
+integrators/pgm.py with the NE or position-based hooks)."""
 
 import sys
 from pathlib import Path
@@ -37,18 +38,21 @@ def setup():
     return m, scene, q, v
 
 
-def cpu_outputs() -> dict:
-    m, scene, q, v = setup()
-    return cpu_steps("ne_mdp", m, scene, q, v, STEPS, DT,
-                     lambda d: d.converged.all() and (d.extra["active_contacts"] > 0).all())  # fmt: skip
+def _converged_in_contact(d) -> bool:
+    return bool(d.converged.all()) and bool((d.extra.get("active_contacts", np.ones(1)) > 0).all())
 
 
-def gpu_outputs() -> dict:
+def cpu_outputs(method="ne_mdp") -> dict:
     m, scene, q, v = setup()
-    return gpu_steps("ne_mdp", m, scene, q, v, STEPS, DT)
+    return cpu_steps(method, m, scene, q, v, STEPS, DT, _converged_in_contact)
+
+
+def gpu_outputs(method="ne_mdp") -> dict:
+    m, scene, q, v = setup()
+    return gpu_steps(method, m, scene, q, v, STEPS, DT)
 
 
 if __name__ == "__main__":
     with np.load(sys.argv[1]) as f:
         cpu = dict(f)
-    print_diffs(cpu, gpu_outputs())
+    print_diffs(cpu, gpu_outputs(*sys.argv[2:3]))

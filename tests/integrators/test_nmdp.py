@@ -354,9 +354,9 @@ def test_algorithm_2_sub_steps_carry_theta_and_thetadot():
 def test_pgm_step_on_cuda_backend_cudasim(tmp_path, method):
     """The PGM step kernel (integrators/pgm.py with the NE or the position-based hooks, the
     active-set QP and the projection) through the CUDA backend (CudaBatch, its cuda_twin; numba's
-    CUDA simulator in a subprocess) equals the CPU integrator's two steps on a sliding and a falling
-    box, outer iterations included (_cudasim_nmdp.py)."""
-    script = Path(__file__).with_name("_cudasim_nmdp.py")
+    CUDA simulator in a subprocess) equals the CPU integrator's three steps on a sliding and a
+    falling box, outer iterations included (_cudasim_ne_mdp.py with the method's name)."""
+    script = Path(__file__).with_name("_cudasim_ne_mdp.py")
     diffs, out = run_cudasim_twin(script, tmp_path / f"{method}_cpu.npz", cpu_args=(method,), argv=(method,))
     assert set(diffs) == {"q", "v", "e"}, out
     assert max(diffs.values()) <= 1e-10, diffs
