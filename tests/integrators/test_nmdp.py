@@ -223,7 +223,9 @@ def test_free_fall_is_the_backward_euler_parabola(method):
     assert abs(s.q[0, 2] - (2.0 + vz0 * t - G * t * t / 2)) <= G * h * t / 2 + 1e-10
 
 
-def test_cpubatch_equals_integrator_step():
+@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
+def test_cpubatch_equals_integrator_step(method):
+    """CpuBatch runs the same PGM step kernel (NE or position-based hooks) bit for bit."""
     m = box()
     a = np.radians(20)
     n = np.array([-np.sin(a), 0.0, np.cos(a)])
@@ -235,26 +237,28 @@ def test_cpubatch_equals_integrator_step():
     Q[1, 2] += 0.02
     V = np.zeros((2, 6))
     V[1] = [0.5, 0.2, -0.3, 0.0, 0.3, 1.0]
-    batch_equals_step("nmdp", m, sc, Q, V, 15, 0.01)
+    batch_equals_step(method, m, sc, Q, V, 15, 0.01)
 
 
-def test_sub_step_cap_is_flagged_never_silent():
+@pytest.mark.parametrize("fo, zo", [("nmdp", "nmdp_zo"), ("pbd_nmdp", "pbd_nmdp_zo")])
+def test_sub_step_cap_is_flagged_never_silent(fo, zo):
     """A projection tolerance no Newton step can reach: every level fails, the cap (alpha =
-    2^-substep) is hit, the step is flagged (converged False, alpha_cap, warning / raise)."""
+    2^-substep) is hit, the step is flagged (converged False, alpha_cap, warning / raise), for the
+    NE and the position-based forms."""
     m = box()
     sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
     q0 = m.neutral()
     q0[2] = 0.048
-    integ = make("nmdp", m, sc, tol=1e-30, substep=2)
+    integ = make(fo, m, sc, tol=1e-30, substep=2)
     with pytest.warns(RuntimeWarning, match="sub-step cap"):
         s, d = integ.step(State.make(m, q0), None, 0.01)
     assert not d.converged[0] and d.extra["alpha_cap"][0]
     assert d.extra["min_alpha"][0] == 0.25 and d.extra["projection_failures"][0] >= 3
     assert np.isfinite(s.q).all()
-    integ = make("nmdp", m, sc, tol=1e-30, substep=1, on_fail="raise")
+    integ = make(zo, m, sc, tol=1e-30, substep=1, on_fail="raise")
     with pytest.raises(SimulationError, match="cap"):
         integ.step(State.make(m, q0), None, 0.01)
-    integ = make("nmdp", m, sc, tol=1e-30, substep=0, on_fail="ignore")
+    integ = make(fo, m, sc, tol=1e-30, substep=0, on_fail="ignore")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _s, d = integ.step(State.make(m, q0), None, 0.01)

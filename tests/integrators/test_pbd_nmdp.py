@@ -13,7 +13,6 @@ options are InputErrors.
 """
 
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +20,10 @@ import pytest
 
 import pbsim
 import pbsim_models
-from conftest import batch_equals_step
 from pbsim.contact import Plane, Scene, sample_contact_points
 from pbsim.contact.nmdp import nmdp_vertices
 from pbsim.control import Control
-from pbsim.errors import InputError, SimulationError
+from pbsim.errors import InputError
 from pbsim.integrators import State, make
 from test_nmdp import CASES, _body_pose, _rel, _state_in_contact
 
@@ -210,42 +208,7 @@ def test_bt3_incline_35deg_slides_at_g_sin_minus_mu_cos(method, dt):
     assert abs(r["acc"] - want) <= 0.1 * want
 
 
-def test_cpubatch_equals_integrator_step():
-    m = box()
-    a = np.radians(20)
-    n = np.array([-np.sin(a), 0.0, np.cos(a)])
-    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
-    q0 = m.neutral()
-    q0[:3] = 0.05 * n
-    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
-    Q = np.stack([q0, q0])
-    Q[1, 2] += 0.02
-    V = np.zeros((2, 6))
-    V[1] = [0.5, 0.2, -0.3, 0.0, 0.3, 1.0]
-    batch_equals_step("pbd_nmdp", m, sc, Q, V, 15, 0.01)
-
-
-def test_sub_step_cap_is_flagged_never_silent():
-    """A projection tolerance no Newton step can reach: every level fails, the cap (alpha =
-    2^-substep) is hit, the step is flagged (converged False, alpha_cap, warning / raise)."""
-    m = box()
-    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
-    q0 = m.neutral()
-    q0[2] = 0.048
-    integ = make("pbd_nmdp", m, sc, tol=1e-30, substep=2)
-    with pytest.warns(RuntimeWarning, match="sub-step cap"):
-        s, d = integ.step(State.make(m, q0), None, 0.01)
-    assert not d.converged[0] and d.extra["alpha_cap"][0]
-    assert d.extra["min_alpha"][0] == 0.25 and d.extra["projection_failures"][0] >= 3
-    assert np.isfinite(s.q).all()
-    integ = make("pbd_nmdp_zo", m, sc, tol=1e-30, substep=1, on_fail="raise")
-    with pytest.raises(SimulationError, match="cap"):
-        integ.step(State.make(m, q0), None, 0.01)
-    integ = make("pbd_nmdp", m, sc, tol=1e-30, substep=0, on_fail="ignore")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        _s, d = integ.step(State.make(m, q0), None, 0.01)
-    assert d.extra["alpha_cap"][0] and d.extra["min_alpha"][0] == 1.0
+# CpuBatch == step and the sub-step cap: parametrized over both forms in test_nmdp.py
 
 
 @pytest.mark.parametrize(
