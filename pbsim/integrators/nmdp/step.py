@@ -19,7 +19,7 @@ qbar) - Kd (thetadot - vbar)`` at the new state (backward Euler; exact on 1-DOF 
 order on ball/free ones), ``d tau / d theta = -(Kp + Kd / h)`` (times the velocity map ``P``
 below).  ``joint_forces`` alone gives Tan et al.'s SPD (``arm = h Kd``, the position term at the
 prediction ``theta_- + h thetadot_-``), which is unstable when ``h Kp`` exceeds about ``Kd`` on a
-light link (its step map's eigenvalue ~ ``-(h Kp - I/h) / (Kd + I/h)``): measured, the Robosimian's
+light link (the 1-DOF step map's determinant is ``(I - h^2 Kp) / (I + h Kd)``): measured, the Robosimian's
 1.76 kg feet under ``kp = 30 M, kd = 0.3 M`` at dt 10 ms grew 1.6x per step in free flight (the
 same in ne_mdp, whose 7 ms divergence threshold this is), 30 rad/s within 0.17 s on the ground,
 which made nmdp sub-step in 35-92 % of the steps from 10 ms and threw the robot 2 m at 50 ms.
