@@ -77,11 +77,10 @@ def _walker_reward(healthy, forward_weight=1.0, ctrl_weight=1e-3, healthy_reward
     return reward
 
 
-def hopper(integrator="euler", dt=0.002, frame_skip=4, reset_noise_scale=5e-3, **kw):
-    """gymnasium's Hopper-v5 (hopper.xml, its 3 motors through ``Control(ctrl=...)``)."""
-    healthy = _walker_health((0.7, np.inf), (-0.2, 0.2), (-100.0, 100.0))
+def _walker_task(xml, healthy, integrator, dt, frame_skip, reset_noise_scale, **kw):
+    """The task dict of gymnasium's 2-D walkers (its motors through ``Control(ctrl=...)``)."""
     return dict(
-        model=load(gym_asset("hopper.xml")),
+        model=load(gym_asset(xml)),
         integrator=integrator,
         dt=dt,
         frame_skip=frame_skip,
@@ -92,23 +91,18 @@ def hopper(integrator="euler", dt=0.002, frame_skip=4, reset_noise_scale=5e-3, *
         reset_noise=reset_noise_scale,
         **kw,
     )
+
+
+def hopper(integrator="euler", dt=0.002, frame_skip=4, reset_noise_scale=5e-3, **kw):
+    """gymnasium's Hopper-v5 (hopper.xml, its 3 motors through ``Control(ctrl=...)``)."""
+    healthy = _walker_health((0.7, np.inf), (-0.2, 0.2), (-100.0, 100.0))
+    return _walker_task("hopper.xml", healthy, integrator, dt, frame_skip, reset_noise_scale, **kw)
 
 
 def walker2d(integrator="euler", dt=0.002, frame_skip=4, reset_noise_scale=5e-3, **kw):
     """gymnasium's Walker2d-v5 (walker2d_v5.xml, its 6 motors through ``Control(ctrl=...)``)."""
     healthy = _walker_health((0.8, 2.0), (-1.0, 1.0), None)
-    return dict(
-        model=load(gym_asset("walker2d_v5.xml")),
-        integrator=integrator,
-        dt=dt,
-        frame_skip=frame_skip,
-        control="ctrl",
-        reward=_walker_reward(healthy),
-        terminated=lambda m, q, v: ~healthy(q, v),
-        observation=_walker_obs,
-        reset_noise=reset_noise_scale,
-        **kw,
-    )
+    return _walker_task("walker2d_v5.xml", healthy, integrator, dt, frame_skip, reset_noise_scale, **kw)
 
 
 # -- gymnasium's humanoid with stable-PD joint targets ----------------------------------------
@@ -122,7 +116,8 @@ def humanoid(integrator="euler", dt=0.003, frame_skip=5, reset_noise_scale=1e-2,
     dofs = act.dof
     lo, hi = model.lower[dofs], model.upper[dofs]
     q0 = model.default_configuration()
-    qi = np.array([int(model.iq[int(np.flatnonzero((model.iv <= d) & (d < model.iv + model.nvj))[0])]) for d in dofs])
+    joints = [int(np.flatnonzero((model.iv <= d) & (d < model.iv + model.nvj))[0]) for d in dofs]  # each DOF's joint
+    qi = np.array([int(model.iq[j]) for j in joints])
     mid = np.where(np.isfinite(lo + hi), 0.5 * (lo + hi), 0.0)
     half = np.where(np.isfinite(hi - lo), 0.5 * (hi - lo), 1.0)
     q0 = q0.copy()
@@ -149,9 +144,7 @@ def humanoid(integrator="euler", dt=0.003, frame_skip=5, reset_noise_scale=1e-2,
         terminated=lambda m, q, v: ~healthy(q),
         observation=lambda m, q, v: np.concatenate([q[:, 2:], v], axis=1),
         reset_noise=reset_noise_scale,
-        actuated=[
-            model.joint_names[int(np.flatnonzero((model.iv <= d) & (d < model.iv + model.nvj))[0])] for d in dofs
-        ],
+        actuated=[model.joint_names[j] for j in joints],
         action_scale=half,
         kp=kp,
         kd=kp / 10.0,
