@@ -1,4 +1,4 @@
-"""Command line: ``pbsim info | rollout | view | convert | optimize | ...``."""
+"""Command line: ``pbsim info | rollout | view | convert | optimize | sweep | ...``."""
 
 from __future__ import annotations
 
@@ -395,6 +395,75 @@ def cmd_optimize(args):
         print("wrote", args.plot)
 
 
+def cmd_sweep(args):
+    """``pbsim sweep``: a grid of batched rollouts as Ray tasks (pbsim.sweep); one row per point in
+    a CSV/Parquet file, failed and diverged points included; exit status 1 when a point failed."""
+    from pbsim import sweep as sw
+
+    grid, fixed, points = {}, {}, []
+    if args.spec:
+        spec = sw.load_spec(args.spec)
+        grid, fixed, points = spec["grid"], spec["set"], spec["points"]
+    grid.update(sw.parse_grid(args.grid or []))
+    for k, v in sw.parse_grid(args.set or []).items():
+        if len(v) != 1:
+            raise PbsimError(f"--set {k}: one value (use --grid for several)")
+        fixed[k] = v[0]
+    for k in ("integrator", "dt", "steps", "batch"):
+        if getattr(args, k) is not None:
+            fixed[k] = getattr(args, k)
+    if args.model is not None:
+        fixed["model"] = args.model
+    pts = sw.expand(grid, fixed, points)
+    if any(p.get("model") is None for p in pts):
+        raise PbsimError("no model: give MODEL, a 'model' grid key or a spec's model")
+    cache = {}
+
+    def models(name):  # loaded once per variant, here; the workers get the Model itself
+        if name not in cache:
+            cache[name] = load_model(name, fix_inertia=args.fix_inertia)
+        return cache[name]
+
+    keys = [k for k in grid if len({json.dumps(p.get(k), default=str) for p in pts}) > 1]
+
+    def progress(done, total, row):
+        if args.quiet:
+            return
+        what = " ".join(f"{k}={row.get(k)}" for k in keys) or f"point {row['index']}"
+        extra = row.get("error") or row.get("divergence") or ""
+        wall = row.get("wall_s")
+        print(
+            f"[{done}/{total}] {what}: {row['status']}"
+            + (f" ({wall:.2f} s)" if isinstance(wall, float) else "")
+            + (f" {extra[:160]}" if extra else ""),
+            flush=True,
+        )
+
+    t0 = time.perf_counter()
+    print(f"pbsim sweep: {len(pts)} points on Ray ({args.address or 'local'}, {args.workers} workers)", flush=True)
+    rows = sw.run_sweep(
+        pts,
+        models,
+        address=args.address,
+        workers=args.workers,
+        threads=args.threads,
+        max_retries=args.retries,
+        timeout=args.timeout,
+        progress=progress,
+    )
+    print(f"{sw.summary(rows)}; {time.perf_counter() - t0:.1f} s wall")
+    print("wrote", sw.write_rows(rows, args.out))
+    if args.plot:
+        print("wrote", sw.plot_rows(rows, args.plot))
+    bad = [r for r in rows if r["status"] in ("error", "timeout")]
+    if bad:
+        print(
+            f"pbsim sweep: {len(bad)} of {len(rows)} points failed (rows with their error in {args.out})",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+
+
 def cmd_warmup(args):
     from pbsim.warmup import warmup
 
@@ -639,6 +708,36 @@ def build_parser():
     po.add_argument("--out", default=None, help="write the best controller and the history (.npz)")
     po.add_argument("--plot", default=None, help="write the learning curve (.png)")
     po.set_defaults(fn=cmd_optimize)
+
+    ps = sub.add_parser(
+        "sweep", help="a parameter grid of batched rollouts on Ray, one result row per point (needs ray)"
+    )
+    ps.add_argument("model", nargs="?", help="robot file or generated model name (or a 'model' grid key)")
+    ps.add_argument(
+        "--grid",
+        nargs="+",
+        metavar="KEY=V1,V2",
+        help="grid axes: integrator, dt, steps, batch, control (torque/pd/spd), kp, kd, ground, mu, stiffness, "
+        "damping, noise, seed, model, or an integrator option; every combination is one task",
+    )
+    ps.add_argument("--set", nargs="+", metavar="KEY=V", help="fixed parameters of every point")
+    ps.add_argument("--spec", help="a JSON (or YAML) spec: {model, grid: {k: [..]}, set: {k: v}, points: [{..}]}")
+    ps.add_argument("--integrator", default=None, help="fixed integrator (default rk4)")
+    ps.add_argument("--dt", type=float, default=None, help="fixed time step (default 0.001)")
+    ps.add_argument("--steps", type=int, default=None, help="steps per trajectory (default 1000)")
+    ps.add_argument("--batch", type=int, default=None, help="trajectories per task (default 8)")
+    ps.add_argument("--workers", type=int, default=2, help="tasks at once (the local Ray's CPUs) (default 2)")
+    ps.add_argument("--threads", type=int, default=1, help="CPUs and numba threads per task (default 1)")
+    ps.add_argument(
+        "--address", default=None, help="an existing Ray cluster ('auto', or ray://HOST:10001); default: start one here"
+    )
+    ps.add_argument("--retries", type=int, default=3, help="retries of a task whose worker died (default 3)")
+    ps.add_argument("--timeout", type=float, default=None, help="cancel a task after this many seconds")
+    ps.add_argument("--out", default="sweep.csv", help="results: .csv, or .parquet (needs pyarrow)")
+    ps.add_argument("--plot", default=None, help="write energy drift and steps/s against dt (.png)")
+    ps.add_argument("--fix-inertia", action="store_true", help="project non-physical inertias instead of failing")
+    ps.add_argument("--quiet", action="store_true", help="no line per finished task")
+    ps.set_defaults(fn=cmd_sweep)
 
     pl = sub.add_parser("integrators", help="list the registered integrators")
     pl.set_defaults(fn=cmd_integrators)

@@ -40,6 +40,9 @@ MODULES = {
     "imgui_bundle": ("imgui-bundle", "viewer", "pbsim view panel"),
     "OpenGL": ("pyopengl", "viewer", "imgui_bundle's pyglet/OpenGL backend (pbsim view)"),
     "imageio_ffmpeg": ("imageio-ffmpeg", "viewer", "pbsim view --record out.mp4"),
+    "cma": ("cma", "base", "pbsim.optim.cmaes, pbsim optimize"),
+    "gymnasium": ("gymnasium", "envs", "pbsim.envs (the gymnasium environments)"),
+    "ray": ("ray", "sweep", "pbsim sweep (pbsim.sweep: tasks on Ray)"),
 }
 BASE = [m for m, (_, g, _) in MODULES.items() if g == "base"]
 VIEWER = [m for m, (_, g, _) in MODULES.items() if g == "viewer"]
@@ -188,7 +191,10 @@ def test_every_third_party_import_is_listed():
     # cuda.bindings (cuda-bindings, installed with numba-cuda: the 'gpu' extra) is probed inside a
     # try block by pbsim.backends.cuda.toolkit_missing, which reports it missing, never raises
     gpu_guarded = {"cuda"}
-    unknown = {k: sorted(v) for k, v in found.items() if k not in MODULES and k not in gpu_guarded}
+    # optional formats of pbsim.sweep, imported only when asked for, with an install hint:
+    # pyarrow (--out x.parquet), yaml (a .yaml spec file)
+    optional = {"pyarrow", "yaml"}
+    unknown = {k: sorted(v) for k, v in found.items() if k not in MODULES and k not in gpu_guarded | optional}
     assert not unknown, f"third-party imports not covered by tests/test_dependencies.py MODULES: {unknown}"
 
 

@@ -49,6 +49,7 @@ LAYERS = {
     "pbsim.rollout_gpu": 4,
     "pbsim.warmup": 4,
     "pbsim.envs": 5,  # gymnasium environments over rollout/backends/integrators
+    "pbsim.sweep": 5,  # parameter sweeps of batched rollouts on Ray (above rollout)
     "pbsim.cli": 5,
     "pbsim.__main__": 5,
     "pbsim": 5,  # the facade package __init__
