@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import time
 
 import numpy as np
 import pytest
@@ -216,3 +217,21 @@ def test_cli_sweep(ray_sweep, tmp_path, capsys):
         )
     assert e.value.code == 1
     assert [r["status"] for r in sw.read_csv(out)] == ["ok", "error"]
+
+
+def test_task_over_timeout_is_cancelled_into_a_row(ray_sweep):
+    rs, models = ray_sweep
+
+    def slow(model, point):
+        if point["seed"] == 1:
+            time.sleep(60)
+        return {"status": "ok", "error": ""}
+
+    rs.timeout = 2.0
+    try:
+        t0 = time.perf_counter()
+        rows = rs.map(sw.expand({"seed": [0, 1, 2]}, FIXED), models, fn=slow)
+    finally:
+        rs.timeout = None
+    assert [r["status"] for r in rows] == ["ok", "timeout", "ok"] and "2 s" in rows[1]["error"]
+    assert time.perf_counter() - t0 < 30
