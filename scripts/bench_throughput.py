@@ -25,7 +25,7 @@ less than wall time), best of ``--repeat`` rounds, the contenders interleaved wi
 (c) and (d) use wall time (every thread counts).  Prints markdown tables and writes
 ``docs/img/bench_throughput.png``.
 
-    python scripts/bench_throughput.py [--parts abcd] [--repeat 5] [--max-batch 4096] [--budget 20]
+    python scripts/bench_throughput.py [--parts abcde] [--repeat 5] [--max-batch 4096] [--budget 20]
 """
 
 from __future__ import annotations
@@ -479,9 +479,62 @@ def plot(res, png):
     fig.savefig(png, dpi=110)
 
 
+# ---------------------------------------------------------------------------------------------
+# (e) the vector env: pbsim/Hopper-v0 (one batched kernel call per step) vs gymnasium's Hopper-v5
+
+
+def part_e(max_batch: int, budget: float):
+    """Env steps per second (each env step = frame_skip 4 physics steps at 2 ms in both, random
+    actions, autoreset) of ``gymnasium.make_vec("pbsim/Hopper-v0", vectorization_mode=
+    "vector_entry_point")`` against gymnasium's own MuJoCo ``Hopper-v5`` vector env, "sync" (one
+    process) and, for B <= 16, "async" (a process per env)."""
+    import gymnasium
+
+    import pbsim.envs  # noqa: F401 - registers pbsim/...
+
+    def rate(env, B, nstep, seed):
+        rng = np.random.default_rng(seed)
+        acts = rng.uniform(-1, 1, size=(nstep + 5, B, 3))
+        env.reset(seed=seed)
+        for a in acts[:5]:  # compile / load, first autoresets
+            env.step(a)
+        t = time.perf_counter()
+        for a in acts[5:]:
+            env.step(a)
+        return B * nstep / (time.perf_counter() - t)
+
+    rows = []
+    B = 1
+    while B <= min(max_batch, 1024):
+        nstep = int(max(20, min(400, 40000 // B)))
+        t_start = time.perf_counter()
+        pe = gymnasium.make_vec("pbsim/Hopper-v0", num_envs=B, vectorization_mode="vector_entry_point")
+        ge = gymnasium.make_vec("Hopper-v5", num_envs=B, vectorization_mode="sync")
+        rp = max(rate(pe, B, nstep, 0) for _ in range(2))
+        rg = max(rate(ge, B, nstep, 0) for _ in range(2))
+        ra = float("nan")
+        if B <= 16:
+            ga = gymnasium.make_vec("Hopper-v5", num_envs=B, vectorization_mode="async")
+            ra = rate(ga, B, nstep, 0)
+            ga.close()
+        pe.close()
+        ge.close()
+        best = np.nanmax([rg, ra])
+        rows.append((B, nstep, rp, rg, ra, rp / best))
+        print(f"  (e) B={B}: pbsim {rp:.3g} env steps/s, gymnasium sync {rg:.3g}, async {ra:.3g}", flush=True)
+        if time.perf_counter() - t_start > budget:
+            break
+        B *= 4
+    table = md(
+        ["B", "steps timed", "pbsim vector env", "gymnasium sync", "gymnasium async", "pbsim / best gymnasium"],
+        [(B, n, f"{p:.3g}", f"{g:.3g}", "-" if np.isnan(a) else f"{a:.3g}", f"{r:.2f}") for B, n, p, g, a, r in rows],
+    )
+    return "env steps/s (x4 physics steps each), random actions, autoreset\n\n" + table, rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="abcd")
+    ap.add_argument("--parts", default="abcde")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--max-batch", type=int, default=4096)
     ap.add_argument(
@@ -506,6 +559,7 @@ def main(argv=None):
         "b": lambda: part_b(args.repeat),
         "c": lambda: part_c(args.max_batch, args.budget),
         "d": lambda: part_d(args.T, 3 * args.budget),
+        "e": lambda: part_e(args.max_batch, args.budget),
     }
     for p in args.parts:
         s, rows = parts[p]()
@@ -518,8 +572,9 @@ def main(argv=None):
 
         with open(args.json, "w") as f:
             json.dump(res, f, default=float)
-    plot(res, args.png)
-    print(f"wrote {args.png}")
+    if set(res) & set("abcd"):  # (e) is a table only
+        plot(res, args.png)
+        print(f"wrote {args.png}")
 
 
 if __name__ == "__main__":
