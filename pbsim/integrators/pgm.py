@@ -63,7 +63,8 @@ ground, where every capacity is zeta and the PGM cannot bring the contact back (
 minimum, accepted; measured with nmdp: the spider collapsed at dt = 50 ms in its 5th step).  Then
 per iteration the QP at the accepted ``(theta, w)``, the projection of the trial from theta; ``K``
 increased or the projection failed: reject, ``gamma <- gamma / eta``; else accept, ``gamma <-
-gamma eta``, and stop when ``|theta^k (-) theta^(k-1)|_inf < xtol``.  A rejected trial whose
+gamma eta`` (from ``gamma0``: option, **[ours]** 1e4 for the first order, the paper's 1 for the
+zeroth), and stop when ``|theta^k (-) theta^(k-1)|_inf < xtol``.  A rejected trial whose
 projection succeeded within ``xtol`` of theta also stops (stationary to within xtol).
 ``max_iterations`` outer iterations without stopping: status 1 (Algorithm 2 halves the sub-step;
 at the cap it keeps the last accepted, feasible iterate, flagged).
@@ -85,7 +86,8 @@ stopped by xtol, no cap), min alpha]; ``stats`` = [sub-steps, projection failure
 did not reach their tolerance, cap hit, sub-steps at the iteration cap, rejections, Newton
 iterations, largest final |G|_inf, largest |G|_inf of an accepted iterate (the initial projection
 included), accepted iterates whose K rose (0 by construction: a check), K after the initial
-projection and K at the end, both of the last sub-step] (Theorem 5.5's invariants, B-T2).
+projection and K at the end, both of the last sub-step (Theorem 5.5's invariants, B-T2), then the
+work: evaluations of G (with A, B), LU factorizations, QPs, QP iterations (all sub-steps)].
 
 Not a method: no ``register`` here (the registry's discovery imports it like a method's module).
 """
@@ -107,7 +109,7 @@ from pbsim.integrators.base import Integrator
 from pbsim.integrators.nmdp_wrench import MARGIN, WRENCH_OPTIONS, wrench_parameters
 from pbsim.integrators.options import Option
 from pbsim.integrators.pbad.order2 import rotate_by_exp_transpose
-from pbsim.optim.linalg import gram_symmetric, inf_norm, lu_factor, lu_solve
+from pbsim.optim.linalg import gram_symmetric, inf_norm, lu_factor, lu_solve, lu_solve_rows
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as, qp_work_as
 
 PROJ_MAX = 50  # Newton steps of one manifold projection
@@ -115,10 +117,18 @@ LS_MAX = 10  # halvings of one Newton step (its line search on |G|_inf)
 CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's largest is inert
 QP_MAXIT = 5000  # QP iterations per QP (active-set steps; FISTA's when it falls back)
 GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the QP strictly convex)
+# gamma0's defaults: a weak proximal term at the first iteration of the first-order PGM (the
+# Robosimian jump: 3.4 / 10.4 outer iterations per step at dt 10 / 50 ms against 10.5 / 27 with the
+# paper's gamma = 1, the states the same to 1e-5 m; docs/benchmarks/nmdp.md), 1 for the zeroth order
+# (its inexact A: 1e4 raised nmdp_zo's iterations at 50 ms from 57 to 77)
+GAMMA0_FO = 1e4
+GAMMA0_ZO = 1.0
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
 # stats columns
 S_SUB, S_PFAIL, S_QPFAIL, S_CAP, S_ITCAP, S_REJ, S_NEWTON, S_RES, S_GACC, S_KRISE, S_K0, S_K1 = range(12)
-NSTATS = 12
+# the work: evaluations of G (and A), LU factorizations, QPs, QP iterations
+S_EVAL, S_LU, S_QP, S_QPIT = range(12, 16)
+NSTATS = 16
 
 # The shared scratch (leading axis B; P = max(1, scene points), V = vx, MP = P V, n = nv): q0, v0
 # the sub-step's start; th, thn, thb, qp (nq) accepted / trial / best-projection / predicted
@@ -133,8 +143,10 @@ PGM_FIELDS = (
     "qw", "qinfo", "bstart", "btype", "bmu", "info", "stats",
 )  # fmt: skip
 # the options (not batched): F the tangent basis' up frame (3, 3), the wrench's k, zeta, mu, vx,
-# margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep
-PGM_OPTIONS = ("F", "k", "zeta", "mu", "vx", "margin", "maxit", "tol", "xtol", "eta", "depth", "zo", "init", "maxstep")
+# margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep, gamma0
+PGM_OPTIONS = (
+    "F", "k", "zeta", "mu", "vx", "margin", "maxit", "tol", "xtol", "eta", "depth", "zo", "init", "maxstep", "gamma0",
+)  # fmt: skip
 
 
 def pgm_arrays(model, npts, B, vx) -> dict:
@@ -160,12 +172,12 @@ def pgm_arrays(model, npts, B, vx) -> dict:
     )  # fmt: skip
 
 
-def pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep) -> dict:
+def pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0) -> dict:
     """The option fields of :data:`PGM_OPTIONS`, typed as the kernels read them."""
     return dict(
         F=np.ascontiguousarray(F, dtype=np.float64), k=float(k), zeta=float(zeta), mu=float(mu), vx=int(vx),
         margin=float(margin), maxit=int(maxit), tol=float(tol), xtol=float(xtol), eta=float(eta), depth=int(depth),
-        zo=int(zo), init=int(init), maxstep=float(maxstep),
+        zo=int(zo), init=int(init), maxstep=float(maxstep), gamma0=float(gamma0),
     )  # fmt: skip
 
 
@@ -393,6 +405,7 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st):
     halved = 0
     for _ in range(PROJ_MAX * (LS_MAX + 1) + 1):
         K = pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
+        st[S_EVAL] += 1.0
         r = inf_norm(G, nv)
         if r <= x.tol:
             ok = True
@@ -402,7 +415,10 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st):
             racc = r
             for j in range(m.nq):
                 thb[j] = th[j]
-            if newton == PROJ_MAX or not lu_factor(x.A[b], x.LU[b], x.piv[b], nv):
+            if newton == PROJ_MAX:
+                break
+            st[S_LU] += 1.0
+            if not lu_factor(x.A[b], x.LU[b], x.piv[b], nv):
                 break
             for j in range(nv):
                 dn[j] = -G[j]
@@ -438,6 +454,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     nv = m.nv
     V = x.vx
     n = V * nc
+    st[S_LU] += 1.0
     if not lu_factor(x.A[b], x.LU[b], x.piv[b], nv):
         return False
     geff = x.gk[b]  # (the evaluation's dK/dq scratch, free here)
@@ -477,16 +494,39 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
             u[rr] = wts[rr] / scale if live else 0.0
             for j in range(nv):
                 D[rr, j] = x.Bm[b, rr, j]
-            lu_solve(x.LU[b], x.piv[b], D[rr], nv)
+    x.bstart[b, nc] = V * nc
+    lu_solve_rows(x.LU[b], x.piv[b], D, 0, n, nv)  # D = A^-1 B, four right-hand sides at a time
+    for ci in range(nc):
+        cap = x.cap[b, ci]
+        scale = cmax / cap if cap > CAP_EPS * cmax else 0.0
+        for i in range(V):
+            rr = ci * V + i
             for j in range(nv):
                 D[rr, j] *= scale
-    x.bstart[b, nc] = V * nc
-    for rr in range(n):
-        for i in range(nv):
+    for rr in range(n):  # H D (four rows of H at a time, each sum in the order of j)
+        i = 0
+        while i + 4 <= nv:
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for j in range(nv):
+                dj = D[rr, j]
+                s0 += M[i, j] * dj
+                s1 += M[i + 1, j] * dj
+                s2 += M[i + 2, j] * dj
+                s3 += M[i + 3, j] * dj
+            HX[rr, i] = s0 * ih2
+            HX[rr, i + 1] = s1 * ih2
+            HX[rr, i + 2] = s2 * ih2
+            HX[rr, i + 3] = s3 * ih2
+            i += 4
+        while i < nv:
             sacc = 0.0
             for j in range(nv):
                 sacc += M[i, j] * D[rr, j]
             HX[rr, i] = sacc * ih2
+            i += 1
     QA = x.QA[b]
     sig = gram_symmetric(D, HX, n, nv, QA)
     if not (sig > 0.0):
@@ -496,18 +536,44 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
         QA[rr, rr] += prox
     inv = 1.0 / (sig + prox)
     qb = x.qb[b]
-    for rr in range(n):
+    rr = 0
+    while rr + 4 <= n:  # -(D^T geff + QA u) / (sig + prox), four rows at a time (each sum in its order)
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(nv):
+            gj = geff[j]
+            s0 += gj * D[rr, j]
+            s1 += gj * D[rr + 1, j]
+            s2 += gj * D[rr + 2, j]
+            s3 += gj * D[rr + 3, j]
+        for cc in range(n):
+            uc = u[cc]
+            s0 += QA[rr, cc] * uc
+            s1 += QA[rr + 1, cc] * uc
+            s2 += QA[rr + 2, cc] * uc
+            s3 += QA[rr + 3, cc] * uc
+        qb[rr] = -s0 * inv
+        qb[rr + 1] = -s1 * inv
+        qb[rr + 2] = -s2 * inv
+        qb[rr + 3] = -s3 * inv
+        rr += 4
+    while rr < n:
         sacc = 0.0
         for j in range(nv):
             sacc += geff[j] * D[rr, j]
         for cc in range(n):
             sacc += QA[rr, cc] * u[cc]
         qb[rr] = -sacc * inv
+        rr += 1
     for rr in range(n):
         for cc in range(n):
             QA[rr, cc] *= inv
     ok = qp_solve_as(QA, qb, n, x.lo[b], x.hi[b], x.bstart[b, : nc + 1], x.btype[b, :nc], x.bmu[b, :nc], u, QP_MAXIT,
                   QP_TOL, x.qw[b], x.qinfo[b])  # fmt: skip
+    st[S_QP] += 1.0
+    st[S_QPIT] += x.qinfo[b, 0]
     if not ok:
         st[S_QPFAIL] += 1.0
     for ci in range(nc):
@@ -540,6 +606,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
     integrate_config(m, q0, dq, th, w.Rj[b])
     if x.init == 1 and nc > 0:  # warm start: the QP of the linearisation at the prediction
         pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
+        st[S_EVAL] += 1.0
         if pgm_qp(m, x, b, nc, h, GAMMA_INIT, st, True):
             for rr in range(V * nc):
                 wts[rr] = wn[rr]
@@ -552,7 +619,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
         st[S_GACC] = res
     if nc == 0:
         return 0, 0, res
-    gamma = 1.0
+    gamma = x.gamma0
     for it in range(x.maxit):
         if not pgm_qp(m, x, b, nc, h, gamma, st, False):
             return 2, it, res
@@ -581,6 +648,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
         else:  # reject: a stronger proximal term, the accepted iterate's derivatives again
             st[S_REJ] += 1.0
             gamma /= x.eta
+            st[S_EVAL] += 1.0
             if dth < x.xtol:
                 pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, False, first)
                 return 0, it + 1, res
@@ -656,15 +724,17 @@ def pgm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # the integrator class of both forms
 
 
-def pgm_option_specs(maxit):
+def pgm_option_specs(maxit, gamma0=GAMMA0_FO):
     """The options of both forms (the NMDP wrench's, then the PGM's); ``maxit`` the default of
-    ``max_iterations``."""
+    ``max_iterations``, ``gamma0`` that of ``gamma0``."""
     return (
         *WRENCH_OPTIONS,
         Option("tol", 1e-8, "manifold projection converged when |G|_inf <= tol * (M g x 1 m)", "float"),
         Option("xtol", 1e-6, "PGM stops when an accepted iterate moves theta by less than this (the paper's "
                "epsilon, rad or m)", "float"),
         Option("eta", 1.5, "proximal factor: reject gamma /= eta, accept gamma *= eta (> 1)", "float"),
+        Option("gamma0", gamma0, "the proximal parameter gamma at the first PGM iteration of a (sub-)step (> 0; the "
+               "proximal weight is 2 sigma / gamma, sigma the QP's largest curvature)", "float"),
         Option("max_iterations", maxit, "outer PGM iterations per (sub-)step", "int"),
         Option("substep", 6, "Algorithm 2: a failed step is halved recursively down to alpha = 2^-substep "
                "(the cap; 0: never)", "int"),
@@ -708,6 +778,8 @@ class PgmIntegrator(Integrator):
         self.tol = check_number("tol", options.get("tol", 1e-8), 0.0, True, nm)
         self.xtol = check_number("xtol", options.get("xtol", 1e-6), 0.0, True, nm)
         self.eta = check_number("eta", options.get("eta", 1.5), 1.0, True, nm)
+        g0 = options.get("gamma0", next(o.default for o in type(self).OPTIONS if o.name == "gamma0"))
+        self.gamma0 = check_number("gamma0", g0, 0.0, True, nm)
         mi = options.get("max_iterations", next(o.default for o in type(self).OPTIONS if o.name == "max_iterations"))
         if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 1:
             raise InputError(f"{nm}: max_iterations must be an integer >= 1, got {mi!r}")
@@ -731,7 +803,7 @@ class PgmIntegrator(Integrator):
         """The option fields of the step's scratch (:data:`PGM_OPTIONS`)."""
         return pgm_options(self.frame, self.k, self.zeta, self.mu, self.vx, self.margin, self.max_iterations,
                            self.gtol, self.xtol, self.eta, self.substep, 1 if self.ZO else 0,
-                           1 if self.init == "qp" else 0, self.max_step)  # fmt: skip
+                           1 if self.init == "qp" else 0, self.max_step, self.gamma0)  # fmt: skip
 
     def make_x(self, B):
         """The step's scratch for ``B`` trajectories (the form's namedtuple)."""
@@ -754,6 +826,10 @@ class PgmIntegrator(Integrator):
         d.extra["accepted_k_rises"] = st[:, S_KRISE].astype(int)
         d.extra["k_start"] = st[:, S_K0].copy()
         d.extra["k_end"] = st[:, S_K1].copy()
+        d.extra["evaluations"] = st[:, S_EVAL].astype(int)
+        d.extra["lu_factorizations"] = st[:, S_LU].astype(int)
+        d.extra["qp_solves"] = st[:, S_QP].astype(int)
+        d.extra["qp_iterations"] = st[:, S_QPIT].astype(int)
         bad = ~d.converged
         if bad.any() and self.on_fail != "ignore":
             i = int(np.flatnonzero(bad)[0])

@@ -1,4 +1,5 @@
 """Dense linear algebra kernels for the per-trajectory optimisers (no allocation)."""
+
 import math
 
 from pbsim.backends.kernel import kernel
@@ -60,15 +61,39 @@ def dot(x, y, n):
 def gram_symmetric(P, Q, n, m, out):
     """``out[r, c] = out[c, r] = P[r, :m] . Q[c, :m]`` for ``r <= c < n``: ``P Q^T`` where that is
     symmetric (``Q = P S``, S symmetric: ``X^T H X`` from X and H X).  Returns its largest
-    diagonal entry (0.0 when none is positive)."""
+    diagonal entry (0.0 when none is positive).  Four columns at a time (four independent sums,
+    each in the order of j: the same numbers as one at a time, without the one add chain's
+    latency)."""
     dmax = 0.0
     for r in range(n):
-        for c in range(r, n):
+        c = r
+        while c + 4 <= n:
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            for j in range(m):
+                prj = P[r, j]
+                a0 += prj * Q[c, j]
+                a1 += prj * Q[c + 1, j]
+                a2 += prj * Q[c + 2, j]
+                a3 += prj * Q[c + 3, j]
+            out[r, c] = a0
+            out[c, r] = a0
+            out[r, c + 1] = a1
+            out[c + 1, r] = a1
+            out[r, c + 2] = a2
+            out[c + 2, r] = a2
+            out[r, c + 3] = a3
+            out[c + 3, r] = a3
+            c += 4
+        while c < n:
             acc = 0.0
             for j in range(m):
                 acc += P[r, j] * Q[c, j]
             out[r, c] = acc
             out[c, r] = acc
+            c += 1
         if out[r, r] > dmax:
             dmax = out[r, r]
     return dmax
@@ -175,3 +200,66 @@ def lu_solve(LU, piv, x, n):
         for j in range(i + 1, n):
             s -= LU[i, j] * x[j]
         x[i] = s / LU[i, i]
+
+
+@kernel
+def lu_solve_rows(LU, piv, X, r0, k, n):
+    """:func:`lu_solve` for the rows ``X[r0], ..., X[r0 + k - 1]`` (each a right-hand side,
+    overwritten), four at a time: each row's operations in :func:`lu_solve`'s order (the same
+    numbers), four independent chains."""
+    r = r0
+    while r + 4 <= r0 + k:
+        x0 = X[r]
+        x1 = X[r + 1]
+        x2 = X[r + 2]
+        x3 = X[r + 3]
+        for i in range(n):
+            p = piv[i]
+            if p != i:
+                t = x0[i]
+                x0[i] = x0[p]
+                x0[p] = t
+                t = x1[i]
+                x1[i] = x1[p]
+                x1[p] = t
+                t = x2[i]
+                x2[i] = x2[p]
+                x2[p] = t
+                t = x3[i]
+                x3[i] = x3[p]
+                x3[p] = t
+        for i in range(n):
+            s0 = x0[i]
+            s1 = x1[i]
+            s2 = x2[i]
+            s3 = x3[i]
+            for j in range(i):
+                lij = LU[i, j]
+                s0 -= lij * x0[j]
+                s1 -= lij * x1[j]
+                s2 -= lij * x2[j]
+                s3 -= lij * x3[j]
+            x0[i] = s0
+            x1[i] = s1
+            x2[i] = s2
+            x3[i] = s3
+        for i in range(n - 1, -1, -1):
+            s0 = x0[i]
+            s1 = x1[i]
+            s2 = x2[i]
+            s3 = x3[i]
+            for j in range(i + 1, n):
+                lij = LU[i, j]
+                s0 -= lij * x0[j]
+                s1 -= lij * x1[j]
+                s2 -= lij * x2[j]
+                s3 -= lij * x3[j]
+            d = LU[i, i]
+            x0[i] = s0 / d
+            x1[i] = s1 / d
+            x2[i] = s2 / d
+            x3[i] = s3 / d
+        r += 4
+    while r < r0 + k:
+        lu_solve(LU, piv, X[r], n)
+        r += 1

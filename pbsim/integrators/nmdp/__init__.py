@@ -38,7 +38,8 @@ smallest alpha that ran out of ``max_iterations``: feasible, not stationary), ``
 ``qp_failures`` (QP solves that stopped at their iteration limit), ``rejections``,
 ``newton_iterations``, ``accepted_max_residual`` (the largest ``|G|_inf`` of an accepted iterate),
 ``accepted_k_rises`` (accepted iterates whose K rose: 0), ``k_start``/``k_end`` (K after the
-initial projection and at the end of the last sub-step).
+initial projection and at the end of the last sub-step); the work: ``evaluations`` (of G with A
+and B), ``lu_factorizations``, ``qp_solves``, ``qp_iterations`` (all sub-steps).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from __future__ import annotations
 from pbsim.integrators.base import StepSpec, register
 from pbsim.integrators.nmdp.step import BATCHED, make_nmdp_extra, nmdp_eval, nmdp_prepare, nmdp_step
 from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
-from pbsim.integrators.pgm import PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm import GAMMA0_ZO, PgmIntegrator, pgm_option_specs
 
 __all__ = ["Nmdp", "NmdpZo"]
 
@@ -55,7 +56,7 @@ def _extra(integrator, B):
     I = integrator
     return make_nmdp_extra(
         I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
-        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step,
+        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
     )  # fmt: skip
 
 
@@ -79,5 +80,5 @@ class NmdpZo(Nmdp):
 
     name = "nmdp_zo"
     ZO = True
-    OPTIONS = pgm_option_specs(500)
+    OPTIONS = pgm_option_specs(500, GAMMA0_ZO)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")

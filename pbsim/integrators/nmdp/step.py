@@ -56,7 +56,8 @@ stopped by xtol, no cap), min alpha]; ``stats`` = [sub-steps, projection failure
 did not reach their tolerance, cap hit, sub-steps at the iteration cap, rejections, Newton
 iterations, largest final |G|_inf, largest |G|_inf of an accepted iterate (the initial projection
 included), accepted iterates whose K rose (0 by construction: a check), K after the initial
-projection and K at the end, both of the last sub-step] (Theorem 5.5's invariants, B-T2).
+projection and K at the end, both of the last sub-step (Theorem 5.5's invariants, B-T2), then the
+work: evaluations of G (with A, B), LU factorizations, QPs, QP iterations (all sub-steps)].
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ BATCHED = PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv")
 
 
 def make_nmdp_extra(
-    model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep
+    model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0
 ) -> NmdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
     n = max(model.nv, 1)
@@ -100,7 +101,7 @@ def make_nmdp_extra(
     return NmdpX(
         **pgm_arrays(model, npts, B, vx), rw=make_rnea_derivatives_work(model, Bb), tau0=z((Bb, n)),
         arm=z((Bb, n)), mv=z((Bb, n)), dRq=z((Bb, n, n)), dRv=z((Bb, n, n)),
-        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep),
+        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0),
     )  # fmt: skip
 
 
@@ -150,15 +151,20 @@ def nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
         rnea_derivatives_state(m, x.rw, b, th, vel, acc, dRq, dRv)
         ih = 1.0 / h
         ih2 = ih * ih
-        for r in range(nv):
-            for c in range(nv):
-                acc2 = dRq[r, c]
-                for kk in range(nv):
-                    pk = P[kk, c]
-                    if pk != 0.0:
-                        mk = M[r, kk] + (x.arm[b, r] if r == kk else 0.0)
-                        acc2 += (dRv[r, kk] * ih + mk * ih2) * pk
-                A[r, c] = acc2
+        # P is zero outside the joints' diagonal blocks (pgm_velocity): kk runs over column c's
+        # joint only (the terms skipped are the zeros the full sum skipped, in the same order)
+        for i in range(m.nb):
+            c0 = m.iv[i]
+            c1 = c0 + m.nvj[i]
+            for r in range(nv):
+                for c in range(c0, c1):
+                    acc2 = dRq[r, c]
+                    for kk in range(c0, c1):
+                        pk = P[kk, c]
+                        if pk != 0.0:
+                            mk = M[r, kk] + (x.arm[b, r] if r == kk else 0.0)
+                            acc2 += (dRv[r, kk] * ih + mk * ih2) * pk
+                    A[r, c] = acc2
         kinetic_energy_gradient_state(m, w, b, th, vel, x.gk[b], x.mv[b])
         for c in range(nv):
             sg = x.gk[b, c]

@@ -24,7 +24,7 @@ from pbsim.errors import InputError
 from pbsim.integrators.base import Option, StepSpec, register
 from pbsim.integrators.pbad.energy import make_pbad_model
 from pbsim.integrators.pbd_nmdp.step import BATCHED, make_pbd_nmdp_extra, pbd_nmdp_eval, pbd_nmdp_prepare, pbd_nmdp_step
-from pbsim.integrators.pgm import PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm import GAMMA0_FO, GAMMA0_ZO, PgmIntegrator, pgm_option_specs
 
 __all__ = ["PbdNmdp", "PbdNmdpZo"]
 
@@ -33,9 +33,9 @@ def _extra(integrator, B):
     return integrator.make_x(B)
 
 
-def _options(maxit):
+def _options(maxit, gamma0):
     return (
-        *pgm_option_specs(maxit),
+        *pgm_option_specs(maxit, gamma0),
         Option("k_hessian", "gn", "the QP's Hessian of K: 'gn' M_rigid / h^2 (PSD), 'exact' with the poses' "
                "second derivatives", "str", ("gn", "exact")),
     )  # fmt: skip
@@ -48,7 +48,7 @@ class PbdNmdp(PgmIntegrator):
 
     name = "pbd_nmdp"
     ZO = False
-    OPTIONS = _options(200)
+    OPTIONS = _options(200, GAMMA0_FO)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info")
     HOOKS = (pbd_nmdp_prepare, pbd_nmdp_eval)
 
@@ -71,5 +71,5 @@ class PbdNmdpZo(PbdNmdp):
 
     name = "pbd_nmdp_zo"
     ZO = True
-    OPTIONS = _options(500)
+    OPTIONS = _options(500, GAMMA0_ZO)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info")
