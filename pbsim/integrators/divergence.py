@@ -67,23 +67,40 @@ def energy_scale(model) -> float:
     return e
 
 
+def _spring_terms(model):
+    """Cached per model: the 1-DOF joints with a spring (q index, |k|, springref) and those with a
+    limit spring (q index, kp_limit, lower, upper)."""
+    got = model.__dict__.get("_spring_terms")
+    if got is None:
+        k = np.asarray(model.stiffness, float)
+        kl = model.limit_gains()[0] if model.nv else np.zeros(0)
+        one = [(int(model.iv[i]), int(model.iq[i])) for i in range(model.nb) if int(model.nvj[i]) == 1]
+        sp = [(j, iq) for j, iq in one if k[j] != 0]
+        li = [(j, iq) for j, iq in one if kl[j] > 0]
+        got = model.__dict__["_spring_terms"] = (
+            np.array([iq for _, iq in sp], dtype=np.int64),
+            np.array([abs(k[j]) for j, _ in sp], float),
+            np.array([model.springref[iq] for _, iq in sp], float),
+            np.array([iq for _, iq in li], dtype=np.int64),
+            np.array([kl[j] for j, _ in li], float),
+            np.array([model.lower[j] for j, _ in li], float),
+            np.array([model.upper[j] for j, _ in li], float),
+        )
+    return got
+
+
 def spring_energy(model, q) -> np.ndarray:
     """(B,) energy stored at q in the 1-DOF joints' springs (``1/2 k (q - springref)^2``) and
     joint-limit springs (``1/2 kp_limit (q - limit)^2`` past a limit: a file whose default pose
     lies outside a joint's range, as gymnasium's ant's ankles, releases it at the first steps)."""
-    k = np.asarray(model.stiffness, float)
-    kl = model.__dict__.get("_limit_kp")
-    if kl is None:
-        kl = model.__dict__["_limit_kp"] = model.limit_gains()[0] if model.nv else np.zeros(0)
+    iq_s, k, ref, iq_l, kl, lo, hi = _spring_terms(model)
     e = np.zeros(q.shape[0])
-    for i in range(model.nb):
-        if int(model.nvj[i]) == 1:
-            j, iq = int(model.iv[i]), int(model.iq[i])
-            if k[j] != 0:
-                e += 0.5 * abs(k[j]) * (q[:, iq] - model.springref[iq]) ** 2
-            if kl[j] > 0:
-                past = np.maximum(model.lower[j] - q[:, iq], 0.0) + np.maximum(q[:, iq] - model.upper[j], 0.0)
-                e += 0.5 * kl[j] * past**2
+    if len(iq_s):
+        e += (0.5 * k * (q[:, iq_s] - ref) ** 2).sum(axis=1)
+    if len(iq_l):
+        ql = q[:, iq_l]
+        past = np.maximum(lo - ql, 0.0) + np.maximum(ql - hi, 0.0)
+        e += (0.5 * kl * past**2).sum(axis=1)
     return e
 
 
