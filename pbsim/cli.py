@@ -337,7 +337,7 @@ def cmd_optimize(args):
     """``pbsim optimize TASK``: CMA-ES (pbsim.optim.cmaes) over pbsim.envs.gaits.SineGait, each
     generation one batched rollout; prints a line per generation and the result."""
     try:
-        from pbsim.envs.gaits import plot_training, train_gait
+        from pbsim.envs.gaits import plot_training, progress_printer, train_gait
         from pbsim.envs.tasks import TASKS
     except ImportError as e:
         raise PbsimError(f"pbsim optimize needs gymnasium ({e}): pip install 'pbsim[envs]'") from None
@@ -351,16 +351,6 @@ def cmd_optimize(args):
         if v is not None
     }
     t0 = time.perf_counter()
-
-    def progress(g, res):
-        h = res.history
-        print(
-            f"gen {g:3d}  rollouts {h['evaluations'][-1]:5d}  best {h['best'][-1]:+.4g}  median "
-            f"{h['median'][-1]:+.4g}  best so far {h['best_so_far'][-1]:+.4g}  sigma {h['sigma'][-1]:.3g}  "
-            f"failed {h['failed'][-1]}  {time.perf_counter() - t0:.1f} s",
-            flush=True,
-        )
-
     run = train_gait(
         task,
         generations=args.generations,
@@ -369,7 +359,7 @@ def cmd_optimize(args):
         steps=args.steps,
         seed=args.seed,
         metric=args.metric,
-        callback=progress,
+        callback=progress_printer(),
         **env_kw,
     )
     i, b = run["initial"], run["best"]

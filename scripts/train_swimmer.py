@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "models")]
-from pbsim.envs.gaits import plot_training, train_gait  # noqa: E402
+from pbsim.envs.gaits import plot_training, progress_printer, train_gait  # noqa: E402
 
 
 def main(task="Swimmer", name="swimmer", default_generations=30, default_steps=200):
@@ -33,16 +33,6 @@ def main(task="Swimmer", name="swimmer", default_generations=30, default_steps=2
     ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / f"train_{name}.png"))
     a = ap.parse_args()
     t0 = time.perf_counter()
-
-    def progress(g, res):
-        h = res.history
-        print(
-            f"gen {g:3d}  evals {h['evaluations'][-1]:5d}  best {h['best'][-1]:+.3f}  median {h['median'][-1]:+.3f}"
-            f"  best so far {h['best_so_far'][-1]:+.3f}  sigma {h['sigma'][-1]:.3f}  failed {h['failed'][-1]}"
-            f"  {time.perf_counter() - t0:.0f} s",
-            flush=True,
-        )
-
     run = train_gait(
         task,
         generations=a.generations,
@@ -50,7 +40,7 @@ def main(task="Swimmer", name="swimmer", default_generations=30, default_steps=2
         sigma0=a.sigma,
         steps=a.steps,
         seed=a.seed,
-        callback=progress,
+        callback=progress_printer(),
         integrator=a.integrator,
         dt=a.dt,
     )

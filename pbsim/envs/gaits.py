@@ -155,6 +155,25 @@ def train_gait(
     return dict(result=res, gait=gait, x0=x0, initial=summary[0], best=summary[1], path=both["path"], dt=both["env"].dt)
 
 
+def progress_printer():
+    """A :func:`train_gait` ``callback`` that prints one line per generation (rollouts so far,
+    the generation's best and median, the best so far, sigma, failed rollouts, wall time)."""
+    import time
+
+    t0 = time.perf_counter()
+
+    def progress(g, res):
+        h = res.history
+        print(
+            f"gen {g:3d}  rollouts {h['evaluations'][-1]:5d}  best {h['best'][-1]:+.4g}  median "
+            f"{h['median'][-1]:+.4g}  best so far {h['best_so_far'][-1]:+.4g}  sigma {h['sigma'][-1]:.3g}  "
+            f"failed {h['failed'][-1]}  {time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
+
+    return progress
+
+
 def plot_training(out, task: str, run: dict, title: str = "") -> None:
     """Learning curve (best / median of each generation, best so far) and the x path of the initial
     and the best controller, as a PNG."""
