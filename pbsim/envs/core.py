@@ -31,6 +31,7 @@ The actuated DOFs (``actuated``: joint names) default to the actuators' joints, 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable
 
 import gymnasium
@@ -46,7 +47,7 @@ from pbsim.dynamics.api import integrate
 from pbsim.errors import InputError
 from pbsim.integrators import State, make
 from pbsim.integrators.base import step_spec, validate_options
-from pbsim.integrators.divergence import check_run
+from pbsim.integrators.divergence import check_run, reference_energy
 
 CONTROL_MODES = ("ctrl", "torque", "spd", "pd")
 
@@ -117,6 +118,7 @@ class _Core:
         self.q_nominal = self.q0 if q_nominal is None else np.array(q_nominal, np.float64).reshape(model.nq)
         self.reset_noise = float(reset_noise)
         self.q_start, self.v_start = np.tile(self.q0, (self.B, 1)), np.tile(self.v0, (self.B, 1))
+        self._e_start = None  # reference_energy of the rows' starts (kept between resets)
         self._actuation(actuated, action_scale, kp, kd)
         n_obs = self.observation_fn(model, self.q0[None], self.v0[None]).shape[1]
         self.observation_space = spaces.Box(-np.inf, np.inf, (n_obs,), np.float64)
@@ -197,8 +199,19 @@ class _Core:
         bad = ~(np.isfinite(self.q).all(axis=1) & np.isfinite(self.v).all(axis=1))
         # the shared divergence rule against each row's episode start (docs/reliability.md): a
         # joint speed beyond the bound or an energy gain beyond 10x the model's energy scale
+        if self._e_start is None:
+            self._e_start = reference_energy(self.model, SimpleNamespace(q=self.q_start, v=self.v_start))
         bad |= np.asarray(
-            check_run(self.model, self.q_start, self.v_start, self.q, self.v, control=self._last_control)[0], bool
+            check_run(
+                self.model,
+                self.q_start,
+                self.v_start,
+                self.q,
+                self.v,
+                control=self._last_control,
+                energy_start=self._e_start,
+            )[0],
+            bool,
         )
         q, v = self.q, self.v
         if not np.isfinite(q).all() or not np.isfinite(v).all():  # zeros where the observation and task see it
@@ -227,6 +240,7 @@ class _Core:
             v = v + rng.uniform(-s, s, m.nv)
         self.q[b], self.v[b] = q, v
         self.q_start[b], self.v_start[b] = q, v
+        self._e_start = None
         if not self.kernel:
             self._state = None
 

@@ -236,18 +236,19 @@ def _fastest(model, v) -> str:
     return f"; fastest joint {model.joint_names[body[k]]!r} at {abs(v[k]):.3g} {'m/s' if linear[k] else 'rad/s'}"
 
 
-def check_run(model, q_start, v_start, q, v, rule: DivergenceRule = DEFAULT, control=None):
+def check_run(model, q_start, v_start, q, v, rule: DivergenceRule = DEFAULT, control=None, energy_start=None):
     """The rule for the drivers that run many steps in one call (``CpuBatch``, ``CudaBatch``):
     the state ``(q, v)`` reached against the run's start ``(q_start, v_start)``, all (B, n).
     Returns ``(diverged (B,) bool, reasons: list of str or None)``.  A run that diverged and came
     back below the bounds within one call is not seen (the per-step rule of ``Integrator.step``
-    and ``rollout`` sees every step)."""
+    and ``rollout`` sees every step).  ``energy_start``: :func:`reference_energy` of the start,
+    when the caller keeps it (it is computed otherwise)."""
     from types import SimpleNamespace
 
     q = np.ascontiguousarray(q, dtype=np.float64)
     v = np.ascontiguousarray(v, dtype=np.float64)
     start = SimpleNamespace(q=np.asarray(q_start, dtype=np.float64), v=np.asarray(v_start, dtype=np.float64),
-                            energy_ref=None)
+                            energy_ref=energy_start)
     new = SimpleNamespace(q=q, v=v, energy_ref=None)
     finite = np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1)
     e = reference_energy(model, new) - spring_energy(model, q)  # K + U, like Diagnostics.energy
