@@ -49,6 +49,7 @@ import math
 import numpy as np
 
 from pbsim.backends.kernel import kernel
+from pbsim.optim.linalg import cholesky_solve
 
 QP_BOX, QP_CONE, QP_SIMPLEX = 0, 1, 2
 
@@ -188,6 +189,21 @@ def qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n):
 
 
 @kernel
+def qp_finish(A, x, b, g, n, lo, hi, bstart, btype, mu, tmp, it, info):
+    """The end of a solve: the exact gradient g = A x + b, the KKT residual, the objective;
+    ``info[0:3]`` = (iterations, residual, objective).  Returns the residual."""
+    qp_gradient(A, x, b, g, n)
+    r = qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n)
+    f = 0.0
+    for i in range(n):
+        f += x[i] * (0.5 * (g[i] - b[i]) + b[i])
+    info[0] = it
+    info[1] = r
+    info[2] = f
+    return r
+
+
+@kernel
 def qp_solve(A, b, n, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
     """Solve the QP (module docstring) from the guess in ``x`` (projected first); the solution is
     left in ``x``.  ``work``: (5, n) scratch.  ``info = [iterations, KKT residual, objective,
@@ -247,14 +263,7 @@ def qp_solve(A, b, n, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
         if r <= tol:  # confirmed with the exact gradient (g(y) + A d carries rounding)
             qp_gradient(A, x, b, g, n)
             r = qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n)
-    qp_gradient(A, x, b, g, n)
-    r = qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n)
-    f = 0.0
-    for i in range(n):
-        f += x[i] * (0.5 * (g[i] - b[i]) + b[i])
-    info[0] = it
-    info[1] = r
-    info[2] = f
+    r = qp_finish(A, x, b, g, n, lo, hi, bstart, btype, mu, tmp, it, info)
     info[3] = L
     return r <= tol
 
@@ -534,19 +543,13 @@ def qp_solve_as(A, b, n, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
             if it >= maxit:
                 break
             it += 1
-            for j in range(nd):
+            for j in range(nd):  # the reduced gradient along the free directions e_a - e_r
                 s = -g[int(da[j])]
                 r = int(dr[j])
                 if r >= 0:
                     s += g[r]
-                for t in range(j):
-                    s -= L[j, t] * tmp[t]
-                tmp[j] = s / L[j, j]
-            for j in range(nd - 1, -1, -1):
-                s = tmp[j]
-                for t in range(j + 1, nd):
-                    s -= L[t, j] * d[t]
-                d[j] = s / L[j, j]
+                tmp[j] = s
+            cholesky_solve(L, tmp, d, nd)
             _as_direction(L, da, dr, d, nd, n, p)
             alpha, kind, idx = _as_ratio(x, p, n, lo, hi, bstart, btype, mu, st, tight, 1.0)
             _as_move(A, x, g, p, Ap, n, alpha)
@@ -616,14 +619,7 @@ def qp_solve_as(A, b, n, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
         info[0] += it
         info[3] = -1.0
         return ok
-    qp_gradient(A, x, b, g, n)
-    res = qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n)
-    f = 0.0
-    for i in range(n):
-        f += x[i] * (0.5 * (g[i] - b[i]) + b[i])
-    info[0] = it
-    info[1] = res
-    info[2] = f
+    res = qp_finish(A, x, b, g, n, lo, hi, bstart, btype, mu, tmp, it, info)
     info[3] = nd
     return converged or res <= tol
 
