@@ -90,6 +90,8 @@ class _Core:
         kp=0.0,
         kd=0.0,
         integrator_options: dict | None = None,
+        task_kernel=None,
+        fast: bool = True,
     ):
         if control not in CONTROL_MODES:
             raise InputError(f"control must be one of {CONTROL_MODES}, got {control!r}")
@@ -122,6 +124,38 @@ class _Core:
         self._actuation(actuated, action_scale, kp, kd)
         n_obs = self.observation_fn(model, self.q0[None], self.v0[None]).shape[1]
         self.observation_space = spaces.Box(-np.inf, np.inf, (n_obs,), np.float64)
+        self.n_action = int(self.action_space.shape[0])
+        self.fast = self._fast_step(task_kernel, n_obs) if (fast and task_kernel is not None and self.kernel) else None
+
+    def _fast_step(self, task_kernel, n_obs):
+        """The compiled environment step (:mod:`pbsim.envs.step`) for this control, or None
+        where it maps no such control (actuators other than motors)."""
+        from pbsim.envs.step import A_MOTORS, A_TARGETS, A_TORQUE, EnvStep
+        from pbsim.integrators.divergence import DEFAULT, dof_ranges, energy_scale
+
+        m, B = self.model, self.B
+        fn, prm, info_names = task_kernel
+        if self.mode == "ctrl":
+            act = m.actuators
+            if (act.kind != 0).any():  # position / velocity actuators: the Python path
+                return None
+            c0 = Control(ctrl=np.zeros((B, act.nu)))
+            amode = A_MOTORS
+            arrays = dict(
+                act_dof=act.dof, act_gear=act.gear, act_gain=act.gain, act_ctrl=act.ctrlrange, act_force=act.forcerange
+            )
+        elif self.mode == "torque":
+            c0, amode = Control(tau=np.zeros((B, m.nv))), A_TORQUE
+            arrays = dict(dof_v=self.dof_v, scale=self.scale)
+        else:
+            c0 = Control(mode=self.mode, kp=self.kp, kd=self.kd, q_ref=np.tile(self.q_nominal, (B, 1)))
+            amode = A_TARGETS
+            arrays = dict(dof_q=self.dof_q, scale=self.scale, q_nominal=self.q_nominal)
+        self.batch.set_control(c0)
+        self._last_control = c0
+        self.info_names = tuple(info_names)
+        lim = [DEFAULT.speed_limit, DEFAULT.energy_factor, energy_scale(m)]
+        return EnvStep(self.batch, fn, prm, n_obs, 3 + len(info_names), amode, arrays, lim, dof_ranges(m))
 
     def _actuation(self, actuated, action_scale, kp, kd):
         m = self.model
@@ -193,6 +227,8 @@ class _Core:
 
     def transition(self, action):
         """Step every row; ``(obs, reward, terminated, info)`` as (B, ·) arrays."""
+        if self.fast is not None:
+            return self._fast_transition(action)
         q_before, v_before = self.q.copy(), self.v.copy()
         self.advance(action)
         a = np.asarray(action, np.float64).reshape(self.B, -1)
@@ -224,6 +260,28 @@ class _Core:
         info = dict(info)
         info["diverged"] = bad
         return self.observe(q, v), rew, term, info
+
+    def _fast_transition(self, action):
+        """:meth:`transition` in one compiled call (:mod:`pbsim.envs.step`), same results."""
+        a = np.ascontiguousarray(action, dtype=np.float64)
+        if a.size != self.B * self.n_action:
+            raise InputError(
+                f"action must have shape ({self.n_action},) per environment ({self.B} environments); "
+                f"got {np.shape(action)}"
+            )
+        a = a.reshape(self.B, self.n_action)
+        if not np.isfinite(a).all():
+            raise InputError("action holds NaN or inf")
+        f = self.fast
+        if self._e_start is None:
+            f.e_start[:] = reference_energy(self.model, SimpleNamespace(q=self.q_start, v=self.v_start))
+            self._e_start = f.e_start
+        f(a, self.frame_skip, self.dt, self.dt * self.frame_skip)
+        out = f.out
+        bad = out[:, 2] > 0.5
+        info = {k: out[:, 3 + i].copy() for i, k in enumerate(self.info_names)}
+        info["diverged"] = bad
+        return f.obs.copy(), out[:, 0].copy(), out[:, 1] > 0.5, info
 
     def observe(self, q=None, v=None):
         obs = self.observation_fn(self.model, self.q if q is None else q, self.v if v is None else v)

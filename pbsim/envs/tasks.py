@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pbsim.backends.kernel import kernel
 from pbsim.dynamics.api import forward_kinematics
 from pbsim.errors import InputError
 from pbsim.io import load
@@ -57,6 +58,7 @@ def _walker_health(z_range, angle_range, state_range):
             ok &= np.all((state_range[0] < st) & (st < state_range[1]), axis=1)
         return ok
 
+    healthy.ranges = (z_range, angle_range, state_range)
     return healthy
 
 
@@ -77,9 +79,49 @@ def _walker_reward(healthy, forward_weight=1.0, ctrl_weight=1e-3, healthy_reward
     return reward
 
 
+WALKER_INFO = ("x_position", "x_velocity", "reward_forward", "reward_ctrl", "reward_survive")
+
+
+@kernel
+def walker_task(m, w, prm, qb, vb, q, v, a, dt, obs, out):
+    """One row of the 2-D walkers' task (the compiled twin of ``_walker_obs``, ``_walker_health``
+    and ``_walker_reward``): ``obs = [q[1:], clip(v, -10, 10)]``, ``out = [reward, terminated, -,
+    *WALKER_INFO]``.  ``prm = [z_lo, z_hi, angle_lo, angle_hi, state_check, state_lo, state_hi,
+    forward_weight, ctrl_weight, healthy_reward]``."""
+    xvel = (q[0] - qb[0]) / dt
+    fwd = prm[7] * xvel
+    ok = prm[0] < q[1] and q[1] < prm[1] and prm[2] < q[2] and q[2] < prm[3]
+    if prm[4] > 0.5:
+        for j in range(2, m.nq):
+            if not (prm[5] < q[j] and q[j] < prm[6]):
+                ok = False
+        for j in range(m.nv):
+            if not (prm[5] < v[j] and v[j] < prm[6]):
+                ok = False
+    alive = prm[9] if ok else 0.0
+    sq = 0.0
+    for k in range(a.shape[0]):
+        sq += a[k] * a[k]
+    ctrl = prm[8] * sq
+    out[0] = fwd + alive - ctrl
+    out[1] = 0.0 if ok else 1.0
+    out[3] = q[0]
+    out[4] = xvel
+    out[5] = fwd
+    out[6] = -ctrl
+    out[7] = alive
+    for j in range(1, m.nq):
+        obs[j - 1] = q[j]
+    for j in range(m.nv):
+        obs[m.nq - 1 + j] = min(max(v[j], -10.0), 10.0)
+
+
 def _walker_task(xml, healthy, integrator, dt, frame_skip, reset_noise_scale, **kw):
     """The task dict of gymnasium's 2-D walkers (its motors through ``Control(ctrl=...)``)."""
+    r = healthy.ranges
+    prm = [*r[0], *r[1], 0.0 if r[2] is None else 1.0, *(r[2] or (0.0, 0.0)), 1.0, 1e-3, 1.0]
     return dict(
+        task_kernel=(walker_task, np.array(prm, np.float64), WALKER_INFO),
         model=load(gym_asset(xml)),
         integrator=integrator,
         dt=dt,
