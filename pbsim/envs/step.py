@@ -36,7 +36,7 @@ from numba.experimental import structref
 
 from pbsim.backends.kernel import bind, entry, kernel, python_source, specialize, unused
 from pbsim.dynamics.energy import energy_state
-from pbsim.integrators.driver import copy_rows
+from pbsim.integrators.driver import copy_rows, state_flags
 
 # amode: how an action row becomes control
 A_MOTORS, A_TORQUE, A_TARGETS = 0, 1, 2
@@ -107,16 +107,7 @@ def env_row(m, s, c, w, sw, x, b, q, v, qn, vn, ek, A, nsteps, dt, dt_env, obs, 
     for _k in range(nsteps):
         _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
         copy_rows(m, b, qn, vn, q, v)
-    finite = True
-    for j in range(m.nq):
-        if not math.isfinite(q[b, j]):
-            finite = False
-    fast = False
-    for j in range(m.nv):
-        if not math.isfinite(v[b, j]):
-            finite = False
-        elif abs(v[b, j]) > ek.lim[0]:
-            fast = True
+    finite, fast = state_flags(m, b, q, v, ek.lim[0])
     fast = fast and finite
     high = False
     if finite and not fast:

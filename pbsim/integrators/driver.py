@@ -33,6 +33,24 @@ def copy_rows(m, b, qn, vn, q, v):
         v[b, j] = vn[b, j]
 
 
+@kernel
+def state_flags(m, b, q, v, vlim):
+    """``(finite, fast)`` of row ``b``: q and v finite; a finite joint speed beyond ``vlim``
+    (the divergence rule's per-row tests, :mod:`pbsim.integrators.divergence`)."""
+    finite = True
+    for j in range(m.nq):
+        if not math.isfinite(q[b, j]):
+            finite = False
+    fast = False
+    for j in range(m.nv):
+        a = v[b, j]
+        if not math.isfinite(a):
+            finite = False
+        elif abs(a) > vlim:
+            fast = True
+    return finite, fast
+
+
 @kernel(parallel=True)
 def step_batch(m, s, c, w, sw, x, q, v, dt, qn, vn, e):
     """One step of every trajectory into (qn, vn) and the energy [kinetic, potential] after it."""
@@ -105,17 +123,7 @@ def rollout_batch(
             _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
             energy_state(m, w, b, qn[b], vn[b], e[b])
             en = e[b, 0] + e[b, 1]
-            finite = True
-            for j in range(m.nq):
-                if not math.isfinite(qn[b, j]):
-                    finite = False
-            fast = False
-            for j in range(m.nv):
-                a = vn[b, j]
-                if not math.isfinite(a):
-                    finite = False
-                elif abs(a) > vlim:
-                    fast = True
+            finite, fast = state_flags(m, b, qn, vn, vlim)
             gone = (not finite) or fast or (en - e_ref[b] > thr[b])
             if info[b, 2] <= 0.5 or (live[b] and gone):
                 stop[b] = k
