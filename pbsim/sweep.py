@@ -12,6 +12,11 @@ broke the shared divergence rule is a row with ``status="diverged"``, how many o
 and the first one's reason.  :func:`write_rows` writes CSV (or Parquet through pyarrow),
 :func:`plot_rows` a summary figure.
 
+:func:`run_cmaes` replaces the grid by CMA-ES (:func:`pbsim.optim.cmaes.cmaes`) over continuous
+parameters within bounds: each generation's candidates are points run the same way, through one
+Ray session for all generations, every row kept with its ``generation`` and ``candidate``;
+:func:`plot_cmaes` draws its learning curve.
+
 Ray is optional (``pip install 'pbsim[sweep]'``); nothing here imports it at module level.
 """
 
@@ -25,6 +30,7 @@ import pickle
 import socket
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -433,19 +439,310 @@ def run_sweep(
         return rs.map(points, models, fn, progress)
 
 
+# ---- CMA-ES over continuous parameters (``pbsim sweep --cmaes``) ----------------------------
+
+# the continuous parameters of PARAMS a CMA-ES space may hold (besides float integrator options)
+FLOAT_PARAMS = ("dt", "kp", "kd", "mu", "stiffness", "damping", "noise")
+# the numeric result columns of run_point's rows: what an objective may be
+NUMERIC_RESULTS = (
+    "energy_drift_max",
+    "energy_drift",
+    "energy_start",
+    "energy_end",
+    "max_penetration",
+    "iterations",
+    "t_end",
+    "load_s",
+    "wall_s",
+    "compile_s",
+    "steps_per_s",
+)
+# |E(T) - E(0)| at its worst over the batch: the integrator's energy error (minimised)
+DEFAULT_OBJECTIVE = "energy_drift_max"
+# the columns run_cmaes adds to every row (after ``index``)
+CMAES_COLUMNS = ("generation", "candidate", "objective")
+LOG_RATIO = 100.0  # a bound pair with lo > 0 and hi / lo above this is searched on a log scale
+# cma's stops on equal values off: a generation whose candidates all failed (all ranked worst,
+# equal) or a flat objective does not end the search; cma's stops on x (tolx ...) stay
+CMA_OPTIONS = {"tolfun": 0, "tolfunhist": 0}
+
+
+def parse_space(items) -> dict:
+    """``["dt=0.001:0.02", "kp=1:1000"]`` -> ``{"dt": (0.001, 0.02), "kp": (1.0, 1000.0)}``
+    (the keys checked by :func:`check_space` in :func:`run_cmaes`)."""
+    space: dict = {}
+    for it in items:
+        k, sep, rng = it.partition("=")
+        k = k.strip()
+        lo, sep2, hi = rng.partition(":")
+        if not sep or not sep2 or not k:
+            raise InputError(f"--cmaes item {it!r}: expected KEY=LO:HI")
+        if k in space:
+            raise InputError(f"--cmaes key {k!r} given twice")
+        try:
+            space[k] = (float(lo), float(hi))
+        except ValueError:
+            raise InputError(f"--cmaes {k}={rng}: LO and HI must be numbers") from None
+    return space
+
+
+def check_space(space: dict, integrator: str | None = None) -> dict:
+    """``{key: (lo, hi)}`` as floats, with each key's scale (``"log"`` where lo > 0 and hi / lo >
+    :data:`LOG_RATIO`, else ``"linear"``): ``{key: (lo, hi, scale)}``.  InputError for a key that
+    is not a continuous parameter (:data:`FLOAT_PARAMS`) or a float option of ``integrator``, for
+    lo >= hi or a non-finite bound, and for fewer than 2 keys (cma's CMA-ES needs n >= 2)."""
+    from pbsim.integrators import describe_options
+
+    opts = {}
+    if integrator is not None:
+        try:
+            opts = describe_options(integrator, aliases=True)
+        except Exception:  # noqa: BLE001 - an unknown integrator is refused by the rollout, as a row
+            opts = {}
+    out = {}
+    for k, b in space.items():
+        if k not in FLOAT_PARAMS and not (k in opts and opts[k].kind == "float"):
+            why = (
+                f"an integer or text parameter ({PARAMS[k][0].__name__})"
+                if k in PARAMS
+                else f"an option of integrator {integrator!r} of kind {opts[k].kind!r}"
+                if k in opts
+                else f"neither a sweep parameter nor an option of integrator {integrator!r}"
+            )
+            floats = [o for o, spec in opts.items() if spec.kind == "float"]
+            raise InputError(
+                f"CMA-ES parameter {k!r} is {why}; a CMA-ES space holds continuous parameters: "
+                f"{', '.join(FLOAT_PARAMS)}"
+                + (f", or a float option of {integrator}: {', '.join(floats)}" if floats else "")
+            )
+        try:
+            lo, hi = (float(v) for v in b)
+        except (TypeError, ValueError):
+            raise InputError(f"CMA-ES parameter {k!r}: bounds must be two numbers (lo, hi), got {b!r}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise InputError(f"CMA-ES parameter {k!r}: bounds must be finite, got {lo:g}:{hi:g}")
+        if lo >= hi:
+            raise InputError(f"CMA-ES parameter {k!r}: lower bound {lo:g} >= upper bound {hi:g}")
+        out[k] = (lo, hi, "log" if lo > 0 and hi / lo > LOG_RATIO else "linear")
+    if len(out) < 2:
+        raise InputError(
+            f"CMA-ES needs at least 2 parameters (the cma package's restriction), got {len(out)}"
+            + (f" ({', '.join(out)})" if out else "")
+            + "; for one parameter use --grid"
+        )
+    return out
+
+
+def decode(space: dict, u) -> dict:
+    """A point of the unit box ``u`` (one value per key of :func:`check_space`'s ``space``, in
+    [0, 1]) as parameter values: ``lo + u (hi - lo)``, or ``lo (hi / lo) ** u`` on a log scale."""
+    out = {}
+    for (k, (lo, hi, scale)), ui in zip(space.items(), np.clip(np.asarray(u, float), 0.0, 1.0)):
+        v = lo * (hi / lo) ** ui if scale == "log" else lo + ui * (hi - lo)
+        out[k] = float(min(max(v, lo), hi))
+    return out
+
+
+def check_objective(objective: str) -> None:
+    """InputError unless ``objective`` is a numeric column of :func:`run_point`'s rows
+    (:data:`NUMERIC_RESULTS`); the message lists them."""
+    if objective not in NUMERIC_RESULTS:
+        raise InputError(
+            f"objective {objective!r} is not a numeric column of a row; numeric columns: {', '.join(NUMERIC_RESULTS)}"
+        )
+
+
+def check_cmaes(space: dict, fixed: dict, objective: str | None = DEFAULT_OBJECTIVE) -> dict:
+    """The checks :func:`run_cmaes` makes before anything runs; returns :func:`check_space`'s
+    ``{key: (lo, hi, scale)}``.  InputError for a bad space (:func:`check_space`, against the
+    points' integrator), an unknown fixed key, a key both fixed and searched, ``kp``/``kd``
+    searched without ``control=pd``/``spd`` and ``mu``/``stiffness``/``damping`` with
+    ``ground=none`` (every candidate would be an error row), and an unknown ``objective``
+    (:func:`check_objective`; None: not checked)."""
+    integ = fixed.get("integrator", DEFAULTS["integrator"])
+    sp = check_space(space, integ if isinstance(integ, str) else None)
+    check_keys(fixed)
+    clash = sorted(set(sp) & set(fixed))
+    if clash:
+        raise InputError(f"{', '.join(clash)} both fixed and in the CMA-ES space; give each once")
+    gains = [k for k in ("kp", "kd") if k in sp]
+    control = fixed.get("control", DEFAULTS["control"])
+    if gains and control not in ("pd", "spd"):
+        raise InputError(f"{'/'.join(gains)} in the CMA-ES space need control=pd or control=spd, not {control}")
+    contact = [k for k in ("mu", "stiffness", "damping") if k in sp]
+    if contact and fixed.get("ground", DEFAULTS["ground"]) in (None, "none"):
+        raise InputError(f"{', '.join(contact)} in the CMA-ES space with ground=none: there is no contact")
+    if objective is not None:
+        check_objective(objective)
+    return sp
+
+
+def _numeric_columns(rows) -> list[str]:
+    skip = {"index", "generation", "candidate", "pid", "objective"}
+    return [c for c in columns(rows) if c not in skip and any(_number(r.get(c)) for r in rows)]
+
+
+def objective_value(row: dict, objective: str) -> float:
+    """The value CMA-ES sees for a row: its ``objective`` column, NaN unless the row is ``ok`` and
+    the value a finite number (a diverged, failed or timed-out candidate)."""
+    v = row.get(objective)
+    if row.get("status") != "ok" or not _number(v) or not np.isfinite(v):
+        return float("nan")
+    return float(v)
+
+
+@dataclass
+class CmaesSweep:
+    """The result of :func:`run_cmaes`.  ``rows``: every candidate of every generation (the
+    points' parameters, :data:`RESULT_COLUMNS`, ``generation`` (1-based), ``candidate`` (0-based
+    in its generation), ``objective`` (the value CMA-ES saw; NaN for a candidate that failed or
+    diverged)); ``best``: the best candidate's values of the space's parameters (None when no
+    candidate had a finite objective), ``best_value``, ``best_row``; ``history``: per generation
+    (:class:`pbsim.optim.cmaes.CmaResult`'s arrays: best, median, failed, sigma ...);
+    ``space``: ``{key: (lo, hi, scale)}``; ``objective``, ``maximize``, ``stop``."""
+
+    rows: list
+    best: dict | None
+    best_value: float
+    best_row: dict | None
+    history: dict
+    space: dict
+    objective: str
+    maximize: bool
+    stop: str = ""
+
+
+def run_cmaes(
+    space: dict,
+    fixed: dict,
+    models,
+    objective: str = DEFAULT_OBJECTIVE,
+    maximize: bool = False,
+    generations: int = 10,
+    popsize: int | None = None,
+    sigma0: float = 0.3,
+    seed: int = 0,
+    address: str | None = None,
+    workers: int = 2,
+    threads: int = 1,
+    max_retries: int = 3,
+    timeout: float | None = None,
+    fn: Callable = run_point,
+    progress: Callable | None = None,
+    callback: Callable | None = None,
+    runner: RaySweep | None = None,
+    init_kwargs: dict | None = None,
+    options: dict | None = None,
+) -> CmaesSweep:
+    """CMA-ES (:func:`pbsim.optim.cmaes.cmaes`) over the continuous parameters ``space`` (``{key:
+    (lo, hi)}``: :data:`FLOAT_PARAMS` or float options of the points' integrator, at least 2), the
+    other parameters ``fixed`` (completed with :data:`DEFAULTS`); minimising (``maximize``:
+    maximising) the row column ``objective`` (:data:`NUMERIC_RESULTS`; default the energy error
+    ``energy_drift_max``).
+
+    The search runs in the unit box [0, 1]^n (cma's bounds), starting at its centre with step
+    ``sigma0``; a key is mapped linearly onto [lo, hi], or logarithmically where lo > 0 and hi /
+    lo > :data:`LOG_RATIO`.  Each generation's ``popsize`` candidates (default cma's 4 + 3 ln n)
+    are points, run as Ray tasks (``fn``, default :func:`run_point`) through one :class:`RaySweep`
+    for the whole search (``runner``, or one opened here from ``address`` ... ``init_kwargs`` and
+    closed at the end).  A candidate whose row is not ``ok`` or whose objective is not finite is
+    NaN to CMA-ES (it ranks it worst) and its row is kept.  ``progress(done, total, row)`` after
+    each task; ``callback(generation, rows, history)`` after each generation, the history so far
+    as in :class:`CmaesSweep`.  Rows are numbered ``index`` 0, 1, ... over all generations.
+    ``options``: further ``cma.CMAOptions`` over :data:`CMA_OPTIONS` (cma's stops on equal
+    values off, so that an all-failed generation does not end the search)."""
+    from pbsim.optim.cmaes import cmaes
+
+    fixed = dict(fixed or {})
+    sp = check_cmaes(space, fixed, objective if fn is run_point else None)
+    if int(generations) < 1:
+        raise InputError(f"generations must be >= 1, got {generations}")
+    if popsize is not None and int(popsize) < 2:
+        raise InputError(f"popsize must be >= 2, got {popsize}")
+    base = {**DEFAULTS, **fixed}
+    rows: list = []
+    state = {"generation": 0, "rows": []}
+
+    def evaluate(rs, X):
+        g = state["generation"] = state["generation"] + 1
+        pts = [{**base, **decode(sp, x)} for x in X]
+        start = len(rows)
+
+        def prog(done, total, row):
+            if progress:
+                progress(
+                    done, total, {**row, "index": start + row["index"], "generation": g, "candidate": row["index"]}
+                )
+
+        out = rs.map(pts, models, fn, prog)
+        if g == 1 and fn is not run_point and not any(_number(r.get(objective)) for r in out):
+            raise InputError(
+                f"objective {objective!r} is not a numeric column of a row; numeric columns: "
+                f"{', '.join(_numeric_columns(out)) or 'none'}"
+            )
+        gen = []
+        for c, r in enumerate(out):
+            r = {**r, "index": start + c, "generation": g, "candidate": c}
+            r["objective"] = objective_value(r, objective)
+            gen.append(r)
+        rows.extend(gen)
+        state["rows"] = gen
+        return np.array([r["objective"] for r in gen])
+
+    def on_generation(g, res):
+        if callback is not None:
+            return callback(g, state["rows"], res.history)
+        return False
+
+    def search(rs):
+        return cmaes(
+            lambda X: evaluate(rs, X),
+            x0=np.full(len(sp), 0.5),
+            sigma0=sigma0,
+            generations=generations,
+            popsize=popsize,
+            seed=seed,
+            bounds=[0.0, 1.0],
+            maximize=maximize,
+            callback=on_generation,
+            options={**CMA_OPTIONS, **(options or {})},
+        )
+
+    if runner is not None:
+        res = search(runner)
+    else:
+        with RaySweep(address, workers, threads, max_retries, timeout, init_kwargs) as rs:
+            res = search(rs)
+    finite = [r for r in rows if np.isfinite(r["objective"])]
+    best_row = (max if maximize else min)(finite, key=lambda r: r["objective"]) if finite else None
+    return CmaesSweep(
+        rows=rows,
+        best={k: best_row[k] for k in sp} if best_row else None,
+        best_value=best_row["objective"] if best_row else float("nan"),
+        best_row=best_row,
+        history=res.history,
+        space=sp,
+        objective=objective,
+        maximize=maximize,
+        stop=res.stop,
+    )
+
+
 def columns(rows: list[dict]) -> list[str]:
-    """``index``, the parameters (:data:`PARAMS` and integrator options, in first-seen order), then
+    """``index`` (and a CMA-ES sweep's ``generation``, ``candidate``, ``objective``), the
+    parameters (:data:`PARAMS` and integrator options, in first-seen order), then
     :data:`RESULT_COLUMNS`, then anything else a custom task function returned."""
     names = set(PARAMS) | _option_names()
+    lead = [c for c in CMAES_COLUMNS if any(c in r for r in rows)]
     params, extra = [], []
     for r in rows:
         for k in r:
-            if k in ("index", "traceback") or k in RESULT_COLUMNS:
+            if k in ("index", "traceback") or k in RESULT_COLUMNS or k in CMAES_COLUMNS:
                 continue
             target = params if k in names else extra
             if k not in target:
                 target.append(k)
-    return ["index", *params, *RESULT_COLUMNS, *extra]
+    return ["index", *lead, *params, *RESULT_COLUMNS, *extra]
 
 
 def _number(v) -> bool:
@@ -552,6 +849,90 @@ def plot_rows(rows: list[dict], path, title: str = "") -> str:
     ax[1].set_ylabel("simulated steps/s (trajectories x steps / wall)")
     ax[1].set_title("throughput per task")
     ax[1].legend(fontsize=7)
+    fig.suptitle(title or summary(rows))
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(str(path))), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_cmaes(
+    rows: list[dict],
+    path,
+    objective: str = "objective",
+    space: dict | None = None,
+    maximize: bool = False,
+    title: str = "",
+) -> str:
+    """The learning curve of a CMA-ES sweep (:func:`run_cmaes`'s rows, or :func:`read_csv` of its
+    file; ``objective`` only names the axis, the values are the rows' ``objective`` column): every
+    candidate's value per generation (failed or diverged candidates as x at the bottom), the best
+    (``maximize``: the largest) and the median of each generation and the best so far; beside it each
+    parameter of ``space`` (default: the numeric parameters that vary), candidates as dots and the
+    generation's mean as a line, scaled to its [lo, hi] (log where :func:`check_space` says so)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gens = sorted({int(r["generation"]) for r in rows})
+    val = {g: np.array([objective_value(r, "objective") for r in rows if int(r["generation"]) == g]) for g in gens}
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ok = [(r["generation"], r["objective"]) for r in rows if np.isfinite(objective_value(r, "objective"))]
+    if ok:
+        ax[0].plot(*zip(*ok), ".", color="0.6", label="candidates")
+    pick = np.nanmax if maximize else np.nanmin
+    best = [pick(v) if np.isfinite(v).any() else np.nan for v in val.values()]
+    med = [np.nanmedian(v) if np.isfinite(v).any() else np.nan for v in val.values()]
+    run = (np.fmax if maximize else np.fmin).accumulate(np.array(best, float))
+    ax[0].plot(gens, best, "o-", label="generation best")
+    ax[0].plot(gens, med, "s--", label="generation median")
+    ax[0].plot(gens, run, "k-", lw=1, label="best so far")
+    failed = {g: int((~np.isfinite(v)).sum()) for g, v in val.items() if (~np.isfinite(v)).any()}
+    if failed:
+        lo = min((y for _, y in ok), default=1.0)
+        ax[0].plot(list(failed), [lo] * len(failed), "x", color="C3", ms=8, label="failed / diverged (count)")
+        for g, n in failed.items():
+            ax[0].annotate(str(n), (g, lo), textcoords="offset points", xytext=(6, 4), color="C3", fontsize=8)
+    vals = [y for _, y in ok]
+    if vals and min(vals) > 0 and max(vals) / min(vals) > 100:
+        ax[0].set_yscale("log")
+    ax[0].set_xlabel("generation")
+    ax[0].set_ylabel(objective)
+    ax[0].set_title("CMA-ES learning curve")
+    ax[0].legend(fontsize=7)
+    ax[0].grid(True, which="both", alpha=0.3)
+    if space is None:
+        skip = {"index", "pid", "seed", "steps", "batch", "record_every", *CMAES_COLUMNS, *RESULT_COLUMNS}
+        keys = [
+            k
+            for k in columns(rows)
+            if k not in skip and all(_number(r.get(k)) for r in rows) and len({r.get(k) for r in rows}) > 1
+        ]
+        space = {k: (min(r[k] for r in rows), max(r[k] for r in rows)) for k in keys}
+    for i, (k, b) in enumerate(space.items()):
+        lo, hi = float(b[0]), float(b[1])
+        log = (b[2] == "log") if len(b) > 2 else (lo > 0 and hi / lo > LOG_RATIO)
+
+        def unit(x, lo=lo, hi=hi, log=log):
+            if hi <= lo:
+                return 0.5
+            return np.log(x / lo) / np.log(hi / lo) if log else (x - lo) / (hi - lo)
+
+        pts = [(r["generation"], unit(r[k])) for r in rows if _number(r.get(k))]
+        if not pts:
+            continue
+        g_, u_ = zip(*pts)
+        ax[1].plot(np.asarray(g_) + 0.05 * (i - len(space) / 2), u_, ".", color=f"C{i}", alpha=0.5)
+        mean = [np.mean([u for gg, u in pts if gg == g]) for g in gens]
+        ax[1].plot(gens, mean, "-", color=f"C{i}", label=f"{k} in [{lo:g}, {hi:g}]" + (" (log)" if log else ""))
+    ax[1].set_ylim(-0.05, 1.05)
+    ax[1].set_xlabel("generation")
+    ax[1].set_ylabel("parameter, scaled to its bounds (0 = lo, 1 = hi)")
+    ax[1].set_title("candidates (dots) and generation mean")
+    ax[1].legend(fontsize=7)
+    ax[1].grid(True, alpha=0.3)
     fig.suptitle(title or summary(rows))
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(str(path))), exist_ok=True)
