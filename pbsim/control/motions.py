@@ -2,6 +2,7 @@
 periodic ones): sinusoidal joint targets, a snake's travelling-wave slither, a biped gait for the
 DeepMimic humanoid and a diagonal-pair walk for Robosimian.  Each returns a
 :class:`~pbsim.control.targets.Reference` (kw: kp, kd, mode, solver, root, dt ...)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,12 @@ def motion_names() -> list[str]:
         if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != __name__:
             continue
         params = list(inspect.signature(fn).parameters.values())
-        if (params[:1] and params[0].name == "model" and fn.__annotations__.get("return") in ("Reference", Reference)
-                and all(p.default is not p.empty or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params[1:])):
+        if (
+            params[:1]
+            and params[0].name == "model"
+            and fn.__annotations__.get("return") in ("Reference", Reference)
+            and all(p.default is not p.empty or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params[1:])
+        ):
             out.append(name)
     return sorted(out)
 
@@ -74,8 +79,14 @@ def quat_from_rotvec(r) -> np.ndarray:
 def quat_mul(a, b) -> np.ndarray:
     w1, x1, y1, z1 = a
     w2, x2, y2, z2 = b
-    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    return np.array(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ]
+    )
 
 
 def _set_joint(model, q, name, value):
@@ -85,7 +96,7 @@ def _set_joint(model, q, name, value):
     if model.jtype[i] in (REVOLUTE, PRISMATIC):
         q[k] += float(value)
     elif model.jtype[i] == BALL:
-        q[k:k + 4] = quat_mul(q[k:k + 4], quat_from_rotvec(value))
+        q[k : k + 4] = quat_mul(q[k : k + 4], quat_from_rotvec(value))
 
 
 def _root(model, q, pos, rotvec, base_quat=(1.0, 0.0, 0.0, 0.0)):
@@ -113,7 +124,9 @@ def sinusoid(model, amplitude=0.3, frequency=1.0, phase_step=0.5, q0=None, **kw)
     return Reference(model, q=q, **kw)
 
 
-def snake_slither(model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pitch=0.05, head_yaw=None, **kw) -> Reference:
+def snake_slither(
+    model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pitch=0.05, head_yaw=None, **kw
+) -> Reference:
     """Lateral undulation: the k-th yaw hinge (axis z) follows ``A sin(2 pi (f t - waves k / n))``,
     a wave travelling from head to tail (``waves`` wavelengths along the body), pitch hinges a small
     wave of their own; the head (free root, for "hog") moves forward at ``speed`` and yaws with the
@@ -130,8 +143,12 @@ def snake_slither(model, amplitude=0.6, waves=1.5, frequency=1.0, speed=0.15, pi
             out[model.iq[i]] += amplitude * np.sin(2 * np.pi * (frequency * t - waves * k / n))
         for k, i in enumerate(pit):
             out[model.iq[i]] += pitch * np.sin(2 * np.pi * (frequency * t - waves * k / n) + 0.5 * np.pi)
-        _root(model, out, q0[0:3] + np.array([speed * t, 0.0, 0.0]),
-              [0.0, 0.0, -head_yaw * np.sin(2 * np.pi * frequency * t + 0.5 * np.pi)])
+        _root(
+            model,
+            out,
+            q0[0:3] + np.array([speed * t, 0.0, 0.0]),
+            [0.0, 0.0, -head_yaw * np.sin(2 * np.pi * frequency * t + 0.5 * np.pi)],
+        )
         return out
 
     return Reference(model, q=q, **kw)
@@ -287,7 +304,9 @@ def robosimian_crouch_table(model, dz) -> np.ndarray:
                     break
             err = float(np.linalg.norm(tgt - forward_kinematics(model, qq)[b, :3, 3]))
             if err > 1e-6:
-                raise InputError(f"robosimian crouch dz = {dz[i]:+.3f} m is out of the leg's reach (foot error {err:.3g} m)")
+                raise InputError(
+                    f"robosimian crouch dz = {dz[i]:+.3f} m is out of the leg's reach (foot error {err:.3g} m)"
+                )
             out[i] = qq[iq]
     return out
 
@@ -316,8 +335,9 @@ def jump_profile(t, period=2.0, crouch=0.2, extend=0.06, t_crouch=0.8, t_push=0.
     return 0.0
 
 
-def robosimian_jump(model, period=2.0, crouch=0.2, extend=0.06, t_crouch=0.8, t_push=0.15, t_tuck=0.35,
-                    height=None, **kw) -> Reference:
+def robosimian_jump(
+    model, period=2.0, crouch=0.2, extend=0.06, t_crouch=0.8, t_push=0.15, t_tuck=0.35, height=None, **kw
+) -> Reference:
     """A mirror-symmetric jump of our own for Robosimian (paper 002 Fig. 3/4: 5 jumps in 10 s at the
     default ``period`` of 2 s): all four legs crouch and extend together, keeping each foot flat and
     over its ground point (:func:`robosimian_crouch_table`, limb 4's IK; the other limbs take the same
@@ -384,8 +404,9 @@ def _limb_dofs(model, limb):
 GAITS = {"trot": dict(period=1.0, duty=0.5, sway=0.0), "crawl": dict(period=2.0, duty=0.75, sway=0.08)}
 
 
-def robosimian_walk(model, gait="trot", period=None, duty=None, stride=0.2, lift=0.1, sway=None, blend=1.0,
-                    samples=80, **kw) -> Reference:
+def robosimian_walk(
+    model, gait="trot", period=None, duty=None, stride=0.2, lift=0.1, sway=None, blend=1.0, samples=80, **kw
+) -> Reference:
     """A walk of our own for Robosimian: foot trajectories (:func:`walk_foot_offsets`) turned into
     joint targets by damped least-squares IK per limb (every hinge of the limb, regularised toward
     the standing pose), tabulated at ``samples`` phases and interpolated; blended in from the
