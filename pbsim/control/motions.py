@@ -1,6 +1,7 @@
 """Reference motions made by pbsim's own code (paper 001 Sec. 4 tracks mocap clips; we make
 periodic ones): sinusoidal joint targets, a snake's travelling-wave slither, a biped gait for the
-DeepMimic humanoid and a diagonal-pair walk for Robosimian.  Each returns a
+DeepMimic humanoid, a jump and walks for Robosimian, a jump and a trot for the generated spider
+(``pbsim_models.spider``, our substitute for paper 002's Spider).  Each returns a
 :class:`~pbsim.control.targets.Reference` (kw: kp, kd, mode, solver, root, dt ...)."""
 
 from __future__ import annotations
@@ -464,3 +465,142 @@ def robosimian_walk(
         return out
 
     return Reference(model, q=qf, **kw)
+
+
+# ---------------------------------------------------------------- spider: jump and trot (paper 002 Table I's Spider)
+# pbsim_models.spider (paper 000's spider): free torso, per leg k (0: +x+y, 1: -x+y, 2: -x-y, 3: +x-y)
+# the hinges hip{k}_0 (pitch, about the leg's horizontal normal: > 0 lowers the thigh), hip{k}_1 (yaw,
+# about the pitched frame's z) and knee{k} (about the normal: > 0 turns the shin inward, under the hip).
+
+
+def _spider_check(model):
+    names = [f"hip{k}_{i}" for k in range(4) for i in (0, 1)] + [f"knee{k}" for k in range(4)]
+    missing = [n for n in names if n not in model.joint_names] + [
+        f"shin{k}" for k in range(4) if f"shin{k}" not in model.body_names
+    ]
+    if missing:
+        raise InputError(
+            f"not a pbsim_models.spider (joints hip0..3_0/1, knee0..3, bodies shin0..3 expected); missing {missing[:4]}"
+        )
+
+
+def spider_leg_geometry(model) -> dict:
+    """The spider's leg in its vertical plane at the neutral pose (root at the origin): thigh length
+    ``L1``, shin length ``L2`` (knee to the foot point, the shin capsule's tip), the shin's angle below
+    the horizontal ``phi0`` (the thigh's is 0), the foot's horizontal reach ``r0`` from the hip and depth
+    ``z0`` (< 0) below it, and the foot sphere's radius (the shin capsule's)."""
+    from pbsim.dynamics.api import forward_kinematics
+
+    _spider_check(model)
+    q = np.array(model.neutral(), dtype=np.float64)
+    if model.nb and model.jtype[0] == FREE:
+        q[0:3], q[3:7] = 0.0, (1.0, 0.0, 0.0, 0.0)
+    T = forward_kinematics(model, q)
+    g = next(g for g in model.geoms if g.name in ("shin0_collision", "shin0_visual"))
+    hip = T[model.body_names.index("thigh0"), :3, 3]
+    knee = T[model.body_names.index("shin0"), :3, 3]
+    Ts = T[model.body_names.index("shin0")]
+    foot = Ts[:3, :3] @ (2.0 * np.asarray(g.p, float)) + Ts[:3, 3]
+    d = (knee - hip) * np.array([1.0, 1.0, 0.0])
+    d /= np.linalg.norm(d)
+    r = lambda p: float((p - hip) @ d)  # noqa: E731
+    return dict(L1=float(np.linalg.norm(knee - hip)), L2=float(np.linalg.norm(foot - knee)),
+                phi0=float(np.arctan2(-(foot - knee)[2], r(foot) - r(knee))), r0=r(foot), z0=float(foot[2] - hip[2]),
+                radius=float(g.size[0]))  # fmt: skip
+
+
+def spider_leg_ik(geom, dz, dr=0.0) -> np.ndarray:
+    """(len(dz), 2) (pitch, knee) angles of a spider leg that put its foot ``dz`` higher (``dz`` > 0:
+    the torso lower over a fixed foot) and ``dr`` farther out from the hip than in the neutral pose,
+    in the leg's vertical plane (closed-form two-link IK, the knee-up branch of the stance)."""
+    L1, L2, phi0 = geom["L1"], geom["L2"], geom["phi0"]
+    dz = np.atleast_1d(np.asarray(dz, dtype=np.float64))
+    r = geom["r0"] + np.broadcast_to(np.asarray(dr, dtype=np.float64), dz.shape)
+    z = geom["z0"] + dz
+    D2 = r * r + z * z
+    c = (D2 - L1 * L1 - L2 * L2) / (2 * L1 * L2)
+    if np.any(np.abs(c) > 1.0):
+        raise InputError(f"spider foot target out of the leg's reach (dz {dz[np.argmax(np.abs(c))]:+.3f} m)")
+    psi = np.arccos(c)  # the shin's angle to the thigh (phi0 at the stance)
+    pitch = np.arctan2(-z, r) - np.arctan2(L2 * np.sin(psi), L1 + L2 * np.cos(psi))
+    return np.stack([pitch, psi - phi0], axis=-1)
+
+
+def _spider_dofs(model):
+    return {k: [int(model.iq[model.joint_index(n)]) for n in (f"hip{k}_0", f"hip{k}_1", f"knee{k}")] for k in range(4)}
+
+
+def _spider_stance(model, geom) -> np.ndarray:
+    """The neutral pose (legs spread, thighs level) with the feet on the plane z = 0 (as
+    ``pbsim_models.creatures.spider_standing``)."""
+    q = np.array(model.neutral(), dtype=np.float64)
+    if model.nb and model.jtype[0] == FREE:
+        q[0:3], q[3:7] = (0.0, 0.0, geom["radius"] - geom["z0"]), (1.0, 0.0, 0.0, 0.0)
+    return q
+
+
+def spider_jump(model, period=2.0, crouch=0.1, extend=0.04, t_crouch=0.8, t_push=0.1, t_tuck=0.3, **kw) -> Reference:
+    """A symmetric jump of our own for ``pbsim_models.spider`` (paper 002's Spider is not described;
+    this is our substitute; 5 jumps in 10 s at the default ``period`` of 2 s): all four legs crouch
+    and extend together on the cycle of :func:`jump_profile` (crouch ``crouch`` m over ``t_crouch``
+    s, push to ``extend`` m beyond the stance in ``t_push`` s, fold back in the air), each foot kept
+    over its ground point by the leg's two-link IK (:func:`spider_leg_ik`: pitch and knee; yaw 0).
+    Every leg takes the same angles, so the reference is exactly symmetric under the spider's
+    quarter turn and both mirror planes.  The free root's target (``root="hog"``) is the torso over
+    the feet minus the crouch.  Track it with SPD, e.g. ``kp = 30 M``, ``kd = 0.3 M`` (measured on a
+    plane, mu 0.8, passive root: pbfd at dt 5 ms lifts the torso 0.17 m, the feet 0.16 m clear of
+    the ground; nmdp at 5 ms 0.08 m, feet 0.065 m clear; with the default ``kd = M`` 0.05 m, 0.02 m)."""
+    geom = spider_leg_geometry(model)
+    q0 = _spider_stance(model, geom)
+    grid = np.linspace(-extend, crouch, max(8, int(np.ceil((crouch + extend) / 0.002)) + 1))
+    table = spider_leg_ik(geom, grid)
+    dofs = _spider_dofs(model)
+    prof = dict(period=period, crouch=crouch, extend=extend, t_crouch=t_crouch, t_push=t_push, t_tuck=t_tuck)
+    h0 = float(q0[2])
+
+    def q(t):
+        out = q0.copy()
+        dz = jump_profile(t, **prof)
+        a, k = np.interp(dz, grid, table[:, 0]), np.interp(dz, grid, table[:, 1])
+        for leg in range(4):
+            out[dofs[leg][0]], out[dofs[leg][2]] = a, k
+        _root(model, out, [0.0, 0.0, h0 - dz], [0.0, 0.0, 0.0])
+        return out
+
+    return Reference(model, q=q, **kw)
+
+
+def spider_walk(model, period=1.0, sweep=0.3, lift=0.06, blend=1.0, **kw) -> Reference:
+    """A trot of our own for ``pbsim_models.spider`` (our substitute for paper 002's Spider): the
+    diagonal pairs (legs 0 +x+y and 2 -x-y; legs 1 and 3) half a ``period`` apart; per leg the hip
+    yaw follows ``sweep cos(phase)`` (left legs about +z, right legs about -z: the feet move back
+    along -x in stance, pushing the torso to +x), and while ``sin(phase) > 0`` (swing) the foot
+    rises by ``lift sin(phase)`` m over the hip by the leg's IK (:func:`spider_leg_ik`); amplitudes
+    blend in over the first ``blend`` seconds.  Commanded speed: the stance feet's sweep along x per
+    half period (0.35 m/s at the defaults; tracked with slip: kp = 30 M, kd = 0.3 M, passive root,
+    plane mu 0.8: nmdp at 5 ms walks 0.79 m in 4 s, pbfd 0.41 m).  The free root's target
+    (``root="hog"``) advances at it."""
+    geom = spider_leg_geometry(model)
+    q0 = _spider_stance(model, geom)
+    dofs = _spider_dofs(model)
+    grid = np.linspace(0.0, lift, 41) if lift > 0 else np.zeros(2)
+    table = spider_leg_ik(geom, grid)
+    # a foot at reach r0 turned about its hip's vertical axis (legs at 45, 135, ... deg) moves along x by
+    # 2 r0 sin(45 deg) sin(sweep) over one stance
+    speed = 2.0 * geom["r0"] * np.sin(0.25 * np.pi) * np.sin(sweep) / (0.5 * period)
+    h0 = float(q0[2])
+
+    def q(t):
+        out = q0.copy()
+        t = max(float(t), 0.0)
+        w = _smooth(t / blend) if blend > 0 else 1.0
+        for leg in range(4):
+            ph = 2.0 * np.pi * t / period + (0.0 if leg in (0, 2) else np.pi)
+            up = w * lift * max(0.0, np.sin(ph))
+            a, k = (np.interp(up, grid, table[:, c]) for c in (0, 1))
+            out[dofs[leg][0]], out[dofs[leg][2]] = a, k
+            out[dofs[leg][1]] = w * (1.0 if leg in (0, 1) else -1.0) * sweep * np.cos(ph)
+        _root(model, out, [speed * t, 0.0, h0], [0.0, 0.0, 0.0])
+        return out
+
+    return Reference(model, q=q, **kw)

@@ -1,6 +1,7 @@
 """pbsim.control.motions: discovery and make_motion, `pbsim rollout/view --motion`, and the Robosimian
-jump (mirror-symmetric; leaves the ground and stays upright under pbfd).  The Robosimian tests skip
-when ../shared is absent."""
+jump (mirror-symmetric; leaves the ground and stays upright under pbfd), the generated spider's jump
+and trot (well-formed: periodic, symmetric; no simulation).  The Robosimian tests skip when
+../shared is absent."""
 
 from __future__ import annotations
 
@@ -135,3 +136,68 @@ def test_robosimian_jump_leaves_the_ground_upright_pbfd():
     assert clearance.max() > 0.01, clearance.max()
     tilt = np.degrees(np.arccos(np.clip(1 - 2 * (Q[:, 4] ** 2 + Q[:, 5] ** 2), -1, 1)))
     assert tilt.max() < 1.0, tilt.max()
+
+
+# ---------------------------------------------------------------- the spider (our substitute for paper 002's Spider)
+def test_spider_motions_are_registered_and_well_formed():
+    import pbsim_models
+    from pbsim_models.creatures import spider_standing
+
+    m = pbsim_models.spider()
+    assert {"spider_jump", "spider_walk"} <= set(motions.motion_names())
+    for name in ("spider_jump", "spider_walk"):
+        ref = motions.make_motion(m, name, kp=30 * 4.0, kd=0.3 * 4.0, root="passive", dt=0.01)
+        Q = np.array([ref.q_at(t) for t in np.linspace(0.0, 4.0, 81)])
+        assert Q.shape == (81, m.nq) and np.isfinite(Q).all()
+        assert np.allclose(Q[0], spider_standing(m), atol=1e-12)  # starts standing on the plane, at rest
+        c = ref.control(0.5)
+        assert c.mode == "spd" and np.allclose(c.kp[:6], 0.0) and np.allclose(c.kp[6:], 120.0)
+        assert np.isfinite(c.v_ref).all() and c.q_ref.shape == (m.nq,)
+    with pytest.raises(InputError, match="not a pbsim_models.spider"):
+        motions.spider_jump(pbsim_models.by_name("chain10"))
+
+
+def test_spider_jump_is_periodic_symmetric_and_keeps_the_feet_over_their_ground_points():
+    import pbsim_models
+    from pbsim_models.creatures import spider_contact_points
+
+    m = pbsim_models.spider()
+    ref = motions.spider_jump(m)  # period 2 s, crouch 0.1 m, extend 0.04 m
+    pts = spider_contact_points(m)
+    feet = np.arange(8, 16, 2)  # the shin tips
+    legs = [[m.idx_q(f"hip{k}_0").start, m.idx_q(f"hip{k}_1").start, m.idx_q(f"knee{k}").start] for k in range(4)]
+    S = np.array([[1, 1, 1], [-1, 1, 1], [-1, -1, 1], [1, -1, 1.0]])  # legs 0..3 mirrored onto leg 0
+    dz = []
+    for t in np.linspace(0.0, 2.0, 41):
+        q = ref.q_at(t)
+        assert np.allclose(q, ref.q_at(t + 2.0)) and np.allclose(q, ref.q_at(t + 8.0))  # 5 jumps in 10 s
+        A = q[legs]
+        assert np.allclose(A, A[0]) and np.allclose(A[:, 1], 0.0)  # every leg the same pitch/knee, no yaw
+        q[:3], q[3:7] = 0.0, (1.0, 0.0, 0.0, 0.0)
+        T = pbsim.forward_kinematics(m, q)
+        P = np.array(
+            [T[pts["points_body"][i], :3, :3] @ pts["points_local"][i] + T[pts["points_body"][i], :3, 3] for i in feet]
+        )
+        assert np.abs(P * S - P[0]).max() < 1e-12  # mirror-symmetric front-back and left-right
+        dz.append(P[0, 2])
+        assert np.allclose(P[0, :2], [0.39698191, 0.39698191], atol=1e-6)  # the foot stays over its ground point
+    dz = np.array(dz) - dz[0]
+    assert np.isclose(dz.max(), 0.1, atol=1e-3) and np.isclose(dz.min(), -0.04, atol=1e-3)  # crouch / push
+
+
+def test_spider_walk_is_a_trot_with_the_stated_period():
+    import pbsim_models
+
+    m = pbsim_models.spider()
+    ref = motions.spider_walk(m)  # period 1 s, blended in over 1 s
+    legs = [[m.idx_q(f"hip{k}_0").start, m.idx_q(f"hip{k}_1").start, m.idx_q(f"knee{k}").start] for k in range(4)]
+    for t in np.linspace(1.0, 2.0, 21):
+        q, q1 = ref.q_at(t), ref.q_at(t + 1.0)
+        assert np.allclose(q[7:], q1[7:])  # periodic joints after the blend-in
+        assert np.allclose(q1[0] - q[0], ref.q_at(3.0)[0] - ref.q_at(2.0)[0])  # the root target advances steadily
+        A = q[legs]
+        assert np.allclose(A[0, [0, 2]], A[2, [0, 2]]) and np.allclose(A[1, [0, 2]], A[3, [0, 2]])  # diagonal pairs
+        assert np.isclose(A[0, 1], -A[2, 1]) and np.isclose(A[1, 1], -A[3, 1])  # left/right yaw mirrored
+        h = ref.q_at(t + 0.5)[legs]  # half a period later the pairs have swapped
+        assert np.allclose(h[1], A[0]) and np.allclose(h[0], A[1])  # (legs 0 and 1 are both left legs)
+    assert ref.q_at(3.0)[0] > 0.3  # the root target moves along +x
