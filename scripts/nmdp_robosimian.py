@@ -17,8 +17,16 @@ Printed: one row per run, the B-T4..B-T8 verdicts, Table I (resample to a 10 ms 
 dt per time, averaged over time); written: docs/benchmarks/nmdp_robosimian_{tilt,height,walk}.png
 (Fig. 3, 4, 5) and the raw series to --npz.
 
-    python scripts/nmdp_robosimian.py [--methods nmdp,nmdp_zo,ne_mdp] [--dts 5,10,20,25,50]
-        [--seconds 10] [--motions jump,walk] [--npz out.npz] [--plot-only out.npz]
+``--robot spider``: the same runs, verdicts and Table I for the generated ``pbsim_models.spider``
+(paper 000's spider, free torso + 4 legs x 3 hinges, 4 kg), **our substitute for the paper's
+Spider** (the paper does not describe it): plane (mu 0.8), the 16 contact points of
+``pbsim_models.creatures.spider_contact_points`` (4 feet, 4 knees, 8 torso corners), the standing
+pose on the plane, the motions :func:`~pbsim.control.motions.spider_jump` (5 jumps in 10 s) and
+:func:`~pbsim.control.motions.spider_walk` (a trot), the same gains per kg; PNGs
+docs/benchmarks/nmdp_spider_{tilt,height,walk}.png.  It needs nothing from ../shared.
+
+    python scripts/nmdp_robosimian.py [--robot robosimian|spider] [--methods nmdp,nmdp_zo,ne_mdp]
+        [--dts 5,10,20,25,50] [--seconds 10] [--motions jump,walk] [--npz out.npz] [--plot-only out.npz]
 """
 
 from __future__ import annotations
@@ -51,27 +59,45 @@ KD_PER_KG = (
 TILT_MAX = 30.0  # deg: divergence
 GRID = 0.01  # s: Table I's common grid
 OUT = ROOT / "docs" / "benchmarks"
+ROBOTS = ("robosimian", "spider")
+LABEL = {"robosimian": "Robosimian", "spider": "spider (our substitute for the paper's Spider)"}
 
 
 # ---------------------------------------------------------------- world
-def build(as_is=False):
+def build(as_is=False, robot="robosimian"):
     """(model, scene, q0): the standing pose with the lowest foot point on the plane z = 0."""
-    model = pbsim.load(str(URDF), floating_base=True)
-    if not as_is:
-        symmetrize_robosimian(model)
-    pts = sample_contact_points(model, bodies=[f"limb{k}_link7" for k in range(1, 5)])
-    scene = make_scene(model, ground="plane", mu=MU, points=pts)
-    q0 = motions.robosimian_jump(model).q_at(0.0)
+    if robot == "spider":
+        import pbsim_models
+        from pbsim.contact.points import ContactPoints
+        from pbsim_models.creatures import spider_contact_points
+
+        model = pbsim_models.spider()
+        p = spider_contact_points(model)
+        pts = ContactPoints(p["points_body"], p["points_local"], p["points_radius"])
+        scene = make_scene(model, ground="plane", mu=MU, points=pts)
+        q0 = motions.spider_jump(model).q_at(0.0)
+    else:
+        model = pbsim.load(str(URDF), floating_base=True)
+        if not as_is:
+            symmetrize_robosimian(model)
+        pts = sample_contact_points(model, bodies=[f"limb{k}_link7" for k in range(1, 5)])
+        scene = make_scene(model, ground="plane", mu=MU, points=pts)
+        q0 = motions.robosimian_jump(model).q_at(0.0)
     q0[:3] = 0.0
     X = pbsim.contact_query(model, scene, q0)["X"][0]
     q0[2] = -float((X[:, 2] - scene.contact_points().radius).min())
     return model, scene, q0
 
 
+def robot_of(model) -> str:
+    return "spider" if model.name == "spider" else "robosimian"
+
+
 def reference(model, motion, dt, kd_per_kg=None):
     M = float(model.total_mass)
     kd = (KD_PER_KG if kd_per_kg is None else kd_per_kg) * M
-    return motions.make_motion(model, f"robosimian_{motion}", kp=KP_PER_KG * M, kd=kd, root="passive", dt=dt)
+    name = f"{robot_of(model)}_{motion}"
+    return motions.make_motion(model, name, kp=KP_PER_KG * M, kd=kd, root="passive", dt=dt)
 
 
 def tilt_deg(q):
@@ -117,7 +143,7 @@ def simulate(method, model, scene, q0, motion, dt, seconds, kd_per_kg=None, **op
                 why = "torso below ground"
                 break
     A = np.array
-    return dict(method=method, motion=motion, dt=dt, t=A(t), z=A(z), x=A(x), y=A(y), tilt=A(tilt), its=A(its),
+    return dict(robot=robot_of(model), method=method, motion=motion, dt=dt, t=A(t), z=A(z), x=A(x), y=A(y), tilt=A(tilt), its=A(its),
                 amin=A(amin), wall=A(wall), conv=A(conv), why=why, n=n, done=len(t) - 1 == n and not why)  # fmt: skip
 
 
@@ -166,7 +192,7 @@ HEAD = (
 )
 
 
-def verdicts(runs, q0, T):
+def verdicts(runs, q0, T, robot="robosimian"):
     by = {}
     for r in runs:
         by.setdefault((r["motion"], r["method"]), []).append(r)
@@ -228,6 +254,17 @@ def verdicts(runs, q0, T):
             (a <= 0.5 * b) if np.isfinite(b) else None,
             f"walk distance std: nmdp {a:.4f} m, ne_mdp {b:.4f} m",
         )
+    if robot != "robosimian":  # the issue's bars for pbd_nmdp too (the Robosimian's lines above are kept as they were)
+        for mot, bar in (("jump", "<= 0.05 m and ne_mdp's >= 3x"), ("walk", "<= 1/2 ne_mdp's")):
+            if (mot, "pbd_nmdp") not in tab or (mot, "ne_mdp") not in tab:
+                continue
+            (a, _), (b, dts_ne) = tab[(mot, "pbd_nmdp")], tab[(mot, "ne_mdp")]
+            ok = None
+            if np.isfinite(a) and np.isfinite(b) and (mot == "walk" or len(dts_ne) >= 3):
+                ok = bool(a <= 0.5 * b) if mot == "walk" else bool(a <= 0.05 and b >= 3 * a)
+            what = "jump height" if mot == "jump" else "walk distance"
+            line(f"B-T6 ({mot}, pbd_nmdp)", ok, f"{what} std: pbd_nmdp {a:.4f} m, ne_mdp {b:.4f} m over "
+                 f"{len(dts_ne)} stable dts (ratio {b / a if a > 0 else np.nan:.1f}x; bar: pbd_nmdp {bar})")  # fmt: skip
     # B-T7
     for mot in ("jump", "walk"):
         for fo_m, zo_m in (("nmdp", "nmdp_zo"), ("pbd_nmdp", "pbd_nmdp_zo")):
@@ -265,11 +302,11 @@ def verdicts(runs, q0, T):
     return out, tab
 
 
-def table_one(tab):
+def table_one(tab, robot="robosimian"):
     meths = [m for m in ("ne_mdp", "pbd_nmdp", "pbd_nmdp_zo", "nmdp", "nmdp_zo") if any(k[1] == m for k in tab)]
     lines = ["| Quantity (mean over t of the std across dt) | " + " | ".join(meths) + " |",
              "|---|" + "---:|" * len(meths)]  # fmt: skip
-    for mot, lab in (("walk", "Robosimian walk dist [m]"), ("jump", "Robosimian jump height [m]")):
+    for mot, lab in (("walk", f"{LABEL[robot]} walk dist [m]"), ("jump", f"{LABEL[robot]} jump height [m]")):
         cells = []
         for m in meths:
             v, dts = tab.get((mot, m), (np.nan, []))
@@ -279,7 +316,7 @@ def table_one(tab):
 
 
 # ---------------------------------------------------------------- figures
-def plots(runs, q0, out_dir, tag=""):
+def plots(runs, q0, out_dir, tag="", robot="robosimian"):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -312,9 +349,10 @@ def plots(runs, q0, out_dir, tag=""):
             axs[0][0].set_ylim(-0.3, 0.3)
         else:
             axs[0][0].set_ylim(-0.5, 4.0)
-        fig.suptitle(title + " (x: diverged)", fontsize=9)
+        who = "" if robot == "robosimian" else f" -- {LABEL[robot]}"
+        fig.suptitle(title + who + " (x: diverged)", fontsize=9)
         fig.tight_layout()
-        p = out_dir / f"nmdp_robosimian_{'tilt' if key == 'tilt' else 'height' if key == 'z' else 'walk'}{tag}.png"
+        p = out_dir / f"nmdp_{robot}_{'tilt' if key == 'tilt' else 'height' if key == 'z' else 'walk'}{tag}.png"
         fig.savefig(p, dpi=72)
         plt.close(fig)
         written.append(p)
@@ -342,21 +380,31 @@ def load(path):
     return [runs[i] for i in sorted(runs)], z["q0"]
 
 
-def report(runs, q0, T, tag=""):
+def runs_robot(runs, default="robosimian") -> str:
+    """The robot of saved runs (those written before --robot existed are the Robosimian's); one robot only."""
+    robots = {str(r.get("robot", "robosimian")) for r in runs} or {default}
+    if len(robots) > 1:
+        sys.exit(f"runs of several robots in one report: {sorted(robots)}")
+    return robots.pop()
+
+
+def report(runs, q0, T, tag="", robot="robosimian"):
     print(f"\n{HEAD}")
     for r in runs:
         print(row(r, q0))
-    v, tab = verdicts(runs, q0, T)
+    v, tab = verdicts(runs, q0, T, robot)
     print()
     for x in v:
         print(x)
-    print("\nTable I (ours):\n" + table_one(tab))
-    for p in plots(runs, q0, OUT, tag):
+    print("\nTable I (ours" + ("" if robot == "robosimian" else f", {LABEL[robot]}") + "):\n" + table_one(tab, robot))
+    for p in plots(runs, q0, OUT, tag, robot):
         print(f"wrote {p.relative_to(ROOT)}")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--robot", choices=ROBOTS, default="robosimian",
+                    help="robosimian (../shared's URDF) or spider (pbsim_models.spider: our substitute for the paper's Spider)")  # fmt: skip
     ap.add_argument("--methods", default="nmdp,nmdp_zo,pbd_nmdp,pbd_nmdp_zo,ne_mdp",
                     help="comma list; those not registered in this tree are skipped")  # fmt: skip
     ap.add_argument("--dts", default="5,10,20,25,50", help="time steps [ms]")
@@ -373,19 +421,27 @@ def main(argv=None):
         for f in a.plot_only.split(","):
             rs, q0 = load(f)
             runs += rs
-        report(runs, q0, a.seconds, a.tag)
+        report(runs, q0, a.seconds, a.tag, runs_robot(runs, a.robot))
         return
-    if not URDF.is_file():
-        sys.exit(f"Robosimian not found at {URDF} (set PBSIM_SHARED)")
-    model, scene, q0 = build(a.as_is)
-    print(f"Robosimian {URDF.name}{' (as is)' if a.as_is else ' (symmetrized)'}: nv {model.nv}, M {model.total_mass:.2f} kg, "
-          f"{len(scene.contact_points().body)} foot points, stance torso z {q0[2]:.4f} m; kp {KP_PER_KG:g} M, kd {a.kd_per_kg:g} M")  # fmt: skip
+    if a.robot == "spider":
+        model, scene, q0 = build(robot="spider")
+        print(f"{LABEL['spider']}: pbsim_models.spider(), nv {model.nv}, M {model.total_mass:.2f} kg, "
+              f"{len(scene.contact_points().body)} contact points (4 feet, 4 knees, 8 torso corners), plane mu {MU:g}, "
+              f"stance torso z {q0[2]:.4f} m; kp {KP_PER_KG:g} M, kd {a.kd_per_kg:g} M")  # fmt: skip
+    else:
+        if not URDF.is_file():
+            sys.exit(f"Robosimian not found at {URDF} (set PBSIM_SHARED)")
+        model, scene, q0 = build(a.as_is)
+        print(f"Robosimian {URDF.name}{' (as is)' if a.as_is else ' (symmetrized)'}: nv {model.nv}, M {model.total_mass:.2f} kg, "
+              f"{len(scene.contact_points().body)} foot points, stance torso z {q0[2]:.4f} m; kp {KP_PER_KG:g} M, kd {a.kd_per_kg:g} M")  # fmt: skip
     reg = available()
     meths = [m for m in a.methods.split(",") if m]
     skipped = [m for m in meths if m not in reg]
     if skipped:
         print(f"not registered in this tree, skipped: {skipped}")
     runs = load(a.npz)[0] if a.npz and Path(a.npz).is_file() else []
+    if runs and runs_robot(runs) != a.robot:
+        sys.exit(f"{a.npz} holds runs of the {runs_robot(runs)}, not the {a.robot}: use another --npz")
     have = {(r["motion"], r["method"], round(float(r["dt"]) * 1e3, 6)) for r in runs}
     for mot in a.motions.split(","):
         for m in [m for m in meths if m in reg]:
@@ -398,7 +454,7 @@ def main(argv=None):
                 print(row(r, q0), f"({time.perf_counter() - t0:.0f} s)", flush=True)
                 if a.npz:
                     save(a.npz, runs, q0)
-    report(runs, q0, a.seconds, a.tag)
+    report(runs, q0, a.seconds, a.tag, a.robot)
 
 
 if __name__ == "__main__":
