@@ -28,6 +28,9 @@ the step and the minimum-KE impulse keeps the centre of mass where it is.  The l
 depends on h at first order -- a property of the principle with stiff implicit actuation, not of
 any one implementation.
 
+The same holds for the walk's stance push (second table): the minimum-KE friction lets the
+stance foot slide back instead of carrying the torso forward, by the same fraction.
+
     python scripts/nmdp_two_mass.py [--dts 1,5,10,20,25,50]
 """
 
@@ -65,7 +68,7 @@ def e_ref(t):
     return blend(E0 + 0.06, E0, 0.95, 1.2)
 
 
-def step_given(lam, zt, zf, V, u, h, er, edr):
+def step_given(lam, zt, zf, V, u, h, er, edr, g=g):
     """New (zt, zf, V, u) for a given foot force lam (linear: the SPD force at the new state)."""
     # unknowns V+, u+; e+ = e + h (V+ - u+)
     e = zt - zf
@@ -140,6 +143,32 @@ def run(method, h, seconds=10.0):
     return np.array(apex), float(zfs.min()), float(zfs.max())
 
 
+def stroke(method, h, mu_fric=0.8):
+    """The walk's stance push, horizontally: the foot loaded by the weight (friction capacity
+    mu (M + m) g), the leg moving the torso 0.2 m ahead of the foot over 0.5 s (smoothstep), then
+    held 0.5 s.  Friction ``lam`` in [-cap, cap]: ``nmdp`` the minimum-KE force (clipped),
+    ``lcp`` Coulomb (stick when the sticking force is within the cap).  Returns (torso
+    displacement, foot slide) [m]."""
+    cap = mu_fric * (M + m) * g
+    xt, xf, V, u = E0, 0.0, 0.0, 0.0
+    n = int(round(1.0 / h))
+    for k in range(n):
+        t = (k + 1) * h
+        x = min(t / 0.5, 1.0)
+        er, edr = E0 + 0.2 * x * x * (3 - 2 * x), (1.2 * x * (1 - x) / 0.5 if x < 1 else 0.0)
+        if method == "lcp":
+            s0 = step_given(0.0, xt, xf, V, u, h, er, edr, g=0.0)
+            s1 = step_given(1.0, xt, xf, V, u, h, er, edr, g=0.0)
+            lam = -(s0[3]) / (s1[3] - s0[3])  # the foot's new velocity is affine in lam: stick
+        else:
+            k0, k1, k2 = (ke(*step_given(y, xt, xf, V, u, h, er, edr, g=0.0)[2:]) for y in (0.0, 1.0, 2.0))
+            a = (k2 - 2 * k1 + k0) / 2.0
+            lam = -(k1 - k0 - a) / (2 * a)
+        lam = min(max(lam, -cap), cap)
+        xt, xf, V, u = step_given(lam, xt, xf, V, u, h, er, edr, g=0.0)
+    return xt - E0, xf
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dts", default="1,5,10,20,25,50", help="time steps [ms]")
@@ -155,6 +184,16 @@ def main(argv=None):
             s = 1.0 + h * (KD + h * KP) / mu
             ap_s = " ".join(f"{x:+.3f}" for x in apex) if np.isfinite(apex).all() else "diverged"
             print(f"| {method} | {ms:g} | {ap_s} | {lo * 1e3:.1f} | {hi * 1e3:.1f} | {(s - 1) / s:.2f} |")
+    print()
+    print("walk stance push (horizontal, 0.2 m over 0.5 s, foot loaded by the weight, friction 0.8):")
+    print("| method | dt [ms] | torso moved [m] | foot slid [m] | (s - 1) / s |")
+    print("|---|---:|---:|---:|---:|")
+    for method in ("lcp", "nmdp"):
+        for ms in [float(x) for x in a.dts.split(",")]:
+            h = ms / 1000.0
+            dx, slide = stroke(method, h)
+            s = 1.0 + h * (KD + h * KP) / mu
+            print(f"| {method} | {ms:g} | {dx:+.3f} | {slide:+.3f} | {(s - 1) / s:.2f} |")
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ def test_two_mass_mdp_jump_sinks_the_foot_by_the_predicted_fraction():
     """scripts/nmdp_two_mass.py (docs/benchmarks/nmdp.md, "Why the jump does not lift off"): on
     the exactly solved two-mass hopper the minimum-KE foot force lets the foot sink
     (M / (M + m)) (s - 1) / s of the 0.26 m push (within 10 %), so MDP lifts off at 1 ms and not
-    at 5 or 50 ms, while rigid contact (LCP) lifts off at every dt."""
+    at 5 or 50 ms, while rigid contact (LCP) lifts off at every dt; the same for the walk's push."""
     import nmdp_two_mass as tm
 
     mu = tm.M * tm.m / (tm.M + tm.m)
@@ -225,3 +225,8 @@ def test_two_mass_mdp_jump_sinks_the_foot_by_the_predicted_fraction():
         assert apex[0] < 0.01  # no lift-off
         assert tm.run("lcp", h, seconds=2.0)[0][0] > 0.15
     assert tm.run("nmdp", 0.001, seconds=2.0)[0][0] > 0.2
+    # the walk's stance push: Coulomb stick carries the torso the whole 0.2 m at every dt, the
+    # minimum-KE friction lets the foot slide back, more the larger the step
+    moved = [tm.stroke("nmdp", h)[0] for h in (0.001, 0.01, 0.05)]
+    assert moved[0] > moved[1] > moved[2] and moved[2] < 0.05
+    assert all(abs(tm.stroke("lcp", h)[0] - 0.2) < 1e-3 for h in (0.001, 0.05))
