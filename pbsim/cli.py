@@ -385,6 +385,17 @@ def cmd_optimize(args):
         print("wrote", args.plot)
 
 
+def _ray_options(args) -> dict:
+    """``pbsim sweep``'s Ray settings as keyword arguments of run_sweep / run_cmaes."""
+    return dict(
+        address=args.address,
+        workers=args.workers,
+        threads=args.threads,
+        max_retries=args.retries,
+        timeout=args.timeout,
+    )
+
+
 def cmd_sweep(args):
     """``pbsim sweep``: a grid of batched rollouts as Ray tasks (pbsim.sweep); one row per point in
     a CSV/Parquet file, failed and diverged points included; exit status 1 when a point failed."""
@@ -449,16 +460,7 @@ def cmd_sweep(args):
 
     t0 = time.perf_counter()
     print(f"pbsim sweep: {len(pts)} points on Ray ({args.address or 'local'}, {args.workers} workers)", flush=True)
-    rows = sw.run_sweep(
-        pts,
-        models,
-        address=args.address,
-        workers=args.workers,
-        threads=args.threads,
-        max_retries=args.retries,
-        timeout=args.timeout,
-        progress=progress,
-    )
+    rows = sw.run_sweep(pts, models, progress=progress, **_ray_options(args))
     print(f"{sw.summary(rows)}; {time.perf_counter() - t0:.1f} s wall")
     print("wrote", sw.write_rows(rows, args.out))
     if args.plot:
@@ -530,13 +532,9 @@ def _sweep_cmaes(args, fixed, models):
         popsize=args.popsize,
         sigma0=sigma,
         seed=seed,
-        address=args.address,
-        workers=args.workers,
-        threads=args.threads,
-        max_retries=args.retries,
-        timeout=args.timeout,
         progress=progress,
         callback=generation,
+        **_ray_options(args),
     )
     rows = res.rows
     print(f"{sw.summary(rows)}; {time.perf_counter() - t0:.1f} s wall; stop: {res.stop}")
