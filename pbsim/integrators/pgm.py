@@ -444,7 +444,7 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
         r2 = 0.0
         for j in range(nv):
             r2 += G[j] * G[j]
-        r2 = np.sqrt(r2)
+        r2 = math.sqrt(r2)
         if r2 < (1.0 - 1e-4 * sc) * r2acc:  # decrease of |G|_2 (the first iterate: inf) accepts
             racc = r
             r2acc = r2

@@ -316,3 +316,29 @@ else:
         pytest.skip("the CUDA toolkit libraries are present (test_real_cuda_target_compiles_to_ptx covers it)")
     assert "DEVICE_ERROR the CUDA toolkit libraries are missing: lib" in r.stdout, r.stdout + r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+def test_kernels_call_no_numpy_ufunc():
+    """No kernel calls a numpy function other than a dtype constructor (``np.int64(b)``):
+    numba-cuda's real target has no ufunc table for them.  On an H200 (2026-11-26) ``np.sqrt``
+    in ``pgm_project`` failed to compile for the device (``KeyError: <ufunc 'sqrt'>``) while the
+    CUDA simulator, which runs the twins as Python, passed it; ``math.sqrt`` compiles on both."""
+    import importlib
+    import inspect
+    import pkgutil
+    import re
+
+    import pbsim
+    from pbsim.backends import kernel as K
+
+    for mod in pkgutil.walk_packages(pbsim.__path__, "pbsim."):
+        if not mod.name.endswith("__main__"):
+            importlib.import_module(mod.name)
+    dtypes = {"int64", "int32", "float64", "float32", "uint64", "bool_"}
+    calls = re.compile(r"\bnp\.([A-Za-z_0-9]+)\s*\(")
+    bad = []
+    for f in list(K._PY_FUNCS.values()):
+        for name in calls.findall(inspect.getsource(f)):
+            if name not in dtypes:
+                bad.append(f"{f.__module__}.{f.__qualname__}: np.{name}")
+    assert len(K._PY_FUNCS) > 200 and not bad, bad
