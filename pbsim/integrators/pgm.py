@@ -119,7 +119,7 @@ from pbsim.integrators.base import Integrator
 from pbsim.integrators.nmdp_wrench import MARGIN, WRENCH_OPTIONS, wrench_parameters
 from pbsim.integrators.options import Option
 from pbsim.integrators.pbad.order2 import rotate_by_exp_transpose
-from pbsim.optim.linalg import gram_symmetric, inf_norm, lu_factor, lu_solve, lu_solve_rows
+from pbsim.optim.linalg import dot, gram_symmetric, inf_norm, lu_factor, lu_solve, lu_solve_rows, matvec_add
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as, qp_work_as
 
 PROJ_MAX = 50  # Newton steps of one manifold projection
@@ -441,10 +441,7 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
             ok = True
             racc = r
             break
-        r2 = 0.0
-        for j in range(nv):
-            r2 += G[j] * G[j]
-        r2 = math.sqrt(r2)
+        r2 = math.sqrt(dot(G, G, nv))
         if r2 < (1.0 - 1e-4 * sc) * r2acc:  # decrease of |G|_2 (the first iterate: inf) accepts
             racc = r
             r2acc = r2
@@ -538,30 +535,13 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
             rr = ci * V + i
             for j in range(nv):
                 D[rr, j] *= scale
-    for rr in range(n):  # H D (four rows of H at a time, each sum in the order of j)
-        i = 0
-        while i + 4 <= nv:
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for j in range(nv):
-                dj = D[rr, j]
-                s0 += M[i, j] * dj
-                s1 += M[i + 1, j] * dj
-                s2 += M[i + 2, j] * dj
-                s3 += M[i + 3, j] * dj
-            HX[rr, i] = s0 * ih2
-            HX[rr, i + 1] = s1 * ih2
-            HX[rr, i + 2] = s2 * ih2
-            HX[rr, i + 3] = s3 * ih2
-            i += 4
-        while i < nv:
-            sacc = 0.0
-            for j in range(nv):
-                sacc += M[i, j] * D[rr, j]
-            HX[rr, i] = sacc * ih2
-            i += 1
+    for rr in range(n):  # H D, row by row of D: HX[rr] = (H D[rr]) / h^2
+        HXr = HX[rr]
+        for i in range(nv):
+            HXr[i] = 0.0
+        matvec_add(M, D[rr], HXr, nv, nv)
+        for i in range(nv):
+            HXr[i] *= ih2
     QA = x.QA[b]
     sig = gram_symmetric(D, HX, n, nv, QA)
     if not (sig > 0.0):
@@ -571,37 +551,12 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
         QA[rr, rr] += prox
     inv = 1.0 / (sig + prox)
     qb = x.qb[b]
-    rr = 0
-    while rr + 4 <= n:  # -(D^T geff + QA u) / (sig + prox), four rows at a time (each sum in its order)
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for j in range(nv):
-            gj = geff[j]
-            s0 += gj * D[rr, j]
-            s1 += gj * D[rr + 1, j]
-            s2 += gj * D[rr + 2, j]
-            s3 += gj * D[rr + 3, j]
-        for cc in range(n):
-            uc = u[cc]
-            s0 += QA[rr, cc] * uc
-            s1 += QA[rr + 1, cc] * uc
-            s2 += QA[rr + 2, cc] * uc
-            s3 += QA[rr + 3, cc] * uc
-        qb[rr] = -s0 * inv
-        qb[rr + 1] = -s1 * inv
-        qb[rr + 2] = -s2 * inv
-        qb[rr + 3] = -s3 * inv
-        rr += 4
-    while rr < n:
-        sacc = 0.0
-        for j in range(nv):
-            sacc += geff[j] * D[rr, j]
-        for cc in range(n):
-            sacc += QA[rr, cc] * u[cc]
-        qb[rr] = -sacc * inv
-        rr += 1
+    for rr in range(n):  # -(D^T geff + QA u) / (sig + prox)
+        qb[rr] = 0.0
+    matvec_add(D, geff, qb, n, nv)
+    matvec_add(QA, u, qb, n, n)
+    for rr in range(n):
+        qb[rr] = -qb[rr] * inv
     for rr in range(n):
         for cc in range(n):
             QA[rr, cc] *= inv

@@ -58,6 +58,36 @@ def dot(x, y, n):
 
 
 @kernel
+def matvec_add(A, x, y, n, m):
+    """``y[i] += A[i, :m] . x[:m]`` for ``i < n``, four rows at a time: each sum starts from
+    ``y[i]`` and adds in the order of j (the same numbers as one row at a time, four independent
+    add chains instead of one's latency)."""
+    i = 0
+    while i + 4 <= n:
+        s0 = y[i]
+        s1 = y[i + 1]
+        s2 = y[i + 2]
+        s3 = y[i + 3]
+        for j in range(m):
+            xj = x[j]
+            s0 += A[i, j] * xj
+            s1 += A[i + 1, j] * xj
+            s2 += A[i + 2, j] * xj
+            s3 += A[i + 3, j] * xj
+        y[i] = s0
+        y[i + 1] = s1
+        y[i + 2] = s2
+        y[i + 3] = s3
+        i += 4
+    while i < n:
+        s = y[i]
+        for j in range(m):
+            s += A[i, j] * x[j]
+        y[i] = s
+        i += 1
+
+
+@kernel
 def gram_symmetric(P, Q, n, m, out):
     """``out[r, c] = out[c, r] = P[r, :m] . Q[c, :m]`` for ``r <= c < n``: ``P Q^T`` where that is
     symmetric (``Q = P S``, S symmetric: ``X^T H X`` from X and H X).  Returns its largest

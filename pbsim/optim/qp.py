@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.optim.linalg import cholesky_solve
+from pbsim.optim.linalg import cholesky_solve, matvec_add
 
 QP_BOX, QP_CONE, QP_SIMPLEX = 0, 1, 2
 
@@ -138,30 +138,10 @@ def qp_project(x, lo, hi, bstart, btype, mu):
 
 @kernel
 def qp_gradient(A, x, b, y, n):
-    """y = A x + b (four rows at a time: each sum in the order of j, four independent chains)."""
-    i = 0
-    while i + 4 <= n:
-        s0 = b[i]
-        s1 = b[i + 1]
-        s2 = b[i + 2]
-        s3 = b[i + 3]
-        for j in range(n):
-            xj = x[j]
-            s0 += A[i, j] * xj
-            s1 += A[i + 1, j] * xj
-            s2 += A[i + 2, j] * xj
-            s3 += A[i + 3, j] * xj
-        y[i] = s0
-        y[i + 1] = s1
-        y[i + 2] = s2
-        y[i + 3] = s3
-        i += 4
-    while i < n:
-        s = b[i]
-        for j in range(n):
-            s += A[i, j] * x[j]
-        y[i] = s
-        i += 1
+    """y = A x + b (:func:`pbsim.optim.linalg.matvec_add` from y = b)."""
+    for i in range(n):
+        y[i] = b[i]
+    matvec_add(A, x, y, n, n)
 
 
 @kernel
