@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pbsim
 import pbsim_models
 from conftest import batch_equals_step, euler_steps_without_contact, run_cudasim_twin
 from pbsim.contact import Plane, Scene, make_scene, sample_contact_points
@@ -257,3 +258,45 @@ def test_effort_clamping_matches_ne_dry():
         a, _ = ne.step(a, ctl, 0.01)
         b, _ = nd.step(b, ctl, 0.01)
     assert np.allclose(a.q, b.q, atol=1e-12) and np.allclose(a.v, b.v, atol=1e-12)
+
+
+@pytest.mark.parametrize("spd", ["tan", "backward"])
+def test_stable_pd_forms(spd):
+    """``spd="tan"`` (default): Tan et al.'s ``-Kp (q + dt v - qbar) - Kd v+``; ``spd="backward"``: at
+    the new state, ``-Kp (q + dt v+ - qbar) - Kd v+`` (nmdp's).  Without contact one step is semi-
+    implicit Euler with that torque (joint damping implicit): ``RNEA(q, v, (v+ - v) / dt) = tau``."""
+    model = pbsim_models.chain(4, damping=0.05)
+    kp, kd, dt = 30.0, 0.5, 0.02
+    qbar = np.array([-0.5, 0.2, 0.1, -0.3])
+    ctl = Control(mode="spd", kp=kp, kd=kd, q_ref=qbar)
+    q, v = np.array([0.4, -0.3, 0.2, 0.1]), np.array([0.5, -1.0, 0.3, 2.0])
+    s, _ = make("ne_mdp", model, spd=spd).step(State.make(model, q, v), ctl, dt)
+    vn = s.v[0]
+    qpos = q + dt * (vn if spd == "backward" else v)
+    tau = -kp * (qpos - qbar) - kd * vn - model.damping * vn
+    assert np.allclose(pbsim.rnea(model, q, v, (vn - v) / dt), tau, rtol=1e-10, atol=1e-10)
+    assert np.allclose(s.q[0], q + dt * vn, atol=1e-12)
+
+
+def test_tan_spd_diverges_on_a_light_link_where_backward_spd_does_not():
+    """Tan's SPD step map on a hinge of inertia I has the eigenvalue ~ (I - dt^2 Kp) / (I + dt Kd)
+    below -1 once dt^2 Kp > 2 I + dt Kd (the Robosimian's feet under kp = 30 M, kd = 0.3 M above
+    7 ms: ne_mdp's divergence threshold); at the new state the step is backward Euler's, stable."""
+    model = pbsim_models.chain(1)
+    I = float(pbsim.crba(model, model.neutral())[0, 0])
+    dt, kd = 0.01, 0.1 * I / 0.01
+    kp = 4.0 * (2.0 * I + dt * kd) / dt**2
+    ctl = Control(mode="spd", kp=kp, kd=kd, q_ref=np.zeros(1))
+    out = {}
+    for spd in ("tan", "backward"):
+        integ = make("ne_mdp", model, spd=spd)
+        s = State.make(model, np.array([0.1]))
+        for _ in range(40):
+            s, _ = integ.step(s, ctl, dt)
+        out[spd] = abs(float(s.q[0, 0])) if np.isfinite(s.q).all() else np.inf
+    assert out["tan"] > 1.0 and out["backward"] < 0.1, out
+
+
+def test_spd_option_is_checked():
+    with pytest.raises(InputError, match="spd"):
+        make("ne_mdp", pbsim_models.chain(1), spd="implicit")

@@ -195,6 +195,21 @@ def test_bt3_incline_35deg_slides_at_g_sin_minus_mu_cos(method, dt):
     assert abs(r["acc"] - want) <= 0.1 * want  # measured: 1.6088 vs 1.6088 (docs/benchmarks/nmdp.md)
 
 
+@pytest.mark.parametrize("method", ["nmdp_zo", "pbd_nmdp_zo"])
+def test_zo_at_50ms_slides_and_sticks_without_sub_steps(method):
+    """B-T3 at 50 ms for the zeroth-order forms, and B-T7's concern (Algorithm 2 should rarely
+    halve): the chord projection's natural-monotonicity merit and its step cut to ``max_step``
+    (pgm.py) need no sub-step here; measured with the |G|_2 merit (a failure at max_step): 10 %
+    (nmdp_zo) / 23 % (pbd_nmdp_zo) of the sliding steps and 2 % of the sticking ones halved."""
+    want = G * (np.sin(np.radians(35)) - 0.5 * np.cos(np.radians(35)))
+    r = slide(method, 50e-3)
+    assert r["conv"].all() and (r["amin"] == 1.0).all()
+    assert abs(r["acc"] - want) <= 0.1 * want  # measured 1.609
+    r = stick(method, 50e-3)
+    assert r["conv"].all() and (r["amin"] == 1.0).all()
+    assert r["creep"] < 1e-3  # measured 0.58 mm
+
+
 def test_zo_sticks_at_20deg():
     r = stick("nmdp_zo", 5e-3)
     assert r["conv"].all() and r["creep"] < 1e-3

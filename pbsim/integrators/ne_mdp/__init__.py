@@ -15,7 +15,11 @@ weight at the scene's delta_ref, 5 mm), ``zeta`` (capacity of candidate points o
 None: ``1e-3 k delta_ref^3``), ``vx`` (friction directions per point, >= 3; default 4), ``margin``
 (contact set: points within this of the environment at q or at the predicted ``q (+) dt v``; 2 cm),
 ``max_iterations`` (QP iteration cap; 10000) and ``tol`` (QP KKT residual, in units of the step's largest capacity; 1e-6),
-``on_fail`` (a step whose QP did not converge: "warn", "raise" or "ignore").  mu is the scene's.
+``on_fail`` (a step whose QP did not converge: "warn", "raise" or "ignore"), ``spd`` (stable PD:
+"tan", Tan et al.'s ``-Kp (q + dt v - qbar) - Kd (v+ - vbar)``, the note's B2 baseline, or "backward",
+at the new state ``-Kp (q + dt v+ - qbar) - Kd (v+ - vbar)`` as in nmdp / pbd_nmdp; Tan's is unstable
+on a light link once ``dt Kp`` exceeds about ``Kd``: with the Robosimian's feet and gains that is
+ne_mdp's 7 ms divergence threshold, docs/benchmarks/nmdp.md).  mu is the scene's.
 Diagnostics: iterations = QP iterations, residual = its KKT residual, converged = the QP reached
 ``tol`` (False also when the mass matrix could not be factored), ``extra["active_contacts"]``: the
 candidate points of the step.
@@ -31,7 +35,8 @@ import numpy as np
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, Option, StepSpec, register
-from pbsim.integrators.ne_mdp.step import BATCHED, NeMdpX, make_ne_mdp_extra, ne_mdp_step  # noqa: F401
+from pbsim.integrators.ne_mdp.step import (BATCHED, SPD_BACKWARD, SPD_TAN, NeMdpX,  # noqa: F401
+                                          make_ne_mdp_extra, ne_mdp_step)
 from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
 
 MAX_ITERATIONS = 10000  # QP iteration cap (degenerate steps, every capacity saturated while settling, took up to ~2000)
@@ -46,7 +51,7 @@ def _extra(integrator, B):
     I = integrator
     return make_ne_mdp_extra(
         I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin,
-        I.max_iterations, I.tol,
+        I.max_iterations, I.tol, SPD_BACKWARD if I.spd == "backward" else SPD_TAN,
     )  # fmt: skip
 
 
@@ -62,6 +67,8 @@ class NeMdp(Integrator):
         Option("tol", TOL, "QP tolerance: KKT (natural) residual of the vertex forces / the step's largest "
                "capacity", "float"),
         Option("on_fail", "warn", "what a step whose QP did not converge does", "str", ("warn", "raise", "ignore")),
+        Option("spd", "tan", "stable PD: Tan et al.'s (dt Kd implicit; the note's B2 baseline) or 'backward' "
+               "(at the new state, dt Kd + dt^2 Kp implicit, as nmdp)", "str", ("tan", "backward")),
     )  # fmt: skip
     STEP = StepSpec(ne_mdp_step, extra=_extra, batched=BATCHED, info="info")
 
@@ -81,6 +88,7 @@ class NeMdp(Integrator):
             raise InputError(f"ne_mdp: tol must be a finite number > 0, got {self.tol!r}")
         self.tol = float(self.tol)
         self.on_fail = options.get("on_fail", "warn")
+        self.spd = options.get("spd", "tan")
         self.frame = tangent_frame(model)
 
     def _step(self, state, control, dt):

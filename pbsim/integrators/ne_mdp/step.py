@@ -5,7 +5,9 @@ maximal dissipation principle, one convex QP per step.
 One step of trajectory b, with ``H = M(q)`` (CRBA, armature included), ``C = h(q, v)`` (RNEA's
 Coriolis, centrifugal and gravity terms), ``tau`` and the implicit diagonal ``arm`` of
 :func:`pbsim.control.solve.joint_forces` (stable PD ``dt Kd``, implicit damping, passive springs /
-friction / joint limits: ``H^ = H + diag(arm)``, what MABA adds to ABA's D)::
+friction / joint limits: ``H^ = H + diag(arm)``, what MABA adds to ABA's D; with the option
+``spd="backward"`` SPD's ``arm`` also takes ``dt^2 Kp``: its torque is then ``-Kp (q + dt v+ - qbar)
+- Kd (v+ - vbar)``, at the new state, as in nmdp)::
 
     v(w) = v + dt H^^-1 (tau - C + sum_x J_x^T V_x w_x)      (V_x: 3 x V vertex matrix at q)
     w*   = argmin 1/2 v(w)^T H v(w)   s.t. w_x >= 0, 1^T w_x <= 1 per contact point
@@ -46,6 +48,7 @@ from pbsim.backends.kernel import kernel
 from pbsim.contact.depth import predicted_depths_state
 from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction
 from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.control.control import SPD
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
@@ -60,11 +63,12 @@ from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 # the columns dt H^^-1 J^T v^i and H X_i; A (MP, MP), g, w (MP) the QP; lo, hi (MP) unused bounds;
 # bstart (P + 1), btype (P), bmu (P) its blocks; qw (qp_work_as) its scratch; qinfo (4) its info;
 # info (4) [QP iterations, residual, converged, candidates]; F (3, 3) the up frame of the tangent
-# basis; k, zeta, mu, vx, margin, maxit, tol: the options.
+# basis; k, zeta, mu, vx, margin, maxit, tol, spd: the options.
+SPD_TAN, SPD_BACKWARD = 0, 1  # the spd option: Tan et al.'s stable PD / at the new state (backward Euler)
 NeMdpX = namedtuple(
     "NeMdpX",
     "H L h rhs vs dv zero qp sdp act pos nrm cap X HX A g w lo hi bstart btype bmu qw qinfo info "
-    "F k zeta mu vx margin maxit tol",
+    "F k zeta mu vx margin maxit tol spd",
 )
 BATCHED = (
     "H", "L", "h", "rhs", "vs", "dv", "zero", "qp", "sdp", "act", "pos", "nrm", "cap", "X", "HX", "A", "g", "w",
@@ -72,7 +76,7 @@ BATCHED = (
 )  # fmt: skip
 
 
-def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol) -> NeMdpX:
+def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, spd=SPD_TAN) -> NeMdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
     nv = max(model.nv, 1)
     P = max(int(npts), 1)
@@ -86,7 +90,7 @@ def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol) ->
         np.full((B, MP), -np.inf), np.full((B, MP), np.inf), z((B, P + 1), np.int64),
         np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, *qp_work_as(MP, 2 * nv + 16).shape)), z((B, 4)), z((B, 4)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), int(vx), float(margin),
-        int(maxit), float(tol),
+        int(maxit), float(tol), int(spd),
     )  # fmt: skip
 
 
@@ -216,6 +220,11 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     qb = q[b]
     vb = v[b]
     joint_forces(m, c, w, sw, b, qb, vb, dt, True)
+    if x.spd == SPD_BACKWARD and c.mode == SPD:  # -Kp (q + dt v+ - qbar) - Kd (v+ - vbar): adds dt^2 Kp to Tan's dt Kd
+        bp = b if c.kp.shape[0] > 1 else 0
+        for j in range(nv):
+            sw.arm[b, j] += dt * dt * c.kp[bp, j]
+            sw.kc[b, j] += dt * dt * c.kp[bp, j]  # the control's own implicit term (effort clamping)
     nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 else 0
     bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     H = x.H[b]
