@@ -382,3 +382,27 @@ def test_pgm_step_on_cuda_backend_cudasim(tmp_path, method):
     assert set(diffs) == {"q", "v", "e"}, out
     assert max(diffs.values()) <= 1e-10, diffs
     assert "ITER same" in out, out
+
+
+def test_robosimian_script_measures_jump_apexes_and_step_cost_as_documented():
+    """scripts/nmdp_robosimian.py's B-T4 apex: the highest point from the push (0.8 s into each 2 s
+    period) to the period's end, so the initial standing pose at t = 0 is no apex, and every full
+    period counts even when float steps end at 9.99999 s; B-T8 compares the step cost only where
+    ne_mdp completed."""
+    import nmdp_robosimian as R
+
+    t = np.arange(0.0, 10.0 + 1e-9, 0.01) * (1 - 1e-12)  # t[-1] = 9.99999...
+    z = np.where((t % 2.0) > 0.8, 0.85 + 0.01 * np.sin(np.pi * ((t % 2.0) - 0.8) / 1.2), 0.80)
+    z[0] = 0.933  # the initial stance, above every later apex (no lift-off)
+    ap = R.apexes(dict(t=t, z=z))
+    assert len(ap) == 5 and np.ptp(ap) < 1e-6 and abs(ap[0] - 0.86) < 1e-4
+
+    def run(method, dt, done, wall):
+        return dict(method=method, motion="walk", dt=dt, done=done, why="" if done else "NaN", wall=np.full(3, wall), t=t, x=t, z=z,
+                    tilt=np.zeros_like(t), its=np.ones(3), amin=np.ones(3))  # fmt: skip
+
+    runs = [run("nmdp", 0.005, True, 4e-3), run("ne_mdp", 0.005, True, 1e-3),
+            run("nmdp", 0.05, True, 9e-3), run("ne_mdp", 0.05, False, 1e-4)]  # fmt: skip
+    lines, _ = R.verdicts(runs, None, 10.0)
+    bt8 = [x for x in lines if x.startswith("B-T8 (nmdp walk")]
+    assert len(bt8) == 1 and "PASS" in bt8[0] and "5 ms 4.0x" in bt8[0] and "50 ms n/a" in bt8[0]
