@@ -63,8 +63,9 @@ ROBOTS = ("robosimian", "spider")
 LABEL = {"robosimian": "Robosimian", "spider": "spider (our substitute for the paper's Spider)"}
 # method names of this script that are an integrator with options: ne_mdp with its stable PD at the
 # new state (as nmdp's), the like-for-like baseline for Table I (the default ne_mdp is Tan's SPD)
-VARIANTS = {"ne_mdp_be": ("ne_mdp", {"spd": "backward"})}
-ORDER = ["nmdp", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo", "ne_mdp", "ne_mdp_be"]
+# nmdp_step: nmdp with the kinetic energy in the step's metric (metric="step")
+VARIANTS = {"ne_mdp_be": ("ne_mdp", {"spd": "backward"}), "nmdp_step": ("nmdp", {"metric": "step"})}
+ORDER = ["nmdp", "nmdp_step", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo", "ne_mdp", "ne_mdp_be"]
 
 
 # ---------------------------------------------------------------- world
@@ -115,7 +116,7 @@ def simulate(method, model, scene, q0, motion, dt, seconds, kd_per_kg=None, **op
     """One run: per-step series and whether (and why) it diverged."""
     ref = reference(model, motion, dt, kd_per_kg)
     name, extra = VARIANTS.get(method, (method, {}))
-    if name in ("nmdp", "nmdp_zo", "ne_mdp", "pbd_nmdp", "pbd_nmdp_zo"):
+    if name in ("nmdp", "nmdp_zo", "ne_mdp", "pbd_nmdp", "pbd_nmdp_zo"):  # (a variant's name is one of these)
         opts = {"on_fail": "ignore", **extra, **opts}
     integ = make(name, model, scene, **opts)
     s = State.make(model, q0)
@@ -209,7 +210,7 @@ def verdicts(runs, q0, T, robot="robosimian"):
     def line(name, ok, text):
         out.append(f"{name}: {'PASS' if ok else 'FAIL' if ok is not None else 'n/a'} -- {text}")
 
-    fo = [m for m in ("nmdp", "pbd_nmdp") if ("jump", m) in by]
+    fo = [m for m in ("nmdp", "pbd_nmdp", "nmdp_step") if ("jump", m) in by]
     for m in fo:  # B-T4
         rs = sorted(by[("jump", m)], key=lambda r: r["dt"])
         parts, ok = [], True
@@ -275,17 +276,18 @@ def verdicts(runs, q0, T, robot="robosimian"):
             line(f"B-T6 ({mot}, like for like)", None,
                  f"{m} {a:.4f} m vs ne_mdp_be (SPD at the new state) {b:.4f} m over the same "
                  f"{','.join(f'{d * 1e3:g}' for d in common)} ms (ratio {b / a if a > 0 else np.nan:.2f}x)")  # fmt: skip
-    if robot != "robosimian":  # the issue's bars for pbd_nmdp too (the Robosimian's lines above are kept as they were)
+    # the issue's bars for pbd_nmdp too (the Robosimian's lines above are kept as they were), and nmdp_step's
+    for m in ("nmdp_step",) if robot == "robosimian" else ("pbd_nmdp", "nmdp_step"):
         for mot, bar in (("jump", "<= 0.05 m and ne_mdp's >= 3x"), ("walk", "<= 1/2 ne_mdp's")):
-            if (mot, "pbd_nmdp") not in tab or (mot, "ne_mdp") not in tab:
+            if (mot, m) not in tab or (mot, "ne_mdp") not in tab:
                 continue
-            (a, _), (b, dts_ne) = tab[(mot, "pbd_nmdp")], tab[(mot, "ne_mdp")]
+            (a, _), (b, dts_ne) = tab[(mot, m)], tab[(mot, "ne_mdp")]
             ok = None
             if np.isfinite(a) and np.isfinite(b) and (mot == "walk" or len(dts_ne) >= 3):
                 ok = bool(a <= 0.5 * b) if mot == "walk" else bool(a <= 0.05 and b >= 3 * a)
             what = "jump height" if mot == "jump" else "walk distance"
-            line(f"B-T6 ({mot}, pbd_nmdp)", ok, f"{what} std: pbd_nmdp {a:.4f} m, ne_mdp {b:.4f} m over "
-                 f"{len(dts_ne)} stable dts (ratio {b / a if a > 0 else np.nan:.1f}x; bar: pbd_nmdp {bar})")  # fmt: skip
+            line(f"B-T6 ({mot}, {m})", ok, f"{what} std: {m} {a:.4f} m, ne_mdp {b:.4f} m over "
+                 f"{len(dts_ne)} stable dts (ratio {b / a if a > 0 else np.nan:.1f}x; bar: {m} {bar})")  # fmt: skip
     # B-T7
     for mot in ("jump", "walk"):
         for fo_m, zo_m in (("nmdp", "nmdp_zo"), ("pbd_nmdp", "pbd_nmdp_zo")):
@@ -310,7 +312,7 @@ def verdicts(runs, q0, T, robot="robosimian"):
             line(f"B-T7 ({zo_m} {mot})", ok, txt)
     # B-T8
     for mot in ("jump", "walk"):
-        for m in ("nmdp", "pbd_nmdp"):
+        for m in ("nmdp", "pbd_nmdp", "nmdp_step"):
             parts, ok, judged = [], True, False
             for r in by.get((mot, m), []):
                 ne = [x for x in by.get((mot, "ne_mdp"), []) if x["dt"] == r["dt"]]
@@ -328,7 +330,9 @@ def verdicts(runs, q0, T, robot="robosimian"):
 
 def table_one(tab, robot="robosimian"):
     meths = [
-        m for m in ("ne_mdp", "ne_mdp_be", "pbd_nmdp", "pbd_nmdp_zo", "nmdp", "nmdp_zo") if any(k[1] == m for k in tab)
+        m
+        for m in ("ne_mdp", "ne_mdp_be", "pbd_nmdp", "pbd_nmdp_zo", "nmdp", "nmdp_zo", "nmdp_step")
+        if any(k[1] == m for k in tab)
     ]
     lines = ["| Quantity (mean over t of the std across dt) | " + " | ".join(meths) + " |",
              "|---|" + "---:|" * len(meths)]  # fmt: skip

@@ -45,7 +45,9 @@ and B), ``lu_factorizations``, ``qp_solves``, ``qp_iterations`` (all sub-steps).
 from __future__ import annotations
 
 from pbsim.integrators.base import StepSpec, register
-from pbsim.integrators.nmdp.step import BATCHED, make_nmdp_extra, nmdp_eval, nmdp_prepare, nmdp_step
+from pbsim.integrators.options import Option
+from pbsim.integrators.nmdp.step import (BATCHED, METRIC_INERTIA, METRIC_STEP, make_nmdp_extra, nmdp_eval,
+                                        nmdp_prepare, nmdp_step)
 from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
 from pbsim.integrators.pgm import GAMMA0_ZO, PgmIntegrator, pgm_option_specs
 
@@ -57,7 +59,13 @@ def _extra(integrator, B):
     return make_nmdp_extra(
         I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
         I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
+        METRIC_STEP if I.metric == "step" else METRIC_INERTIA,
     )  # fmt: skip
+
+
+METRIC = Option("metric", "inertia", "the kinetic energy the contact minimises: 'inertia' 1/2 v^T H v (the paper's "
+                "Eq. 6) or 'step' 1/2 v^T (H + diag(arm)) v, arm the step's implicit SPD/damping diagonal (ours: "
+                "maximal dissipation at the contacts under implicit actuation)", "str", ("inertia", "step"))  # fmt: skip
 
 
 @register("nmdp", doc="NE-NMDP (paper 002): backward-Euler Newton-Euler + nonconvex maximal dissipation, "
@@ -68,9 +76,13 @@ class Nmdp(PgmIntegrator):
 
     name = "nmdp"
     ZO = False
-    OPTIONS = pgm_option_specs(200)
+    OPTIONS = (*pgm_option_specs(200), METRIC)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")
     HOOKS = (nmdp_prepare, nmdp_eval)
+
+    def __init__(self, model, scene=None, **options):
+        super().__init__(model, scene, **options)
+        self.metric = options.get("metric", "inertia")
 
 
 @register("nmdp_zo", doc="NE-ZONMDP (paper 002): nmdp with the zeroth-order PGM (Eq. 10-11: dv_x/dtheta dropped "
@@ -80,5 +92,5 @@ class NmdpZo(Nmdp):
 
     name = "nmdp_zo"
     ZO = True
-    OPTIONS = pgm_option_specs(500, GAMMA0_ZO)
+    OPTIONS = (*pgm_option_specs(500, GAMMA0_ZO), METRIC)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")

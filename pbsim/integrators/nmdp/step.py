@@ -27,6 +27,19 @@ RNEA includes gravity and armature.  Contact: the wrench of
 :mod:`pbsim.contact.nmdp` (vertices ``(k d^3 + zeta)(n + mu t^i)`` at the sphere centre ``c``),
 applied at the sphere surface ``a = c - r n`` (ne_mdp's and the penalty model's point).
 
+**The metric of K** (option ``metric``, **[ours]**).  ``"inertia"`` (default) is Eq. 6's K above.
+``"step"`` minimises ``K + 1/2 thetadot^T diag(arm) thetadot``, the kinetic energy in the metric of
+the implicit step ``H + diag(arm)`` (gradient ``+ P^T arm thetadot / h``, the QP's ``Q`` with
+``+ diag(arm) / h^2``).  Why: near a solution ``A ~ (H + diag(arm)) / h^2``, so Eq. 6's stationarity
+in ``w`` weighs the contact velocity ``J (H + diag(arm))^-1 H thetadot``; only with the step's metric
+is it ``J thetadot``, the maximal dissipation principle at the contacts (Stewart's: the friction
+force opposes the contact's sliding velocity).  With SPD implicit in the step, ``"inertia"`` lets a
+stance foot give way to its own leg's push by the fraction ``(s - 1) / s``, ``s = 1 + h (Kd + h
+Kp) / mu`` (scripts/nmdp_two_mass.py).  Measured on the Robosimian, 10 s at 5-50 ms: the walk's
+distance spread across dt drops from 0.275 to 0.054 m, and the jump lifts off at every dt to 25 ms.
+But at 50 ms, where the 0.15 s push spans three steps, the jump tilts 3.8 deg (docs/benchmarks/nmdp.md).
+The position-based form keeps Eq. 12's K.
+
 **Derivatives** (tangent ``theta (+) delta``; all analytic).  With ``P = d thetadot / d delta h``
 (identity on 1-DOF joints; ``Jr^-1(phi)`` on the rotation of ball/free joints, ``phi`` the step's
 rotation vector; ``[u]x`` from the linear part's re-expression)::
@@ -86,13 +99,16 @@ from pbsim.integrators.pgm import (
 )
 
 # The form's scratch: the shared PGM fields (pbsim.integrators.pgm), then rw RneaDerivWork; tau0,
-# arm, mv (n); dRq, dRv (n, n); then the options.  x.M is H (the QP's Q = H / h^2).
-NmdpX = namedtuple("NmdpX", PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv") + PGM_OPTIONS)
+# arm, mv (n); dRq, dRv (n, n); metric (the option: METRIC_INERTIA or METRIC_STEP); then the PGM's
+# options.  x.M is H (the QP's Q = H / h^2; with METRIC_STEP H + diag(arm)).
+METRIC_INERTIA, METRIC_STEP = 0, 1
+NmdpX = namedtuple("NmdpX", PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv", "metric") + PGM_OPTIONS)
 BATCHED = PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv")
 
 
 def make_nmdp_extra(
-    model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0
+    model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0,
+    metric=METRIC_INERTIA,
 ) -> NmdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
     n = max(model.nv, 1)
@@ -100,7 +116,7 @@ def make_nmdp_extra(
     z = np.zeros
     return NmdpX(
         **pgm_arrays(model, npts, B, vx), rw=make_rnea_derivatives_work(model, Bb), tau0=z((Bb, n)),
-        arm=z((Bb, n)), mv=z((Bb, n)), dRq=z((Bb, n, n)), dRv=z((Bb, n, n)),
+        arm=z((Bb, n)), mv=z((Bb, n)), dRq=z((Bb, n, n)), dRv=z((Bb, n, n)), metric=int(metric),
         **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0),
     )  # fmt: skip
 
@@ -143,6 +159,9 @@ def nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
         for c in range(nv):
             sr += M[r, c] * vel[c]
         K += 0.5 * vel[r] * sr
+    if x.metric == METRIC_STEP:  # the step's metric: K + 1/2 thetadot^T diag(arm) thetadot (module docstring)
+        for r in range(nv):
+            K += 0.5 * x.arm[b, r] * vel[r] * vel[r]
     A = x.A[b]
     P = x.Pm[b]
     if deriv:
@@ -166,11 +185,17 @@ def nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
                             acc2 += (dRv[r, kk] * ih + mk * ih2) * pk
                     A[r, c] = acc2
         kinetic_energy_gradient_state(m, w, b, th, vel, x.gk[b], x.mv[b])
+        if x.metric == METRIC_STEP:
+            for kk in range(nv):
+                x.mv[b, kk] += x.arm[b, kk] * vel[kk]
         for c in range(nv):
             sg = x.gk[b, c]
             for kk in range(nv):
                 sg += P[kk, c] * x.mv[b, kk] * ih
             x.g[b, c] = sg
+        if x.metric == METRIC_STEP:  # the QP's Q = (H + diag(arm)) / h^2
+            for r in range(nv):
+                M[r, r] += x.arm[b, r]
     if nc == 0:
         return K
     fk_state(m, w, b, th)
