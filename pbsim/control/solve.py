@@ -102,6 +102,19 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
 
 
 @kernel
+def spd_at_new_state(m, c, sw, b, h):
+    """Turn :func:`joint_forces`' stable PD (Tan et al.'s: ``arm = h Kd``, Kp on the prediction
+    ``q + h v``) into backward Euler's ``-Kp (q + h v+ - qbar) - Kd (v+ - vbar)``: ``h^2 Kp`` added
+    to ``sw.arm`` and to the control's own implicit term ``sw.kc``.  No-op unless the control is SPD."""
+    if c.mode != SPD:
+        return
+    bp = b if c.kp.shape[0] > 1 else 0
+    for j in range(m.nv):
+        sw.arm[b, j] += h * h * c.kp[bp, j]
+        sw.kc[b, j] += h * h * c.kp[bp, j]
+
+
+@kernel
 def solve_and_clamp(m, c, w, sw, b, q, v, qdd):
     """qdd from ``sw.tau``/``sw.arm`` by the control's solver, then effort clamping if asked.
     Expects the velocity pass done for state b."""

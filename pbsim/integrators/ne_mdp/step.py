@@ -48,8 +48,7 @@ from pbsim.backends.kernel import kernel
 from pbsim.contact.depth import predicted_depths_state
 from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction
 from pbsim.contact.query import contact_detect, point_force_jt
-from pbsim.control.control import SPD
-from pbsim.control.solve import joint_forces
+from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
                                               free_velocity, normal_row)
@@ -220,11 +219,8 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     qb = q[b]
     vb = v[b]
     joint_forces(m, c, w, sw, b, qb, vb, dt, True)
-    if x.spd == SPD_BACKWARD and c.mode == SPD:  # -Kp (q + dt v+ - qbar) - Kd (v+ - vbar): adds dt^2 Kp to Tan's dt Kd
-        bp = b if c.kp.shape[0] > 1 else 0
-        for j in range(nv):
-            sw.arm[b, j] += dt * dt * c.kp[bp, j]
-            sw.kc[b, j] += dt * dt * c.kp[bp, j]  # the control's own implicit term (effort clamping)
+    if x.spd == SPD_BACKWARD:
+        spd_at_new_state(m, c, sw, b, dt)
     nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 else 0
     bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     H = x.H[b]

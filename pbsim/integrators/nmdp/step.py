@@ -80,8 +80,7 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel, specialize
-from pbsim.control.control import SPD
-from pbsim.control.solve import joint_forces
+from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.energy import kinetic_energy_gradient_state
 from pbsim.dynamics.kinematics import fk_state
@@ -126,13 +125,12 @@ def nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     """The sub-step's constants: ``tau0``, ``arm`` (joint forces at the start, step h) and the
     contact set (returns its size; ``dt`` unused: the NE form needs only h)."""
     joint_forces(m, c, w, sw, b, q0, v0, h, True)
-    spd = c.mode == SPD
-    bp = b if c.kp.shape[0] > 1 else 0
+    # SPD's position term at the new state: tau0 holds -Kp (q0 + h v0 - qbar), so backward
+    # Euler's -Kp (theta - qbar) adds -Kp h^2 thetaddot (Tan's SPD arm, h Kd, omits it)
+    spd_at_new_state(m, c, sw, b, h)
     for j in range(m.nv):
         x.tau0[b, j] = sw.tau[b, j]
-        # SPD's position term at the new state: tau0 holds -Kp (q0 + h v0 - qbar), so backward
-        # Euler's -Kp (theta - qbar) adds -Kp h^2 thetaddot (Tan's SPD arm, h Kd, omits it)
-        x.arm[b, j] = sw.arm[b, j] + (h * h * c.kp[bp, j] if spd else 0.0)
+        x.arm[b, j] = sw.arm[b, j]
     if s.npts == 0:
         return 0
     return pgm_candidates(m, s, w, x, b, q0, v0, h)
