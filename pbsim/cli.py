@@ -82,7 +82,10 @@ def cmd_info(args):
     if args.json:
         print(model.to_json())
     else:
+        from pbsim.model.contacts import contact_pairs_text
+
         print(model.summary())
+        print(contact_pairs_text(model, detail=args.contacts))
         if args.tree:
             print()
             print(model.tree())
@@ -662,6 +665,7 @@ def build_parser():
     add_model_args(pi)
     pi.add_argument("--json", action="store_true", help="machine-readable summary")
     pi.add_argument("--tree", action="store_true", help="also print the kinematic tree")
+    pi.add_argument("--contacts", action="store_true", help="also list the contact pairs (which shapes may touch)")
     pi.set_defaults(fn=cmd_info)
 
     pr = sub.add_parser("rollout", help="headless rollout; prints a summary, writes a trajectory and a plot")

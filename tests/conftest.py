@@ -55,6 +55,59 @@ def gymnasium_xml(name: str) -> str:
     return p
 
 
+_MJX_DOWNLOAD_FAILED: list[str] = []
+
+
+def mjx_test_data(rel: str) -> str:
+    """A file of MJX's test models (``mujoco/mjx/test_data/REL``): from an installed
+    ``mujoco.mjx``, else from a cache (``$PBSIM_CACHE_DIR/mjx`` or ``~/.cache/pbsim/mjx``) that
+    the first call fills with ``pip download --no-deps mujoco-mjx`` and the wheel's test_data;
+    skips with the reason when neither works (no network)."""
+    import shutil
+    import zipfile
+
+    spec = importlib.util.find_spec("mujoco")
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            p = Path(loc) / "mjx" / "test_data" / rel
+            if p.is_file():
+                return str(p)
+    base = os.environ.get("PBSIM_CACHE_DIR")
+    cache = (Path(base) if base else Path.home() / ".cache" / "pbsim") / "mjx"
+    p = cache / "mujoco" / "mjx" / "test_data" / rel
+    if not (cache / "mujoco" / "mjx" / "test_data").is_dir():
+        if _MJX_DOWNLOAD_FAILED:  # tried once in this session already
+            pytest.skip(_MJX_DOWNLOAD_FAILED[0])
+        wheels = cache / "wheel"
+        try:
+            r = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "mujoco-mjx", "-d", str(wheels)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            why = (r.stderr or r.stdout).strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why = str(e)
+        found = sorted(wheels.glob("mujoco_mjx-*.whl")) if wheels.is_dir() else []
+        if not found:
+            _MJX_DOWNLOAD_FAILED.append(
+                f"MJX test data: no mujoco.mjx installed and `pip download mujoco-mjx` failed: {why}"
+            )
+            pytest.skip(_MJX_DOWNLOAD_FAILED[0])
+        tmp = cache / f"tmp-{os.getpid()}"  # extracted whole, then moved in: no half-filled cache
+        with zipfile.ZipFile(found[-1]) as z:
+            z.extractall(tmp, [n for n in z.namelist() if n.startswith("mujoco/mjx/test_data/")])
+        try:
+            os.replace(tmp / "mujoco", cache / "mujoco")
+        except OSError:  # another process got there first
+            pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not p.is_file():
+        pytest.skip(f"MJX test data has no {rel}")
+    return str(p)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -119,8 +119,6 @@ def _source_extras(in_path: str) -> list[str]:
                 (mj.nu, "actuators"),
                 (mj.neq, "equality constraints"),
                 (mj.nsensor, "sensors"),
-                (mj.nexclude, "contact excludes"),
-                (mj.npair, "explicit contact pairs"),
                 (mj.nkey, "keyframes"),
             ):
                 if n:

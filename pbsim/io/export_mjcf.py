@@ -8,9 +8,11 @@ only, as MuJoCo requires).  A free body's pos/quat are its placement composed wi
 joint's reference configuration, which is what MuJoCo's free-joint ``qpos`` is (world pose);
 ``Model.q_default`` for the other joints goes to a keyframe ``default``.  Frames merged
 through fixed joints become ``<site>`` elements; visual shapes get ``contype=conaffinity=0``
-and ``group=1``, collision shapes ``group=0``.  Gravity goes to ``<option>``; damping, armature,
-stiffness/springref, frictionloss, joint ranges and effort limits (``actuatorfrcrange``) to the
-joints.  A massless body that has rotational inertia gets mass 1e-9 kg (MuJoCo refuses mass 0).
+and ``group=1``, collision shapes ``group=0`` with their contype/conaffinity, margin and
+friction; the contact pairs an MJCF source decided are reproduced exactly
+(:mod:`pbsim.io.export_mjcf_contact`: ``<pair>``, ``<exclude>``, ``<flag contact>``).  Gravity
+goes to ``<option>``; damping, armature, stiffness/springref, frictionloss, joint ranges and
+effort limits (``actuatorfrcrange``) to the joints.  A massless body that has rotational inertia gets mass 1e-9 kg (MuJoCo refuses mass 0).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from lxml import etree
 
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
+from pbsim.io.export_mjcf_contact import write_contact
 from pbsim.io.export_urdf import Names, fmt, frames_by_body, mesh_ref, quat_to_rot, rot_to_quat
 
 VISUAL_GROUP, COLLISION_GROUP = 1, 0
@@ -54,7 +57,7 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     out_dir = os.path.dirname(os.path.abspath(path))
     root = etree.Element("mujoco", model=model.name or "robot")
     etree.SubElement(root, "compiler", angle="radian", inertiafromgeom="false", autolimits="true")
-    etree.SubElement(root, "option", gravity=fmt(*model.gravity))
+    option = etree.SubElement(root, "option", gravity=fmt(*model.gravity))
     asset = etree.SubElement(root, "asset")
     world = etree.SubElement(root, "worldbody")
     by_body = frames_by_body(model)
@@ -226,12 +229,13 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
             s = etree.SubElement(body_el[b], "site", name=sites.take(f.name))
             _pose(s, f.R, f.p)
 
+    geom_el = {}
     for idx, g in enumerate(model.geoms):
         sz = np.asarray(g.size, float)
         if g.shape in ("box", "sphere", "capsule", "cylinder") and not np.all(sz > 0):
             report.append(f"MJCF: {g.shape} {g.name!r} has size {sz.tolist()}; MuJoCo needs positive sizes, skipped")
             continue
-        el = etree.SubElement(body_el[int(g.body)], "geom", name=geoms.take(g.name))
+        el = geom_el[idx] = etree.SubElement(body_el[int(g.body)], "geom", name=geoms.take(g.name))
         _pose(el, g.R, g.p)
         if g.shape in ("box", "sphere"):
             el.set("type", g.shape)
@@ -270,6 +274,16 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
         else:
             el.set("group", str(COLLISION_GROUP))
         el.set("rgba", fmt(*g.rgba))
+    write_contact(
+        model,
+        root,
+        option,
+        geom_el,
+        lambda b: -1 if b < 0 else member_of[b],
+        lambda w: -1 if model.parent[w] < 0 else member_of[int(model.parent[w])],
+        lambda w: "world" if w < 0 else body_el[w].get("name"),
+        report,
+    )
     if len(asset) == 0:
         root.remove(asset)
 

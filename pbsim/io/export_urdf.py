@@ -407,6 +407,12 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
         )
     if model.q_default is not None and not np.allclose(model.q_default, model.neutral()):
         report.append("URDF: the reference configuration (q_default / MJCF qpos0, keyframes) is not representable")
+    if model.contact_pairs is not None or model.contact_disabled:
+        what = "disabled contact" if model.contact_disabled else f"{len(model.contact_pairs)} contact pair(s)"
+        report.append(
+            f"URDF: the source's contact rules ({what}: contype/conaffinity, <pair>, <exclude>, margins, "
+            "friction) are not representable; pbsim's default rules apply when it is read back"
+        )
     return robot
 
 

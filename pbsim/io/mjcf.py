@@ -7,15 +7,20 @@ Mapping:
   placements, so pbsim's q equals MuJoCo's qpos exactly (quaternions are (w,x,y,z) in both);
 - velocities are equal too, except free joints: MuJoCo's qvel is [world linear, body angular],
   pbsim's is [body linear, body angular];
-- geoms that can collide (contype|conaffinity) are collision shapes, the others visual; worldbody
-  geoms are attached to the world (body -1) and become environment geometry;
+- which geoms may touch is MuJoCo's decision (``pbsim.io.mjcf_contact``): ``Model.contact_pairs``
+  lists MuJoCo's candidate geom pairs (contype/conaffinity bitmasks, weld and parent filtering,
+  ``<exclude>``, ``<pair>``), each with its margin and friction; a geom in at least one pair is a
+  collision shape, every other one visual; ``<flag contact="disable"/>`` sets
+  ``Model.contact_disabled``; every geom keeps its contype, conaffinity, margin, friction and
+  MuJoCo geom id (``Geometry.source_index``); worldbody geoms are attached to the world (body -1)
+  and become environment geometry;
 - joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
   ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
-  dropped silently: tendons, equality constraints, sensors, explicit contact pairs/excludes,
-  keyframes, flexes, plugins, gravity compensation, fluid forces, limits of ball joints,
-  stiffness of ball/free joints, hfield/ellipsoid/SDF geoms (sites, cameras, lights, materials
-  and textures are not dynamics and are ignored);
+  dropped silently: tendons, equality constraints, sensors, keyframes, flexes, plugins, gravity
+  compensation, fluid forces, limits of ball joints, stiffness of ball/free joints,
+  hfield/ellipsoid/SDF geoms and the contact pairs they would be in, contact gaps (sites,
+  cameras, lights, materials and textures are not dynamics and are ignored);
 - a value the compiler accepts but that is NaN or inf (MuJoCo only warns) is a ParseError naming
   the body, joint or geom.
 """
@@ -23,13 +28,16 @@ Mapping:
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
 from pbsim.errors import ParseError
+from pbsim.io.mjcf_contact import contact_pairs_from_mjmodel, geom_contact_fields
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
 from pbsim.model.inertia import MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS
+from pbsim.model.notes import listed as _listed
 
 
 def _geom_rgba(mj, g) -> np.ndarray:
@@ -72,7 +80,10 @@ def compile_mjcf(path):
     try:
         return mujoco.MjModel.from_xml_path(path)
     except ValueError as e:
-        raise ParseError(f"{path}: MuJoCo could not compile it: {str(e).strip()}") from None
+        msg = str(e).strip()  # MuJoCo's own names for two elements: "... not found in collision 0"
+        for internal, element in (("collision", "<contact><pair>"), ("bodypair", "<contact><exclude>")):
+            msg = re.sub(rf"\b(not found in) {internal} (\d+)", rf"\1 {element} #\2", msg)
+        raise ParseError(f"{path}: MuJoCo could not compile it: {msg}") from None
 
 
 def _name(mj, kind, i, default):
@@ -105,6 +116,7 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
     rename = {}  # last moving link of a MuJoCo body -> the body's name
+    joint_names = []  # pbsim's name of each MuJoCo joint
     for i in range(1, mj.nbody):
         name = body_names[i]
         parent = body_names[mj.body_parentid[i]]
@@ -122,6 +134,7 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             j = jadr + n
             jt = int(mj.jnt_type[j])
             jname = _name(mj, OBJ_JOINT, j, f"{name}_joint{n}")
+            joint_names.append(jname)
             anchor = np.array(mj.jnt_pos[j], float)
             if n == 0:
                 R, p = Rb, pb + Rb @ anchor
@@ -171,7 +184,6 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             b.notes.append(f"geom {_name(mj, OBJ_GEOM, g, str(g))!r} of type {kind} is not imported")
             continue
         body = int(mj.geom_bodyid[g])
-        role = "collision" if (mj.geom_contype[g] or mj.geom_conaffinity[g]) else "visual"
         size = np.array(mj.geom_size[g], float)
         shape = _SHAPES[gt]
         size = {
@@ -189,8 +201,9 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             _quat_to_rot(mj.geom_quat[g]),
             np.array(mj.geom_pos[g], float),
             size,
-            role,
+            "visual",  # "collision" once it is in a contact pair (mjcf_contact, after the build)
             rgba=_geom_rgba(mj, g),
+            **geom_contact_fields(mj, g),
         )
         if shape == "mesh":
             mid = mj.geom_dataid[g]
@@ -202,10 +215,13 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             b.world_geoms.append(geom)
         else:
             b.links[body_names[body]].geoms.append(geom)
-    b.springref = np.array(mj.qpos_spring, float)  # q == qpos, so MuJoCo's spring reference as is
     model = b.build(floating_base=floating_base, default_floating=False)
     model.body_names = [rename.get(n, n) for n in model.body_names]
-    model.q_default = np.array(mj.qpos0, float)
+    # q == qpos (joint by joint where floating_base welded or freed a body): MuJoCo's spring
+    # reference and reference configuration as they are
+    model.springref = _q_from_qpos(mj, model, joint_names, mj.qpos_spring, model.springref)
+    model.q_default = _q_from_qpos(mj, model, joint_names, mj.qpos0, model.neutral())
+    model.notes.extend(contact_pairs_from_mjmodel(mj, model, body_names, lambda k, i, d: _name(mj, k, i, d)))
     from pbsim.io.mjcf_actuators import actuators_from_mjmodel
 
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
@@ -213,13 +229,22 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     return model
 
 
+def _q_from_qpos(mj, model, names, qpos, default) -> np.ndarray:
+    """A pbsim configuration from a MuJoCo one (``names``: pbsim's name of each MuJoCo joint):
+    ``qpos`` itself when the joints are the same, else joint by joint, ``default`` for a joint
+    MuJoCo does not have."""
+    if model.nq == mj.nq and list(model.joint_names) == names:
+        return np.array(qpos, float)
+    q = np.array(default, float)
+    for j, n in enumerate(names):
+        if n in model.joint_names:
+            s, a = model.idx_q(n), int(mj.jnt_qposadr[j])
+            q[s] = qpos[a : a + s.stop - s.start]
+    return q
+
+
 def _names(mj, kind, n, prefix) -> list[str]:
     return [_name(mj, kind, i, f"{prefix}{i}") for i in range(n)]
-
-
-def _listed(names, limit=12) -> str:
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
 def _note_dropped(mj, notes: list[str]) -> None:
@@ -242,15 +267,6 @@ def _note_dropped(mj, notes: list[str]) -> None:
     if mj.nsensor:
         notes.append(
             f"{mj.nsensor} sensor(s) not imported: {_listed(_names(mj, O.mjOBJ_SENSOR, mj.nsensor, 'sensor'))}"
-        )
-    if mj.npair:
-        notes.append(
-            f"{mj.npair} explicit contact pair(s) not imported (pbsim's contact layer decides which shapes touch): "
-            f"{_listed(_names(mj, O.mjOBJ_PAIR, mj.npair, 'pair'))}"
-        )
-    if mj.nexclude:
-        notes.append(
-            f"{mj.nexclude} contact exclude(s) not imported: {_listed(_names(mj, O.mjOBJ_EXCLUDE, mj.nexclude, 'exclude'))}"
         )
     if mj.nkey:
         notes.append(

@@ -23,6 +23,7 @@ Rules applied here, once for every loader:
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -223,8 +224,8 @@ class ModelBuilder:
                     bodies[body]["I6"] += transform_to_parent(R, p, spatial_inertia(link.mass, link.com, I))
                 bodies[body]["links"].append(name)
             for g in link.geoms:
-                geoms.append(Geometry(g.name, g.shape, body, R @ g.R, R @ g.p + p, g.size, g.role,
-                                      g.mesh_path, g.rgba, link=name, mesh_data=g.mesh_data))
+                # a copy placed in its body: every other field (contact parameters, source_index) kept
+                geoms.append(dataclasses.replace(g, body=body, R=R @ g.R, p=R @ g.p + p, link=name))
 
         def visit(j: JointSpec):
             pb, pR, pp = link_body[j.parent]

@@ -28,6 +28,13 @@ class Geometry:
     rgba: np.ndarray = field(default_factory=lambda: np.array([0.7, 0.7, 0.75, 1.0]))
     link: str = ""  # the robot-file link (frame) this shape was declared on
     mesh_data: tuple | None = None  # (vertices (n, 3), faces (m, 3)) in the shape frame, when not from a file
+    # contact filtering and parameters as the file gives them (MJCF; URDF shapes keep the defaults:
+    # contype = conaffinity = 1, i.e. "may touch anything the contact rules allow")
+    contype: int = 1
+    conaffinity: int = 1
+    margin: float = 0.0  # [m] the surface offset of MuJoCo's margin (contact at distance < margin)
+    friction: float | None = None  # sliding friction from the file (None: the scene's mu)
+    source_index: int = -1  # the geom's index in its file's compiled model (MJCF: MuJoCo's geom id)
 
     def load_mesh(self):
         """The mesh as a ``trimesh.Trimesh`` in the body frame (mesh shapes only)."""
@@ -45,6 +52,21 @@ class Geometry:
         T[:3, 3] = self.p
         mesh.apply_transform(T)
         return mesh
+
+
+@dataclass
+class ContactPair:
+    """Two shapes that may touch, as the robot file decides (MJCF: MuJoCo's filter rules and
+    ``<pair>`` elements); ``geom1``/``geom2`` index ``Model.geoms``.  ``margin`` (m) offsets the
+    surfaces (contact where their distance < margin), ``friction`` is the pair's sliding friction
+    (None: the scene's ``mu``), ``explicit`` marks an MJCF ``<pair>`` (``name`` its name)."""
+
+    geom1: int
+    geom2: int
+    margin: float = 0.0
+    friction: float | None = None
+    explicit: bool = False
+    name: str = ""
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 
 from pbsim.dynamics.joints import BALL, FREE, JOINT_NAMES, PRISMATIC, REVOLUTE
 from pbsim.errors import InputError
-from pbsim.model.geometry import Frame, Geometry
+from pbsim.model.geometry import ContactPair, Frame, Geometry  # noqa: F401 (ContactPair re-exported)
 
 # What the kernels see: a namedtuple of arrays (passes to numba njit and CUDA kernels alike).
 KModel = namedtuple(
@@ -61,6 +61,11 @@ class Model:
     # multiplier * q_master + offset, v_slave = multiplier * v_master (no DOF of its own; the slave
     # keeps its entries in q and v, the explicit integrators keep them coupled)
     mimic: list = field(default_factory=list)
+    # Which shapes may touch (pbsim.contact.filter): a list of ContactPair when the file decides
+    # (MJCF: MuJoCo's contype/conaffinity, parent and weld filtering, <exclude>, <pair>), None when
+    # it has no such data (URDF, generated models: the contact layer's default rules)
+    contact_pairs: list | None = None
+    contact_disabled: bool = False  # MJCF <option><flag contact="disable"/>: nothing touches
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -252,6 +257,8 @@ class Model:
 
     # ------------------------------------------------------------------ summary
     def to_dict(self) -> dict:
+        from pbsim.model.contacts import contact_pair_rows
+
         return {
             "name": self.name,
             "source": self.source,
@@ -271,6 +278,8 @@ class Model:
             "joint_names": list(self.joint_names),
             "joint_types": [self.joint_type_name(i) for i in range(self.nb)],
             "mimic": [{"joint": a, "master": b, "multiplier": c, "offset": d} for a, b, c, d in self.mimic],
+            "contact_pairs": contact_pair_rows(self),  # null: pbsim's default rules decide
+            "contact_disabled": bool(self.contact_disabled),
             "notes": list(self.notes),
         }
 

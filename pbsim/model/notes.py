@@ -17,3 +17,10 @@ def warn(notes: list[str], msg: str, where: str = "", stacklevel: int = 3) -> No
     """Append ``msg`` to ``notes`` and warn with ``where: msg`` (a :class:`ModelWarning`)."""
     notes.append(msg)
     warnings.warn(f"{where}: {msg}" if where else msg, ModelWarning, stacklevel=stacklevel + 1)
+
+
+def listed(names, limit: int = 12) -> str:
+    """``'a', 'b', ...`` for a note: the first ``limit`` names, then how many in all."""
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")

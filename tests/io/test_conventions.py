@@ -258,8 +258,7 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
         "2 tendon(s) not imported (pbsim has no tendons): 'coupling', 'cable'",
         "1 equality constraint(s) not imported (pbsim has no equality constraints): 'lock (joint)'",
         "1 sensor(s) not imported: 'hip_angle'",
-        "explicit contact pair(s) not imported (pbsim's contact layer decides which shapes touch): 'touch'",
-        "contact exclude(s) not imported: 'skip'",
+        "3 contact pair(s) with unsupported geoms not simulated: 'ground-blob', 'ground-shin', 'ground-forearm'",
         "keyframe(s) not imported (the default configuration is qpos0): 'crouch'",
         "gravity compensation (gravcomp) of 1 body(ies) not imported: 'torso'",
         "fluid forces (<option density=1.2 viscosity=0.001>) are not modelled",
@@ -269,6 +268,10 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     ]:
         assert expected in notes, f"missing note: {expected}\nnotes:\n{notes}"
     assert "note: 2 tendon(s)" in m.summary()  # what `pbsim info` prints
+    # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
+    assert "'touch'" not in notes and "'skip'" not in notes
+    (p,) = m.contact_pairs
+    assert p.explicit and p.name == "touch" and {m.geoms[p.geom1].name, m.geoms[p.geom2].name} == {"shin", "forearm"}
 
 
 def test_mjcf_disabled_gravity(tmp_path):
