@@ -10,6 +10,8 @@ from pbsim.errors import check_options
 from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
+WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh")  # world geoms with an environment shape
+
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
            "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
@@ -36,8 +38,9 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
                damping: float | None = None, friction_eps: float = 0.01, ground_height: float = 0.0,
                spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
                open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), exact_band: float | None = None,
-               points: ContactPoints | None = None,
-               environment=(), **point_options) -> Scene:
+               points: ContactPoints | None = None, environment=(), body_contact: bool = True,
+               self_collision: bool = False, self_collision_parents: str = "exclude_parent", exclude=(),
+               include=(), friction: str = "scene", **point_options) -> Scene:
     """A contact scene for ``model``.
 
     ``ground``: "auto" (default: the model's world geometry -- MJCF worldbody geoms, see
@@ -49,26 +52,52 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     ``exact_band`` None -> ``max(0.1, largest contact-point radius + 2 spacing)``: grid distances
     are clamped at the band, so a sphere point of radius r > band would read a phantom contact.  ``points``:
     contact points (default :func:`sample_contact_points` with ``point_options``).
-    ``environment``: extra shapes."""
+    ``environment``: extra shapes.
+
+    Which shapes touch which (:mod:`pbsim.contact.filter`): the file's rules (MJCF: MuJoCo's
+    filtering, ``<exclude>``, ``<pair>``), else pbsim's default (robot-environment; self-collision
+    with ``self_collision=True``, its parent rule ``self_collision_parents``, body (link) name
+    pairs ``exclude``/``include``); the shapes added here (plane, terrain, ``environment``) touch
+    every collision shape; ``body_contact=False`` keeps the environment contacts only.
+    ``friction``: "scene" (``mu`` everywhere, default) or "model" (body-body pairs take the file's
+    friction, MuJoCo's ``max`` of the two geoms' or the ``<pair>``'s)."""
+    from pbsim.contact.filter import ContactRules, contact_rules
+
     if point_options:  # the only keywords beyond make_scene's own: sample_contact_points' options
         import inspect
 
         own = [n for n in inspect.signature(make_scene).parameters if n not in ("model", "point_options")]
-        pt = [n for n in inspect.signature(sample_contact_points).parameters if n != "model"]
+        pt = [n for n in inspect.signature(sample_contact_points).parameters if n not in ("model", "geoms")]
         check_options("make_scene", point_options, own + pt)
-    env = list(environment)
-    R = up_rotation(model)
-    pts = points if points is not None else sample_contact_points(model, **point_options)
-    if exact_band is None:  # grid distances clamp at the band: keep it beyond every point's radius
-        exact_band = max(0.1, (float(pts.radius.max()) if len(pts) else 0.0) + 2.0 * float(spacing))
+    if friction not in ("scene", "model"):
+        raise ContactInputError(f"friction must be 'scene' or 'model', got {friction!r}")
     if ground not in (None, "plane", "none", "auto", "model"):
         raise ContactInputError(f"ground must be 'auto', 'model', 'plane' or None, got {ground!r}")
-    if ground in ("auto", "model"):
+    rules = contact_rules(model, self_collision=self_collision, parents=self_collision_parents, exclude=exclude,
+                          include=include, body_contact=body_contact)
+    if friction == "scene":
+        from dataclasses import replace
+
+        rules.body_pairs = [replace(p, friction=None) for p in rules.body_pairs]
+    R = up_rotation(model)
+    world_geoms = [g for g in rules.world_geoms if model.geoms[g].shape in WORLD_SHAPES] \
+        if ground in ("auto", "model") else []
+    if ground == "auto" and not world_geoms:
+        ground = "plane"
+    adds = ground == "plane" or terrain is not None or len(environment) > 0
+    # the shapes that carry environment contact points: every collision shape, or those the file pairs
+    # with its world shapes when the scene adds none of its own
+    geoms = None if (rules.world_allowed is None or adds) else sorted(g for g, s in rules.world_allowed.items() if s)
+    pts = points if points is not None else sample_contact_points(model, geoms=geoms, **point_options)
+    if exact_band is None:  # grid distances clamp at the band: keep it beyond every point's radius
+        exact_band = max(0.1, (float(pts.radius.max()) if len(pts) else 0.0) + 2.0 * float(spacing))
+    env = list(environment)
+    src = []
+    if world_geoms:
         world, _ = world_environment(model, spacing=spacing, padding=padding, max_bytes=max_bytes,
-                                     open_mesh=open_mesh, exact_band=exact_band)
+                                     open_mesh=open_mesh, exact_band=exact_band, geoms=world_geoms, sources=src)
         env.extend(world)
-        if ground == "auto" and not world:
-            ground = "plane"
+    world_index = {g: len(environment) + i for i, g in enumerate(src)}  # world geom -> its shape in env
     if ground == "plane":
         env.append(Plane(R[:, 2], ground_height))
     if terrain is not None:
@@ -80,9 +109,16 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
             T[:3, 3] = np.asarray(terrain_offset, float)
             env.append(MeshTerrain.from_file(terrain, spacing=spacing, padding=padding, max_bytes=max_bytes,
                                              open_mesh=open_mesh, transform=T, exact_band=exact_band))
+    allowed = None  # robot geom -> the positions in env of the file's world shapes it may touch
+    if rules.world_allowed is not None:
+        allowed = {g: {world_index[rules.world_geoms[i]] for i in s if rules.world_geoms[i] in world_index}
+                   for g, s in rules.world_allowed.items()}
+    rules = ContactRules(src, allowed, rules.body_pairs, rules.notes)
+    sc = dict(mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps, rules=rules,
+              world_index=tuple(world_index.values()), body_contact=body_contact)
     if not env:  # nothing to touch: no contact points either (no contact kernels compiled or run)
-        return Scene(mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
-    return Scene(environment=env, points=pts, mu=mu, stiffness=stiffness, damping=damping, friction_eps=friction_eps)
+        return Scene(**sc)
+    return Scene(environment=env, points=pts, **sc)
 
 
 def default_scene(model, ground: str | None = "model", **kw) -> Scene:

@@ -4,7 +4,7 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import contact_detect
+from pbsim.contact.query import contact_detect, item_culled, pair_detect
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state
 
@@ -15,7 +15,8 @@ from pbsim.dynamics.kinematics import fk_state
 
 @kernel
 def max_depth_state(m, s, w, b, q):
-    """Largest depth ``max(0, r - phi)`` over the contact points at configuration row ``q``."""
+    """Largest depth ``max(0, r - phi)`` over the contact points at configuration row ``q``: in the
+    environment and in another body's shape (the body-body items)."""
     fk_state(m, w, b, q)
     dmax = 0.0
     for k in range(s.npts):
@@ -23,6 +24,27 @@ def max_depth_state(m, s, w, b, q):
         _x, _y, _z, sd, _nx, _ny, _nz = contact_detect(s, k, w.Rw[b, body], w.pw[b, body])
         if sd > dmax:
             dmax = sd
+    if s.nitem > 0:
+        d = max_pair_depth(s, w.Rw[b], w.pw[b])
+        if d > dmax:
+            dmax = d
+    return dmax
+
+
+@kernel
+def max_pair_depth(s, Rw, pw):
+    """Largest depth of a body-body point in the shape it faces (world poses ``Rw``, ``pw`` of every
+    body; the broadphase skips items whose bounding spheres are apart)."""
+    dmax = 0.0
+    for it in range(s.nitem):
+        A = s.it_a[it]
+        B = s.it_b[it]
+        if item_culled(s, it, Rw[A], pw[A], Rw[B], pw[B], 0.0):
+            continue
+        for k in range(s.it_start[it], s.it_start[it + 1]):
+            _x, _y, _z, sd, _nx, _ny, _nz = pair_detect(s, k, Rw[A], pw[A], Rw[B], pw[B])
+            if sd > dmax:
+                dmax = sd
     return dmax
 
 

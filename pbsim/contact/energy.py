@@ -57,14 +57,24 @@ def contact_energy(s, k, D1, D2, R, p, Rk, pk, dt, F, K):
     the start of the step (poses as :func:`contact_detect` takes them).  Writes ``F`` (3,) = dE/dx
     and ``K`` (3, 3) = the PSD-projected Hessian d2E/dx2 (zero out of contact); returns E."""
     x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    if dep <= 0.0:
+        return eq9_law(dep, n0, n1, n2, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, D1, D2, dt, F, K)
+    y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
+    return eq9_law(dep, n0, n1, n2, x0 - y0, x1 - y1, x2 - y2, m0, m1, m2, D1, D2, dt, F, K)
+
+
+@kernel
+def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, F, K):
+    """Eq. 9 at depth ``dep`` with normal ``n``, displacement over the step ``d = x - x_k`` (between
+    bodies: relative to the shape's body, :func:`pbsim.contact.query.pair_motion`) and frozen
+    start-of-step normal ``n_k = m``: writes ``F`` = dE/dx, ``K`` = the PSD-projected Hessian
+    (zero out of contact), returns E (module docstring)."""
     for r in range(3):
         F[r] = 0.0
         for c in range(3):
             K[r, c] = 0.0
     if dep <= 0.0:
         return 0.0
-    y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
-    d0, d1, d2 = x0 - y0, x1 - y1, x2 - y2
     dn = m0 * d0 + m1 * d1 + m2 * d2
     t0 = (d0 - dn * m0) / dt  # tangential velocity u = P dx / dt
     t1 = (d1 - dn * m1) / dt

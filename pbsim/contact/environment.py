@@ -331,9 +331,30 @@ def pack_environment(items) -> dict:
         else np.zeros(1, np.float32))
 
 
+_PACK_KINDS = ("env_plane", "env_sphere", "env_box", "env_capsule", "hf_meta", "gr_meta")
+
+
+def packed_order(items) -> list[int]:
+    """The position of each of ``items`` in :func:`pack_environment`'s order (planes, spheres,
+    boxes, capsules, heightfields, grids; list order within a kind): the bit of an environment
+    mask (:func:`pbsim.contact.query.env_sdf`)."""
+    kinds = (Plane, Sphere, Box, Capsule, HeightField, MeshTerrain)
+    kind = [next(i for i, c in enumerate(kinds) if isinstance(it, c)) for it in items]
+    order = sorted(range(len(items)), key=lambda i: (kind[i], i))
+    pos = [0] * len(items)
+    for p, i in enumerate(order):
+        pos[i] = p
+    return pos
+
+
+def environment_size(packed: dict) -> int:
+    """Number of shapes in the arrays of :func:`pack_environment`."""
+    return sum(int(packed[k].shape[0]) for k in _PACK_KINDS)
+
+
 def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
                       open_mesh: str = "height", exact_band: float = 0.1,
-                      roles=("collision",)) -> tuple[list, list]:
+                      roles=("collision",), geoms=None, sources: list | None = None) -> tuple[list, list]:
     """Environment shapes from the model's world geometry (``model.geoms`` with ``body < 0`` declared
     on the world itself, e.g. MJCF worldbody geoms; shapes of robot links welded to the world by a
     fixed base are not environment), placed by their ``(R, p)`` in world coordinates.
@@ -344,15 +365,20 @@ def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_by
     :class:`MeshTerrain` (signed-distance grid, ``spacing``/``padding``/``max_bytes``/``open_mesh``
     ``exact_band`` as :meth:`MeshTerrain.from_mesh`).  Returns ``(shapes, skipped)`` with ``skipped`` naming the
     geoms that have no environment counterpart (cylinders; heightfields are not imported by the
-    MJCF reader)."""
+    MJCF reader).  ``geoms``: the indices in ``model.geoms`` to turn into shapes, in this order,
+    instead of the rule above (the contact rules' world geoms: :mod:`pbsim.contact.filter`);
+    ``sources``: a list that gets the geom index of every shape made."""
     import trimesh
 
     env, skipped = [], []
-    for g in model.geoms:
-        if g.body >= 0 or g.role not in roles:
+    picked = geoms is not None
+    for gi in (geoms if picked else range(len(model.geoms))):
+        g = model.geoms[gi]
+        if not picked and (g.body >= 0 or g.role not in roles):
             continue
-        if g.link and g.link != "world":  # a robot link welded to the world (fixed base) stays robot
+        if not picked and g.link and g.link != "world":  # a robot link welded to the world (fixed base) stays robot
             continue
+        n_before = len(env)
         R = np.asarray(g.R, float)
         p = np.asarray(g.p, float)
         s = np.asarray(g.size, float)
@@ -375,4 +401,6 @@ def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_by
                                              source=f"world geom {g.name!r}"))
         else:
             skipped.append(f"{g.name} ({g.shape})")
+        if sources is not None and len(env) > n_before:
+            sources.append(gi)
     return env, skipped

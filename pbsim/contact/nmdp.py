@@ -176,12 +176,12 @@ def nmdp_capacity(k, zeta, sd, cand):
 
 
 @kernel
-def env_normal_jacobian(s, x, y, z, out):
+def env_normal_jacobian(s, x, y, z, mask, out):
     """``out`` (3, 3) = ``dn/dx`` of the environment normal at world point ``x`` (the shape
-    :func:`pbsim.contact.query.env_sdf` picks): zero on planes, inside boxes, on heightfields and
-    mesh terrain (frozen: not differentiated); ``(I - n n^T) P / rho`` on spheres, capsules and
-    outside box edges/corners (``rho``: the distance to the nearest point of the shape's core,
-    ``P``: the projector onto the directions that move it)."""
+    :func:`pbsim.contact.query.env_sdf` picks among those ``mask`` lets in): zero on planes, inside
+    boxes, on heightfields and mesh terrain (frozen: not differentiated); ``(I - n n^T) P / rho`` on
+    spheres, capsules and outside box edges/corners (``rho``: the distance to the nearest point of
+    the shape's core, ``P``: the projector onto the directions that move it)."""
     for r in range(3):
         for c in range(3):
             out[r, c] = 0.0
@@ -189,42 +189,50 @@ def env_normal_jacobian(s, x, y, z, out):
     kind = 0  # 0: flat or frozen, 1: sphere-like (out = (I - n n^T)/rho), 2: capsule side, 3: box exterior
     ex, ey, ez, rho = 0.0, 0.0, 0.0, 1.0
     bi = -1
+    ie = 0
     for i in range(s.env_plane.shape[0]):
-        e = s.env_plane[i]
-        phi = e[0] * x + e[1] * y + e[2] * z - e[3]
-        if phi < best:
-            best, kind = phi, 0
+        if (mask[ie >> 6] >> (ie & 63)) & 1:
+            r = s.env_plane[i]
+            phi = r[0] * x + r[1] * y + r[2] * z - r[3]
+            if phi < best:
+                best, kind = phi, 0
+        ie += 1
     for i in range(s.env_sphere.shape[0]):
-        e = s.env_sphere[i]
-        dx, dy, dz = x - e[0], y - e[1], z - e[2]
-        r = math.sqrt(dx * dx + dy * dy + dz * dz)
-        phi = r - e[3]
-        if phi < best:
-            best, kind, rho = phi, 1, r
+        if (mask[ie >> 6] >> (ie & 63)) & 1:
+            r = s.env_sphere[i]
+            dx, dy, dz = x - r[0], y - r[1], z - r[2]
+            rr = math.sqrt(dx * dx + dy * dy + dz * dz)
+            phi = rr - r[3]
+            if phi < best:
+                best, kind, rho = phi, 1, rr
+        ie += 1
     for i in range(s.env_box.shape[0]):
-        e = s.env_box[i]
-        phi, _nx, _ny, _nz = sdf_box(e, x, y, z)
-        if phi < best:
-            best, kind, rho, bi = phi, (3 if phi > 0.0 else 0), phi, i
+        if (mask[ie >> 6] >> (ie & 63)) & 1:
+            phi, _nx, _ny, _nz = sdf_box(s.env_box[i], x, y, z)
+            if phi < best:
+                best, kind, rho, bi = phi, (3 if phi > 0.0 else 0), phi, i
+        ie += 1
     for i in range(s.env_capsule.shape[0]):
-        e = s.env_capsule[i]
-        ux, uy, uz = e[3] - e[0], e[4] - e[1], e[5] - e[2]
-        uu = ux * ux + uy * uy + uz * uz
-        t = 0.0
-        if uu > 0.0:
-            t = min(max(((x - e[0]) * ux + (y - e[1]) * uy + (z - e[2]) * uz) / uu, 0.0), 1.0)
-        dx, dy, dz = x - e[0] - t * ux, y - e[1] - t * uy, z - e[2] - t * uz
-        r = math.sqrt(dx * dx + dy * dy + dz * dz)
-        phi = r - e[6]
-        if phi < best:
-            best, rho = phi, r
-            if 0.0 < t < 1.0:
-                kind = 2
-                sq = math.sqrt(uu)
-                ex, ey, ez = ux / sq, uy / sq, uz / sq
-            else:
-                kind = 1
-    phi_all, nx, ny, nz = env_sdf(s, x, y, z)  # every shape: a heightfield or the grid may win
+        if (mask[ie >> 6] >> (ie & 63)) & 1:
+            r = s.env_capsule[i]
+            ux, uy, uz = r[3] - r[0], r[4] - r[1], r[5] - r[2]
+            uu = ux * ux + uy * uy + uz * uz
+            t = 0.0
+            if uu > 0.0:
+                t = min(max(((x - r[0]) * ux + (y - r[1]) * uy + (z - r[2]) * uz) / uu, 0.0), 1.0)
+            dx, dy, dz = x - r[0] - t * ux, y - r[1] - t * uy, z - r[2] - t * uz
+            rr = math.sqrt(dx * dx + dy * dy + dz * dz)
+            phi = rr - r[6]
+            if phi < best:
+                best, rho = phi, rr
+                if 0.0 < t < 1.0:
+                    kind = 2
+                    sq = math.sqrt(uu)
+                    ex, ey, ez = ux / sq, uy / sq, uz / sq
+                else:
+                    kind = 1
+        ie += 1
+    phi_all, nx, ny, nz = env_sdf(s, x, y, z, mask)  # every shape: a heightfield or the grid may win
     if phi_all < best:
         return  # heightfield / mesh terrain: frozen normal
     if kind == 0 or not (rho > 0.0):
@@ -280,7 +288,7 @@ def nmdp_point(s, F, k, zeta, mu, nvert, cand, kp, R, p, V, D, T1, T2, Dn):
     dcap = 3.0 * k * d * d if cand else 0.0  # d(capacity)/dd
     t1x, t1y, t1z, t2x, t2y, t2z = nmdp_basis(F, nx, ny, nz)
     nmdp_basis_jacobian(F, nx, ny, nz, T1, T2)
-    env_normal_jacobian(s, x, y, z, Dn)
+    env_normal_jacobian(s, x, y, z, s.pt_envmask[kp], Dn)
     for i in range(nvert):
         ph = 2.0 * math.pi * i / nvert
         ca = math.cos(ph)

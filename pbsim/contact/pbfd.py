@@ -120,6 +120,18 @@ def pbfd_point(s, k, cn, cf, alpha, beta, gamma, energy, R, p, Rk, pk, F, K):
     (``F``, ``K``: its gradient and Hessian, spurious normal force included; the returned energy
     includes ``C_par |u|^(beta+1) d^(gamma+1)``)."""
     x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    e0, e1, e2, m0, m1, m2 = 0.0, 0.0, 0.0, 0.0, 0.0, 1.0
+    if dep > 0.0 and cf > 0.0:
+        y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
+        e0, e1, e2 = x0 - y0, x1 - y1, x2 - y2
+    return pbfd_law(dep, n0, n1, n2, e0, e1, e2, m0, m1, m2, cn, cf, alpha, beta, gamma, energy, F, K)
+
+
+@kernel
+def pbfd_law(dep, n0, n1, n2, e0, e1, e2, m0, m1, m2, cn, cf, alpha, beta, gamma, energy, F, K):
+    """PBFD's point law (module docstring) at depth ``dep`` with normal ``n``, displacement over
+    the step ``e = x - x_k`` (between bodies: relative to the shape's body) and frozen
+    start-of-step normal ``m = n_k``: writes ``F``, ``K``, returns the energy (:func:`pbfd_point`)."""
     for r in range(3):
         F[r] = 0.0
         for c in range(3):
@@ -139,20 +151,18 @@ def pbfd_point(s, k, cn, cf, alpha, beta, gamma, energy, R, p, Rk, pk, F, K):
             K[r, c] = kn * nr * nc
     ef = 0.0
     if cf > 0.0:
-        ef = pbfd_friction(s, k, cf, beta, gamma, energy, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K)
+        ef = pbfd_friction(cf, beta, gamma, energy, dep, n0, n1, n2, e0, e1, e2, m0, m1, m2, F, K)
     return cn * da * dep / (alpha + 1.0) + ef
 
 
 @kernel
-def pbfd_friction(s, k, cf, beta, gamma, energy, dep, x0, x1, x2, n0, n1, n2, Rk, pk, F, K):
-    """Adds ``-C_par f_par`` (Eq. 12's first term) to ``F`` and its Jacobian to ``K`` for contact
-    point ``k`` at ``x`` (depth ``dep`` > 0, normal ``n`` there), tangent plane frozen at the
-    point's place ``x_k`` at the start of the step (pose ``(Rk, pk)``); returns 0.  With
+def pbfd_friction(cf, beta, gamma, energy, dep, n0, n1, n2, e0, e1, e2, m0, m1, m2, F, K):
+    """Adds ``-C_par f_par`` (Eq. 12's first term) to ``F`` and its Jacobian to ``K`` for a contact
+    point at depth ``dep`` > 0 with normal ``n``, displaced by ``e = x - x_k`` over the step,
+    tangent plane frozen at the start of the step (normal ``m = n_k``); returns 0.  With
     ``energy``: the gradient and Hessian of Eq. 11's ``C_par |u|^(beta+1) d^(gamma+1)`` instead
     (tangential force ``(beta+1) |u|^(beta-1) d^(gamma+1) u`` and the spurious normal force, module
     docstring), returning that energy."""
-    y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
-    e0, e1, e2 = x0 - y0, x1 - y1, x2 - y2
     en = m0 * e0 + m1 * e1 + m2 * e2
     u0 = e0 - en * m0  # u = T (x - x_k)
     u1 = e1 - en * m1

@@ -26,6 +26,7 @@ class ContactPoints:
     body: np.ndarray  # (n,) int32
     local: np.ndarray  # (n, 3)
     radius: np.ndarray  # (n,)
+    geom: np.ndarray | None = None  # (n,) int: the index in model.geoms each point was sampled on (-1: given)
 
     def __len__(self):
         return len(self.body)
@@ -98,10 +99,12 @@ def _geom_points(g, box_edge_points, capsule_points, cylinder_rim, mesh_budget):
 
 def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 1, capsule_points: int = 3,
                           cylinder_rim: int = 8, mesh_points: int = 32, bodies=None, explicit=None,
-                          use_visual_meshes: bool = False) -> ContactPoints:
+                          use_visual_meshes: bool = False, geoms=None) -> ContactPoints:
     """Contact points of ``model``.  ``bodies``: body names/indices to sample (default all);
     ``explicit``: {body name or index: (n, 3) points or (n, 4) points + radius} replaces sampling
-    for those bodies.  See the module docstring for the rules."""
+    for those bodies; ``geoms``: the indices in ``model.geoms`` that may carry points (default:
+    every collision shape; the contact rules pass the shapes that may touch the environment).
+    See the module docstring for the rules."""
     if int(max_per_body) < 1:
         raise ContactInputError(f"max_per_body must be >= 1, got {max_per_body!r}")
 
@@ -117,7 +120,8 @@ def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 
 
     wanted = set(range(model.nb)) if bodies is None else {bidx(k) for k in bodies}
     expl = {bidx(k): v for k, v in (explicit or {}).items()}
-    out_b, out_l, out_r = [], [], []
+    allowed = None if geoms is None else set(int(g) for g in geoms)
+    out_b, out_l, out_r, out_g = [], [], [], []
     for i in range(model.nb):
         if i in expl:
             a = np.asarray(expl[i], float)
@@ -125,24 +129,30 @@ def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 
                 raise ContactInputError(f"explicit contact points for body {i} must be (n, 3) or (n, 4) "
                                         f"finite, got shape {a.shape}")
             loc, rad = a[:, :3], (a[:, 3] if a.shape[1] == 4 else np.zeros(len(a)))
+            src = np.full(len(loc), -1)
         elif i in wanted:
-            gs = [g for g in model.geoms if g.body == i and g.role == "collision"]
+            gs = [gi for gi, g in enumerate(model.geoms) if g.body == i and g.role == "collision"
+                  and (allowed is None or gi in allowed)]
             if not gs and use_visual_meshes:
-                gs = [g for g in model.geoms if g.body == i and g.shape == "mesh"]
+                gs = [gi for gi, g in enumerate(model.geoms) if g.body == i and g.shape == "mesh"]
             if not gs:
                 continue
-            parts = [_geom_points(g, box_edge_points, capsule_points, cylinder_rim, mesh_points) for g in gs]
+            parts = [_geom_points(model.geoms[gi], box_edge_points, capsule_points, cylinder_rim, mesh_points)
+                     for gi in gs]
             loc = np.concatenate([p[0] for p in parts])
             rad = np.concatenate([p[1] for p in parts])
+            src = np.concatenate([np.full(len(p[0]), gi) for gi, p in zip(gs, parts)])
             if len(loc) > max_per_body:
                 # keep spread: sample on the offset surface extremes (position + radius weight)
                 keep = farthest_points(loc, int(max_per_body))
-                loc, rad = loc[keep], rad[keep]
+                loc, rad, src = loc[keep], rad[keep], src[keep]
         else:
             continue
         out_b.append(np.full(len(loc), i, np.int32))
         out_l.append(loc)
         out_r.append(rad)
+        out_g.append(src)
     if not out_b:
-        return ContactPoints(np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0))
-    return ContactPoints(np.concatenate(out_b), np.concatenate(out_l), np.concatenate(out_r))
+        return ContactPoints(np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0), np.zeros(0, np.int64))
+    return ContactPoints(np.concatenate(out_b), np.concatenate(out_l), np.concatenate(out_r),
+                         np.concatenate(out_g).astype(np.int64))

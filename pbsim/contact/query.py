@@ -11,12 +11,13 @@ offset surface of a sphere/capsule); ``n = grad phi(x)`` (unit, out of the envir
 ``pbsim.dynamics.jacobian.point_jacobian`` rows 3-5; v in the body-frame tangent space), which is
 the exact derivative of d wherever d > 0 (grad phi = n inside a grid cell / analytic shape).
 """
-import math
 
 import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
+from pbsim.contact.sdf import (_normalize, sdf_box, sdf_capsule, sdf_cylinder, sdf_heightfield,  # noqa: F401
+                               sdf_hull, sdf_sphere)
 from pbsim.contact.sdf_grid import grid_sample
 from pbsim.dynamics.kinematics import fk_state
 
@@ -24,115 +25,78 @@ BIG = 1.0e30
 
 
 @kernel
-def _normalize(gx, gy, gz):
-    n = math.sqrt(gx * gx + gy * gy + gz * gz)
-    if n > 0.0:
-        return gx / n, gy / n, gz / n
-    return 0.0, 0.0, 1.0
-
-
-@kernel
-def sdf_box(e, x, y, z):
-    """Signed distance and normal of box row ``e = [R (9), p (3), half (3)]``."""
-    dx, dy, dz = x - e[9], y - e[10], z - e[11]
-    lx = e[0] * dx + e[3] * dy + e[6] * dz  # R^T (x - p)
-    ly = e[1] * dx + e[4] * dy + e[7] * dz
-    lz = e[2] * dx + e[5] * dy + e[8] * dz
-    qx, qy, qz = abs(lx) - e[12], abs(ly) - e[13], abs(lz) - e[14]
-    sx = 1.0 if lx >= 0.0 else -1.0
-    sy = 1.0 if ly >= 0.0 else -1.0
-    sz = 1.0 if lz >= 0.0 else -1.0
-    if qx > 0.0 or qy > 0.0 or qz > 0.0:
-        ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
-        phi = math.sqrt(ox * ox + oy * oy + oz * oz)
-        nx, ny, nz = sx * ox / phi, sy * oy / phi, sz * oz / phi
-    else:
-        if qx >= qy and qx >= qz:
-            phi, nx, ny, nz = qx, sx, 0.0, 0.0
-        elif qy >= qz:
-            phi, nx, ny, nz = qy, 0.0, sy, 0.0
-        else:
-            phi, nx, ny, nz = qz, 0.0, 0.0, sz
-    wx = e[0] * nx + e[1] * ny + e[2] * nz  # R n
-    wy = e[3] * nx + e[4] * ny + e[5] * nz
-    wz = e[6] * nx + e[7] * ny + e[8] * nz
-    return phi, wx, wy, wz
-
-
-@kernel
-def sdf_heightfield(meta, geo, data, x, y, z):
-    off, nx, ny = meta[0], meta[1], meta[2]
-    fx = min(max((x - geo[0]) / geo[2], 0.0), nx - 1.0)
-    fy = min(max((y - geo[1]) / geo[3], 0.0), ny - 1.0)
-    i = min(int(fx), nx - 2)
-    j = min(int(fy), ny - 2)
-    tx = fx - i
-    ty = fy - j
-    inx = 1.0 if (x - geo[0]) / geo[2] == fx else 0.0  # slope is zero where the edge is extended
-    iny = 1.0 if (y - geo[1]) / geo[3] == fy else 0.0
-    h00 = data[off + i * ny + j]
-    h01 = data[off + i * ny + j + 1]
-    h10 = data[off + (i + 1) * ny + j]
-    h11 = data[off + (i + 1) * ny + j + 1]
-    h = (h00 * (1 - tx) + h10 * tx) * (1 - ty) + (h01 * (1 - tx) + h11 * tx) * ty
-    hx = inx * ((h10 - h00) * (1 - ty) + (h11 - h01) * ty) / geo[2]
-    hy = iny * ((h01 - h00) * (1 - tx) + (h11 - h10) * tx) / geo[3]
-    nrm = math.sqrt(1.0 + hx * hx + hy * hy)
-    return (z - h) / nrm, -hx / nrm, -hy / nrm, 1.0 / nrm
-
-
-@kernel
-def env_sdf(s, x, y, z):
-    """Union of all environment shapes at (x, y, z): (phi, nx, ny, nz); phi = BIG if empty."""
+def env_sdf(s, x, y, z, mask):
+    """Union of the environment shapes at (x, y, z) that ``mask`` lets in: (phi, nx, ny, nz); phi =
+    BIG if none.  ``mask`` (W,) int64: bit ``e & 63`` of word ``e >> 6`` for the e-th shape in the
+    packed order (planes, spheres, boxes, capsules, heightfields, grids); ``s.env_all`` lets every
+    shape in (the contact rules: :mod:`pbsim.contact.filter`)."""
     best, bx, by, bz = BIG, 0.0, 0.0, 1.0
+    e = 0
     for i in range(s.env_plane.shape[0]):
-        e = s.env_plane[i]
-        phi = e[0] * x + e[1] * y + e[2] * z - e[3]
-        if phi < best:
-            best, bx, by, bz = phi, e[0], e[1], e[2]
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            r = s.env_plane[i]
+            phi = r[0] * x + r[1] * y + r[2] * z - r[3]
+            if phi < best:
+                best, bx, by, bz = phi, r[0], r[1], r[2]
+        e += 1
     for i in range(s.env_sphere.shape[0]):
-        e = s.env_sphere[i]
-        dx, dy, dz = x - e[0], y - e[1], z - e[2]
-        r = math.sqrt(dx * dx + dy * dy + dz * dz)
-        phi = r - e[3]
-        if phi < best:
-            best = phi
-            bx, by, bz = _normalize(dx, dy, dz)
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_sphere(s.env_sphere[i], x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
+        e += 1
     for i in range(s.env_box.shape[0]):
-        phi, nx, ny, nz = sdf_box(s.env_box[i], x, y, z)
-        if phi < best:
-            best, bx, by, bz = phi, nx, ny, nz
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_box(s.env_box[i], x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
+        e += 1
     for i in range(s.env_capsule.shape[0]):
-        e = s.env_capsule[i]
-        ux, uy, uz = e[3] - e[0], e[4] - e[1], e[5] - e[2]
-        uu = ux * ux + uy * uy + uz * uz
-        t = 0.0
-        if uu > 0.0:
-            t = min(max(((x - e[0]) * ux + (y - e[1]) * uy + (z - e[2]) * uz) / uu, 0.0), 1.0)
-        dx, dy, dz = x - e[0] - t * ux, y - e[1] - t * uy, z - e[2] - t * uz
-        phi = math.sqrt(dx * dx + dy * dy + dz * dz) - e[6]
-        if phi < best:
-            best = phi
-            bx, by, bz = _normalize(dx, dy, dz)
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_capsule(s.env_capsule[i], x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
+        e += 1
     for i in range(s.hf_meta.shape[0]):
-        phi, nx, ny, nz = sdf_heightfield(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
-        if phi < best:
-            best, bx, by, bz = phi, nx, ny, nz
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_heightfield(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
+        e += 1
     for i in range(s.gr_meta.shape[0]):
-        mt = s.gr_meta[i]
-        ge = s.gr_geom[i]
-        phi, gx, gy, gz = grid_sample(s.gr_data, mt[0], mt[1], mt[2], mt[3], ge[0], ge[1], ge[2], ge[3], x, y, z)
-        if phi < best:
-            best = phi
-            bx, by, bz = _normalize(gx, gy, gz)
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            mt = s.gr_meta[i]
+            ge = s.gr_geom[i]
+            phi, gx, gy, gz = grid_sample(s.gr_data, mt[0], mt[1], mt[2], mt[3], ge[0], ge[1], ge[2], ge[3], x, y, z)
+            if phi < best:
+                best = phi
+                bx, by, bz = _normalize(gx, gy, gz)
+        e += 1
     return best, bx, by, bz
+
+
+@kernel
+def shape_sdf(s, j, x, y, z):
+    """Signed distance and normal of body shape ``j`` (:mod:`pbsim.contact.shapes`) at (x, y, z)
+    given in its body's frame (the normal in that frame too)."""
+    kind = s.shp_kind[j]
+    e = s.shp_row[j]
+    if kind == 2:
+        return sdf_box(e, x, y, z)
+    if kind == 0:
+        return sdf_sphere(e, x, y, z)
+    if kind == 1:
+        return sdf_capsule(e, x, y, z)
+    if kind == 3:
+        return sdf_cylinder(e, x, y, z)
+    return sdf_hull(s.hull_plane, int(e[0]), int(e[1]), x, y, z)
 
 
 @kernel(parallel=True)
 def env_sdf_points(s, X, out):
     """Batch query: ``out[i] = (phi, nx, ny, nz)`` at points ``X[i]``."""
     for i in prange(X.shape[0]):
-        p, a, b, c = env_sdf(s, X[i, 0], X[i, 1], X[i, 2])
+        p, a, b, c = env_sdf(s, X[i, 0], X[i, 1], X[i, 2], s.env_all)
         out[i, 0] = p
         out[i, 1] = a
         out[i, 2] = b
@@ -150,18 +114,18 @@ def contact_detect(s, k, R, p):
     x = p[0] + R[0, 0] * l[0] + R[0, 1] * l[1] + R[0, 2] * l[2]
     y = p[1] + R[1, 0] * l[0] + R[1, 1] * l[1] + R[1, 2] * l[2]
     z = p[2] + R[2, 0] * l[0] + R[2, 1] * l[1] + R[2, 2] * l[2]
-    phi, nx, ny, nz = env_sdf(s, x, y, z)
+    phi, nx, ny, nz = env_sdf(s, x, y, z, s.pt_envmask[k])
     return x, y, z, s.pt_radius[k] - phi, nx, ny, nz
 
 
 @kernel
-def point_force_jt(m, w, b, body, px, py, pz, fx, fy, fz, out):
-    """``out += J_lin(x)^T f`` for a world force f at world point x on ``body`` (no scratch).
-    With f = n this is ``-dd/dv`` (J as in ``point_jacobian``, rows 3-5)."""
+def chain_force_jt(m, w, b, body, stop, px, py, pz, fx, fy, fz, out):
+    """``out += J_lin(x)^T f`` over the DOFs of ``body`` and its ancestors below ``stop`` (-1: all
+    of them): a world force f at world point x (no scratch)."""
     Rw = w.Rw[b]
     pw = w.pw[b]
     j = body
-    while j >= 0:
+    while j != stop:
         j0 = m.iv[j]
         dx = px - pw[j, 0]
         dy = py - pw[j, 1]
@@ -176,6 +140,111 @@ def point_force_jt(m, w, b, body, px, py, pz, fx, fy, fz, out):
             vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5] + wx * dy - wy * dx
             out[j0 + k] += vx * fx + vy * fy + vz * fz
         j = m.parent[j]
+
+
+@kernel
+def point_force_jt(m, w, b, body, px, py, pz, fx, fy, fz, out):
+    """``out += J_lin(x)^T f`` for a world force f at world point x on ``body`` (no scratch).
+    With f = n this is ``-dd/dv`` (J as in ``point_jacobian``, rows 3-5)."""
+    chain_force_jt(m, w, b, body, -1, px, py, pz, fx, fy, fz, out)
+
+
+@kernel
+def pair_force_jt(m, w, b, A, B, lca, px, py, pz, fx, fy, fz, out):
+    """``out += (J_A(x) - J_B(x))^T f``: a world force f at world point x acting on body ``A`` and
+    its reaction ``-f`` on body ``B`` (Newton's third law).  The relative Jacobian is zero on the
+    DOFs at and above their lowest common ancestor ``lca``, which are never touched."""
+    chain_force_jt(m, w, b, A, lca, px, py, pz, fx, fy, fz, out)
+    chain_force_jt(m, w, b, B, lca, px, py, pz, -fx, -fy, -fz, out)
+
+
+@kernel
+def item_culled(s, it, RA, pA, RB, pB, extra):
+    """The broadphase of body-body item ``it`` (:mod:`pbsim.contact.pairs`): True when the bounding
+    sphere of its points (on body A at pose ``(RA, pA)``) and that of its shape (on B at
+    ``(RB, pB)``) are more than ``extra`` apart (poses as :func:`contact_detect` takes them)."""
+    c = s.it_sphere[it]
+    dx = pA[0] + RA[0, 0] * c[0] + RA[0, 1] * c[1] + RA[0, 2] * c[2]
+    dy = pA[1] + RA[1, 0] * c[0] + RA[1, 1] * c[1] + RA[1, 2] * c[2]
+    dz = pA[2] + RA[2, 0] * c[0] + RA[2, 1] * c[1] + RA[2, 2] * c[2]
+    dx -= pB[0] + RB[0, 0] * c[4] + RB[0, 1] * c[5] + RB[0, 2] * c[6]
+    dy -= pB[1] + RB[1, 0] * c[4] + RB[1, 1] * c[5] + RB[1, 2] * c[6]
+    dz -= pB[2] + RB[2, 0] * c[4] + RB[2, 1] * c[5] + RB[2, 2] * c[6]
+    r = c[3] + c[7] + extra
+    return dx * dx + dy * dy + dz * dz > r * r
+
+
+@kernel
+def pair_local(s, k, RA, pA, RB, pB):
+    """Body-body point ``k`` at the poses of its bodies: its world position ``x`` and its position
+    ``y = R_B^T (x - p_B)`` in the frame of the shape's body B."""
+    l = s.pp_local[k]
+    x = pA[0] + RA[0, 0] * l[0] + RA[0, 1] * l[1] + RA[0, 2] * l[2]
+    y = pA[1] + RA[1, 0] * l[0] + RA[1, 1] * l[1] + RA[1, 2] * l[2]
+    z = pA[2] + RA[2, 0] * l[0] + RA[2, 1] * l[1] + RA[2, 2] * l[2]
+    dx, dy, dz = x - pB[0], y - pB[1], z - pB[2]
+    return (x, y, z, RB[0, 0] * dx + RB[1, 0] * dy + RB[2, 0] * dz, RB[0, 1] * dx + RB[1, 1] * dy + RB[2, 1] * dz,
+            RB[0, 2] * dx + RB[1, 2] * dy + RB[2, 2] * dz)
+
+
+@kernel
+def pair_detect(s, k, RA, pA, RB, pB):
+    """The detection between bodies (:func:`contact_detect`'s sibling): body-body point ``k``
+    (:mod:`pbsim.contact.pairs`) on body A at pose ``(RA, pA)`` against its item's shape on body B
+    at ``(RB, pB)``, queried in B's frame.  Returns ``(x, y, z, sd, nx, ny, nz)``: the world point,
+    the signed depth ``r_k - phi_B(y)`` and the world normal ``R_B grad phi_B(y)`` out of B."""
+    x, y, z, ly0, ly1, ly2 = pair_local(s, k, RA, pA, RB, pB)
+    phi, m0, m1, m2 = shape_sdf(s, s.it_shape[s.pp_item[k]], ly0, ly1, ly2)
+    return (x, y, z, s.pp_radius[k] - phi, RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2,
+            RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2, RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
+
+
+@kernel
+def pair_detect_step(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk):
+    """:func:`pair_detect` over a step (the position-based methods' detection between bodies), from
+    the poses at the start of the step ``(RAk, ...)`` to the iterate ``(RA, ...)``.  A point that
+    touches B's shape at the start (signed depth > -0.1 r - 1e-4 m there) keeps that start's contact
+    plane in B's frame for the whole step: ``sd = r - phi_B(y_k) - n_Bk . (y - y_k)`` with normal
+    ``n_Bk = grad phi_B(y_k)`` (as MuJoCo detects once per step and keeps the contact frame); any
+    other point uses the shape's distance at the iterate.  Inside a box the nearest face switches
+    at the medial planes, where the penalty energy ``(r - phi)^2`` has a concave kink: an implicit
+    step across it gains energy (measured: a box landing 1 cm from another box's edge at 5 ms
+    tipped over and slid off, the environment's box included); with the frozen plane the energy
+    of a step is a convex quadratic in y.  Returns ``(x, y, z, sd, nx, ny, nz, dx, dy, dz, mx, my,
+    mz)``: the world point, signed depth and normal, the displacement relative to B ``Delta = R_B
+    (y - y_k)`` and the start normal ``n_k = R_B n_Bk`` (world; :func:`pair_motion`)."""
+    x, y, z, a0, a1, a2 = pair_local(s, k, RA, pA, RB, pB)
+    _x, _y, _z, b0, b1, b2 = pair_local(s, k, RAk, pAk, RBk, pBk)
+    j = s.it_shape[s.pp_item[k]]
+    r = s.pp_radius[k]
+    phik, m0, m1, m2 = shape_sdf(s, j, b0, b1, b2)
+    d0, d1, d2 = a0 - b0, a1 - b1, a2 - b2
+    if r - phik > -0.1 * r - 1e-4:  # touching at the start: its contact plane for the step
+        sd = r - phik - (m0 * d0 + m1 * d1 + m2 * d2)
+        n0, n1, n2 = m0, m1, m2
+    else:
+        phi, n0, n1, n2 = shape_sdf(s, j, a0, a1, a2)
+        sd = r - phi
+    return (x, y, z, sd, RB[0, 0] * n0 + RB[0, 1] * n1 + RB[0, 2] * n2, RB[1, 0] * n0 + RB[1, 1] * n1 + RB[1, 2] * n2,
+            RB[2, 0] * n0 + RB[2, 1] * n1 + RB[2, 2] * n2, RB[0, 0] * d0 + RB[0, 1] * d1 + RB[0, 2] * d2,
+            RB[1, 0] * d0 + RB[1, 1] * d1 + RB[1, 2] * d2, RB[2, 0] * d0 + RB[2, 1] * d1 + RB[2, 2] * d2,
+            RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2, RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2,
+            RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
+
+
+@kernel
+def pair_motion(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk):
+    """Body-body point ``k`` over a step: at the poses ``(RA, pA)``, ``(RB, pB)`` and at the start
+    of the step ``(RAk, ...)``.  Returns ``(dx, dy, dz, nx, ny, nz)``: its displacement relative to
+    B, ``Delta = R_B (y - y_k)`` (world coordinates; for the environment ``x - x_k``), and the
+    start-of-step normal carried with B, ``n_k = R_B grad phi_B(y_k)``."""
+    _x, _y, _z, a0, a1, a2 = pair_local(s, k, RA, pA, RB, pB)
+    _x, _y, _z, b0, b1, b2 = pair_local(s, k, RAk, pAk, RBk, pBk)
+    _phi, m0, m1, m2 = shape_sdf(s, s.it_shape[s.pp_item[k]], b0, b1, b2)
+    d0, d1, d2 = a0 - b0, a1 - b1, a2 - b2
+    return (RB[0, 0] * d0 + RB[0, 1] * d1 + RB[0, 2] * d2, RB[1, 0] * d0 + RB[1, 1] * d1 + RB[1, 2] * d2,
+            RB[2, 0] * d0 + RB[2, 1] * d1 + RB[2, 2] * d2, RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2,
+            RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2, RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
 
 
 @kernel

@@ -128,6 +128,12 @@ class StepSpec:
         return x if x is not None else NoExtra(np.zeros(1))
 
 
+def body_contact_used(integrator, kc, ks) -> dict:
+    """``StepSpec.used`` of a method whose only optional feature is contact between bodies
+    (compiled only into runs whose scene has body-body items)."""
+    return {"body_contact": bool(ks.nitem > 0)}
+
+
 # the ``x`` of a method without scratch of its own
 NoExtra = namedtuple("NoExtra", "unused")
 
@@ -166,7 +172,7 @@ class Integrator:
         ks = self.__dict__.get("_ks_diag")
         if ks is None:
             ks = self.__dict__["_ks_diag"] = self.scene.kernel_arrays(self.model)
-        if ks.npts > 0:  # how deep the deepest contact point sits (every method, same detection)
+        if ks.npts > 0 or ks.nitem > 0:  # how deep the deepest contact point sits (every method, same detection)
             from pbsim.contact.depth import max_depth_batch
             from pbsim.dynamics.workspace import work_for
 

@@ -112,7 +112,7 @@ def rollout_batch(
     (``stop[b] = k``, its (q, v) left at step k - 1) on an event the caller's Python step must
     handle: a live row (``live[b]``) that diverges, a step whose solver did not converge
     (``info[b, 2] < 0.5``; ``info`` is the method's (B, 4) [iterations, residual, converged,
-    objective] or ones), or, with ``deep``, a contact point deeper than ``maxpen`` (``s.npts > 0``:
+    objective] or ones), or, with ``deep``, a contact point deeper than ``maxpen`` (contact points:
     the deepest point is measured after every step, ``pen[b]`` keeps the largest of the live
     rows).  A row already diverged (on_nan="stop") that diverges again keeps its state and
     records NaN energy, as the Python loop does.  ``iters[b]`` adds up ``info[b, 0]``."""
@@ -129,7 +129,7 @@ def rollout_batch(
                 stop[b] = k
                 break
             d = 0.0
-            if s.npts > 0:
+            if s.npts > 0 or s.nitem > 0:
                 d = max_depth_state(m, s, w, b, qn[b])
             if live[b]:
                 if deep and d > maxpen:

@@ -1,6 +1,6 @@
 """Generalized forces and accelerations of the explicit integrators (control, damping, contact)."""
 from pbsim.backends.kernel import kernel
-from pbsim.contact.penalty import contact_generalized_forces
+from pbsim.contact.penalty import contact_generalized_forces, pair_generalized_forces
 from pbsim.control.control import DF, SF, SPD
 from pbsim.control.solve import joint_forces, solve_and_clamp
 # the explicit integrators' scratch (sw) lives below them, where the control solvers allocate it too
@@ -16,6 +16,7 @@ FEATURES = {
     # SPD by the DF/SF factorizations (paper 001; MABA needs neither) and effort clamping
     "spd_extra": ("spd_dense", "spd_sparse", "clamp_active_set", "preclip_explicit"),
     "contact": ("contact_generalized_forces",),  # penalty contact with the scene
+    "body_contact": ("pair_generalized_forces",),  # penalty contact between bodies
 }
 
 
@@ -23,7 +24,7 @@ def features_used(kc, ks) -> dict:
     """Which of :data:`FEATURES` a step with control arrays ``kc`` and scene arrays ``ks`` runs,
     from the same flags ``forward_dynamics`` branches on."""
     return {"spd_extra": bool((kc.mode == SPD and kc.solver in (DF, SF)) or kc.clamp != 0),
-            "contact": bool(ks.npts > 0)}
+            "contact": bool(ks.npts > 0), "body_contact": bool(ks.nitem > 0)}
 
 
 @kernel
@@ -35,7 +36,10 @@ def forward_dynamics(m, s, c, w, sw, b, q, v, dt, implicit_damping, qdd):
     (``-d (v + dt qdd)``), which ABA absorbs like the SPD term (D += dt d)."""
     joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping)
     velocity_pass(m, w, b, q, v)
-    if s.npts > 0:
+    if s.npts > 0 or s.nitem > 0:
         world_pass(m, w, b)
-        contact_generalized_forces(m, s, w, b, q, v, sw.tau[b])
+        if s.npts > 0:
+            contact_generalized_forces(m, s, w, b, q, v, sw.tau[b])
+        if s.nitem > 0:
+            pair_generalized_forces(m, s, w, b, q, v, sw.tau[b])
     solve_and_clamp(m, c, w, sw, b, q, v, qdd)

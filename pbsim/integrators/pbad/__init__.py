@@ -145,7 +145,7 @@ class Pbad2(_PbadBase):
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
         lm = self.optimizer == "lm"
-        run = PBAD2(points=self.pm.npts > 0, contact=self.ks.npts > 0, lm=lm, lbfgs=not lm)
+        run = PBAD2(points=self.pm.npts > 0, contact=self.ks.npts > 0, body_contact=self.ks.nitem > 0, lm=lm, lbfgs=not lm)
         run(self.model.k, self.ks, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
             self.gtol, self.xtol, 0 if lm else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info

@@ -360,6 +360,43 @@ def gn_block(m, xa, xb, C, H, r0, c0, add):
 
 
 @kernel
+def point_pkp(Kk, x0, x1, x2, Wi):
+    """``Wi += P^T K P`` (6x6) for a point at world ``x`` with the 3x3 ``K``: ``P = [A  I]``,
+    ``A = -[x]x``, so that ``xi_c^T (P^T K P) xi_a`` is the point's ``J^T K J`` on two DOFs'
+    twists (:func:`points_jtkj`)."""
+    for r in range(3):
+        # row r of K A, A = -[x]x = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]
+        ka0 = -Kk[r, 1] * x2 + Kk[r, 2] * x1
+        ka1 = Kk[r, 0] * x2 - Kk[r, 2] * x0
+        ka2 = -Kk[r, 0] * x1 + Kk[r, 1] * x0
+        Wi[3 + r, 0] += ka0
+        Wi[3 + r, 1] += ka1
+        Wi[3 + r, 2] += ka2
+        for c in range(3):
+            Wi[3 + r, 3 + c] += Kk[r, c]
+    for c in range(3):
+        # A^T K: (A^T K)[r, c] = sum_j A[j, r] K[j, c]; A[:, 0] = (0, -x2, x1), A[:, 1] = (x2, 0, -x0),
+        # A[:, 2] = (-x1, x0, 0)
+        k0c = Kk[0, c]
+        k1c = Kk[1, c]
+        k2c = Kk[2, c]
+        Wi[0, 3 + c] += -x2 * k1c + x1 * k2c
+        Wi[1, 3 + c] += x2 * k0c - x0 * k2c
+        Wi[2, 3 + c] += -x1 * k0c + x0 * k1c
+    for c in range(3):
+        # (K A)[:, c], then A^T (K A)[:, c]
+        if c == 0:
+            y0, y1, y2 = -Kk[0, 1] * x2 + Kk[0, 2] * x1, -Kk[1, 1] * x2 + Kk[1, 2] * x1, -Kk[2, 1] * x2 + Kk[2, 2] * x1
+        elif c == 1:
+            y0, y1, y2 = Kk[0, 0] * x2 - Kk[0, 2] * x0, Kk[1, 0] * x2 - Kk[1, 2] * x0, Kk[2, 0] * x2 - Kk[2, 2] * x0
+        else:
+            y0, y1, y2 = -Kk[0, 0] * x1 + Kk[0, 1] * x0, -Kk[1, 0] * x1 + Kk[1, 1] * x0, -Kk[2, 0] * x1 + Kk[2, 1] * x0
+        Wi[0, c] += -x2 * y1 + x1 * y2
+        Wi[1, c] += x2 * y0 - x0 * y2
+        Wi[2, c] += -x1 * y0 + x0 * y1
+
+
+@kernel
 def points_jtkj(m, npts, pt_body, pt_local, k0, T, xi, K, H, r0, Wb):
     """Add sum_k J_x^T K[k0 + k] J_x over the points (body ``pt_body[k]``, local ``pt_local[k]``):
     the point terms' Gauss-Newton Hessian, gathered per body.  A point at world ``x`` moves with
@@ -381,37 +418,7 @@ def points_jtkj(m, npts, pt_body, pt_local, k0, T, xi, K, H, r0, Wb):
             continue
         i = pt_body[k]
         x0, x1, x2 = point_xyz(T, i, pt_local[k])
-        Wi = Wb[i]
-        for r in range(3):
-            # row r of K A, A = -[x]x = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]
-            ka0 = -Kk[r, 1] * x2 + Kk[r, 2] * x1
-            ka1 = Kk[r, 0] * x2 - Kk[r, 2] * x0
-            ka2 = -Kk[r, 0] * x1 + Kk[r, 1] * x0
-            Wi[3 + r, 0] += ka0
-            Wi[3 + r, 1] += ka1
-            Wi[3 + r, 2] += ka2
-            for c in range(3):
-                Wi[3 + r, 3 + c] += Kk[r, c]
-        for c in range(3):
-            # A^T K: (A^T K)[r, c] = sum_j A[j, r] K[j, c]; A[:, 0] = (0, -x2, x1), A[:, 1] = (x2, 0, -x0),
-            # A[:, 2] = (-x1, x0, 0)
-            k0c = Kk[0, c]
-            k1c = Kk[1, c]
-            k2c = Kk[2, c]
-            Wi[0, 3 + c] += -x2 * k1c + x1 * k2c
-            Wi[1, 3 + c] += x2 * k0c - x0 * k2c
-            Wi[2, 3 + c] += -x1 * k0c + x0 * k1c
-        for c in range(3):
-            # (K A)[:, c], then A^T (K A)[:, c]
-            if c == 0:
-                y0, y1, y2 = -Kk[0, 1] * x2 + Kk[0, 2] * x1, -Kk[1, 1] * x2 + Kk[1, 2] * x1, -Kk[2, 1] * x2 + Kk[2, 2] * x1
-            elif c == 1:
-                y0, y1, y2 = Kk[0, 0] * x2 - Kk[0, 2] * x0, Kk[1, 0] * x2 - Kk[1, 2] * x0, Kk[2, 0] * x2 - Kk[2, 2] * x0
-            else:
-                y0, y1, y2 = -Kk[0, 0] * x1 + Kk[0, 1] * x0, -Kk[1, 0] * x1 + Kk[1, 1] * x0, -Kk[2, 0] * x1 + Kk[2, 1] * x0
-            Wi[0, c] += -x2 * y1 + x1 * y2
-            Wi[1, c] += x2 * y0 - x0 * y2
-            Wi[2, c] += -x1 * y0 + x0 * y1
+        point_pkp(Kk, x0, x1, x2, Wb[i])
     for i in range(m.nb):
         Wi = Wb[i]
         nz = 0.0

@@ -23,6 +23,7 @@ from pbsim.dynamics.joints import FREE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.integrators.pbad.joints import joint_energy, joint_gradient, joint_hessian
+from pbsim.integrators.pbad.pairs import pair_step_limit, pair_terms
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_hessian, contact_step_limit,
                                            contact_terms, gn_block, hessian_second_order, inertial_gravity_terms,
                                            point_hessian, point_terms, poses_from_work, world_twists)
@@ -30,7 +31,9 @@ from pbsim.optim.lbfgs import lbfgs_loop
 from pbsim.optim.linalg import inf_norm
 from pbsim.optim.lm import lm_launch_begin, lm_launch_iterate, lm_loop
 
-PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel Wb F K S Y rho alpha P")
+# pF pK pW pG pr: the body-body terms' scratch (pbsim.integrators.pbad.pairs.pair_terms)
+PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel Wb F K S Y rho alpha P "
+                      "pF pK pW pG pr")
 
 
 def make_pbad_work(model, pm, B, K, lbfgs_m=8):
@@ -45,7 +48,7 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
                     gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
                     vel=z((B, nv, 3)), Wb=z((B, nb, 6, 6)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
                     S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)),
-                    P=z((B, n)))
+                    P=z((B, n)), pF=z((B, 3)), pK=z((B, 3, 3)), pW=z((B, 6, 6)), pG=z((B, 3, 4)), pr=z((B, 6)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,12 +100,16 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
             if s.npts > 0:
                 contact_hessian(m, pm, s, T, xi, pw.K[b], H, 0, pw.Wb[b])
             joint_hessian(m, c, b, q, d, dt, H)
+    if s.nitem > 0:  # contact between bodies: through the relative Jacobian, after G's terms
+        e += pair_terms(m, pm, s, T, Tk, pw.xi[b, 0], dt, want_g, want_h, exact_h, g, H, pw.pF[b], pw.pK[b],
+                        pw.pW[b], pw.pG[b], pw.pr[b])
     return e
 
 
 @kernel
-def pbad2_prepare(m, w, pw, b, q, v, dt):
-    """Poses of q_{k-1} = q_k (+) (-dt v_k) and q_k into pw.T[b, 0:2]; initial guess q_k (+) dt v_k."""
+def pbad2_prepare(m, s, w, pw, b, q, v, dt):
+    """Poses of q_{k-1} = q_k (+) (-dt v_k) and q_k into pw.T[b, 0:2]; initial guess q_k (+) dt v_k,
+    shortened where it would carry a point through another body (:func:`pair_guess_limit`)."""
     d = pw.d[b]
     for j in range(m.nv):
         d[j] = -dt * v[b, j]
@@ -113,7 +120,24 @@ def pbad2_prepare(m, w, pw, b, q, v, dt):
     poses_from_work(m, w, b, pw.T[b, 1])
     for j in range(m.nv):
         d[j] = dt * v[b, j]
+    if s.nitem > 0:
+        pair_guess_limit(m, s, pw, b, d)
     integrate_config(m, q[b], d, pw.qn[b, 2], w.Rj[b])
+
+
+@kernel
+def pair_guess_limit(m, s, pw, b, d):
+    """The initial guess' step ``d = dt v_k`` from q_k (poses in pw.T[b, 1]) shortened so that no
+    point meeting another body's shape passes through it (the swept step limit of the body-body
+    items, :func:`pbsim.integrators.pbad.pairs.pair_step_limit`): at 50 ms a box falling at 3 m/s
+    moves 15 cm, more than a thin box is thick, and a guess past its far side is a local minimum
+    of the step's objective on the wrong side."""
+    xi = pw.xi[b, 0]
+    world_twists(m, pw.T[b, 1], xi)
+    alpha = pair_step_limit(m, s, pw.T[b, 1], xi, d, 1e-6)
+    if alpha < 1.0:
+        for j in range(m.nv):
+            d[j] *= alpha
 
 
 # order 2: Levenberg-Marquardt, the generic loop of pbsim.optim.lm on the problem
@@ -141,6 +165,14 @@ def pbad2_trial(P, b, tries):
             fk_state(m, w, b, qi)
             poses_from_work(m, w, b, pw.T[b, 2])
         alpha = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+        if alpha < 1.0:
+            for k in range(n):
+                dx[k] *= alpha
+    if s.nitem > 0:  # and points meeting another body's shape
+        if tries > 0 and s.npts == 0:
+            fk_state(m, w, b, qi)
+            poses_from_work(m, w, b, pw.T[b, 2])
+        alpha = pair_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
         if alpha < 1.0:
             for k in range(n):
                 dx[k] *= alpha
@@ -277,7 +309,7 @@ def rotate_by_exp_transpose(tx, ty, tz, v, a):
 def pbad2_state(m, s, pm, c, w, wf, pw, b, q, v, dt, maxit, gtol, xtol, method, exact_h, qn, vn, e, info):
     """One PBAD2 step for trajectory b: ``method`` 0 = Levenberg-Marquardt, 1 = LBFGS (``wf``: a
     second dynamics workspace for LBFGS's M^-1 factor)."""
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     if method == 0:
         pbad2_lm(m, s, pm, c, w, pw, b, q, v, dt, maxit, gtol, xtol, exact_h, info[b])
     else:
@@ -304,7 +336,7 @@ def pbad2_eval_batch(m, s, pm, c, w, pw, q, v, qeval, dt, want_h, exact_h, E, g,
 
 @kernel
 def pbad2_eval_state(m, s, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E, g, H):
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     E[b] = pbad2_eval(m, s, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, True, want_h, exact_h, g[b], H[b])
 
 
@@ -312,9 +344,11 @@ def pbad2_eval_state(m, s, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E,
 # compiled only into runs that have some (pbsim.backends.kernel.Variants): a chain without contact
 # skips their energy, Hessian and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
 # every LM run (+40 % first-run compile).
+BODY_CONTACT = {"pair_terms": unused_float, "pair_step_limit": unused_float, "pair_guess_limit": unused}
 PBAD2 = Variants(pbad2_batch, {
     "points": {"point_terms": unused_float, "point_hessian": unused},
     "contact": {"contact_terms": unused_float, "contact_hessian": unused, "contact_step_limit": unused_float},
+    "body_contact": BODY_CONTACT,
     "lm": ("pbad2_lm",),
     "lbfgs": ("pbad2_lbfgs",),
 })

@@ -22,8 +22,8 @@ import numpy as np
 
 from pbsim.backends.kernel import kernel
 from pbsim.errors import InputError
-from pbsim.integrators.base import StepSpec
-from pbsim.integrators.pbad.order2 import (LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_launch_begin,
+from pbsim.integrators.base import StepSpec, body_contact_used
+from pbsim.integrators.pbad.order2 import (BODY_CONTACT, LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_launch_begin,
                                            pbad2_lm_launch_iterate, pbad2_prepare)
 from pbsim.optim.lm import lm_launch_end
 
@@ -58,7 +58,7 @@ def pbad_extra(integrator, B) -> PbadX:
 @kernel
 def pbad_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One whole PBAD step, the LM loop inside (in-kernel schedule)."""
-    pbad2_prepare(m, w, x.pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, x.pw, b, q, v, dt)
     pbad2_lm(m, s, x.pm, c, w, x.pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.exact_h, x.info[b])
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
@@ -67,7 +67,7 @@ def pbad_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 def pbad_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, initial guess, the LM state there."""
     pw = x.pw
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbad2_lm_launch_begin((m, s, x.pm, c, w, pw, q, v, dt, x.exact_h), b, x.st[b])
     x.done[b] = 0.0
 
@@ -90,5 +90,6 @@ def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 
 
 # order-2 LM as the contract's step, with both GPU schedules
-STEP = StepSpec(pbad_step, extra=pbad_extra, batched=BATCHED, info="info",
+STEP = StepSpec(pbad_step, extra=pbad_extra, batched=BATCHED, info="info", features={"body_contact": BODY_CONTACT},
+                used=body_contact_used,
                 per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")

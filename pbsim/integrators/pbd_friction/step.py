@@ -22,11 +22,13 @@ from pbsim.backends.kernel import kernel, specialize
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
 from pbsim.integrators.pbad.energy import contact_step_limit
+from pbsim.integrators.pbad.pairs import pair_step_limit
 from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_lbfgs, pbad2_prepare
 from pbsim.integrators.pbad.step import BATCHED as PBAD_BATCHED
 from pbsim.integrators.pbad.step import PbadX, pbad_begin, pbad_end, pbad_iterate, pbad_step
 from pbsim.integrators.pbfd.residual import pbfd_objective
 from pbsim.integrators.pbfd.solve import STEP_FRAC, lbfgs_trust
+from pbsim.integrators.pbfd.step import BODY
 from pbsim.integrators.pbfd.step import STEP as PBFD_STEP
 from pbsim.integrators.pbfd.step import make_pbfd_x
 
@@ -39,6 +41,12 @@ def landing_limit(m, s, T, xi, dx, frac):
 
 
 @kernel
+def pair_landing_limit(m, s, T, xi, dx, frac):
+    """:func:`landing_limit` between bodies (:func:`~pbsim.integrators.pbad.pairs.pair_step_limit`)."""
+    return pair_step_limit(m, s, T, xi, dx, STEP_FRAC)
+
+
+@kernel
 def pbd_lbfgs_limit(P, b, slope):
     """LBFGS hook (PBAD's loop has none): PBFD's landing limit and trust cap on the direction
     (:func:`~pbsim.integrators.pbfd.solve.lbfgs_trust`; without it LBFGS sent the falling chain
@@ -47,7 +55,8 @@ def pbd_lbfgs_limit(P, b, slope):
     return lbfgs_trust(m, s, pw, b, slope)
 
 
-PBD = dict(pbad2_eval=pbfd_objective, contact_step_limit=landing_limit, lbfgs_limit=pbd_lbfgs_limit)
+PBD = dict(pbad2_eval=pbfd_objective, contact_step_limit=landing_limit, pair_step_limit=pair_landing_limit,
+           lbfgs_limit=pbd_lbfgs_limit)
 pbd_lm_step = specialize(pbad_step, "pbd_friction", **PBD)
 pbd_begin = specialize(pbad_begin, "pbd_friction", **PBD)
 pbd_iterate = specialize(pbad_iterate, "pbd_friction", **PBD)
@@ -59,7 +68,7 @@ pbd_lbfgs = specialize(pbad2_lbfgs, "pbd_friction", **PBD)
 def pbd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One step by LBFGS on E (PBAD's loop on the energy form): poses, the solve, (qn, vn)."""
     pw = x.pw
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbd_lbfgs(m, s, x.pm, c, w, x.wf, pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
@@ -83,8 +92,8 @@ def pbd_lm_extra(integrator, B, check=True) -> PbadX:
 
 
 STEP_LM = StepSpec(pbd_lm_step, extra=pbd_lm_extra, batched=PBAD_BATCHED, info="info",
-                   per_launch=(pbd_begin, pbd_iterate, pbd_end, None), done="done")
+                   per_launch=(pbd_begin, pbd_iterate, pbd_end, None), done="done", **BODY)
 STEP_JTJ = replace(PBFD_STEP, extra=lambda I, B: make_pbfd_x(I, B, False))
 STEP_LBFGS = StepSpec(pbd_lbfgs_step, extra=lambda I, B: make_pbfd_x(I, B, True), batched=PBFD_STEP.batched,
-                      info="info")
+                      info="info", **BODY)
 

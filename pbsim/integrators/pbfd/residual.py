@@ -38,7 +38,7 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel, specialize
-from pbsim.contact.pbfd import pbfd_point
+from pbsim.contact.pbfd import pbfd_law, pbfd_point
 from pbsim.integrators.pbad.energy import PbadModel, make_pbad_model
 from pbsim.integrators.pbad.order2 import pbad2_eval, pbad2_prepare
 from pbsim.optim.linalg import dot
@@ -95,9 +95,22 @@ def pbfd_contact_terms(m, pm, s, T, Tk, dt, G, F, K):
     return e
 
 
+@kernel
+def pbfd_pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, F, K):
+    """PBFD's point law (:func:`pbsim.contact.pbfd.pbfd_law`) at body-body point ``k``, in the
+    place of PBAD's Eq. 9 between bodies (:func:`pbsim.integrators.pbad.pairs.pair_terms`' hook):
+    ``C_par`` scaled by the pair's friction over the scene's (1 unless the file gives the pair its
+    own friction, ``make_scene(friction="model")``)."""
+    cf = friction_at(pm, dt)
+    if s.mu > 0.0:
+        cf *= s.pp_mu[k] / s.mu
+    return pbfd_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, pm.c_normal, cf, pm.alpha, pm.beta, pm.gamma,
+                    pm.energy > 0.5, F, K)
+
+
 # pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g, H) with PBFD's
 # contact: returns E (inertia + gravity + joint terms + C_perp P_perp); g <- r, H <- J_r
-pbfd_objective = specialize(pbad2_eval, "pbfd", contact_terms=pbfd_contact_terms)
+pbfd_objective = specialize(pbad2_eval, "pbfd", contact_terms=pbfd_contact_terms, pair_law=pbfd_pair_law)
 
 
 @kernel
@@ -227,5 +240,5 @@ def pbfd_eval_batch(m, s, pm, c, w, pw, q, v, qeval, dt, want_j, E, r, J):
     """``E``, ``r`` and (``want_j``) ``J_r`` at ``qeval`` for the step from (q, v) (tests, tools)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
-        pbad2_prepare(m, w, pw, b, q, v, dt)
+        pbad2_prepare(m, s, w, pw, b, q, v, dt)
         E[b] = pbfd_residual(m, s, pm, c, w, pw, b, qeval[b], q[b], v[b], dt, want_j, r[b], J[b])

@@ -24,6 +24,7 @@ from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.integrators.pbad.energy import contact_step_limit, poses_from_work, world_twists
+from pbsim.integrators.pbad.pairs import pair_step_limit
 from pbsim.integrators.pbfd.residual import ge_gradient, half_sq, pbfd_residual, qr_damped_solve, qr_factor
 from pbsim.optim.lbfgs import lbfgs_loop
 from pbsim.optim.linalg import inf_norm
@@ -44,12 +45,16 @@ def pbfd_trial_point(P, b, tries):
     m, s, pm, c, w, pw, q, v, dt, V = P
     qi = pw.qn[b, 2]
     dx = pw.dx[b]
-    if s.npts > 0:
+    if s.npts > 0 or s.nitem > 0:
         if tries > 0:  # a rejected trial left its poses and twists in pw.T[b, 2], pw.xi[b, 0]
             fk_state(m, w, b, qi)
             poses_from_work(m, w, b, pw.T[b, 2])
             world_twists(m, pw.T[b, 2], pw.xi[b, 0])
-        a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)
+        a = 1.0
+        if s.npts > 0:
+            a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)
+        if s.nitem > 0:  # points meeting another body's shape, on the swept relative motion
+            a = min(a, pair_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC))
         if a < 1.0:
             for k in range(m.nv):
                 dx[k] *= a
@@ -157,8 +162,12 @@ def lbfgs_trust(m, s, pw, b, slope):
     then the :data:`MAX_STEP` cap.  Returns the slope scaled likewise (pbfd, pbd_friction)."""
     n = m.nv
     dx = pw.dx[b]
-    if s.npts > 0:
-        a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)
+    if s.npts > 0 or s.nitem > 0:
+        a = 1.0
+        if s.npts > 0:
+            a = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC)
+        if s.nitem > 0:
+            a = min(a, pair_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, STEP_FRAC))
         if a < 1.0:
             for j in range(n):
                 dx[j] *= a

@@ -13,8 +13,8 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError
-from pbsim.integrators.base import StepSpec
-from pbsim.integrators.pbad.order2 import make_pbad_work, pbad2_finish, pbad2_prepare
+from pbsim.integrators.base import StepSpec, body_contact_used
+from pbsim.integrators.pbad.order2 import BODY_CONTACT, make_pbad_work, pbad2_finish, pbad2_prepare
 from pbsim.integrators.pbfd.solve import (WINDOW, pbfd_converged, pbfd_lbfgs, pbfd_lm, pbfd_lm_launch_begin,
                                           pbfd_lm_launch_iterate)
 from pbsim.optim.lm import lm_launch_end
@@ -59,7 +59,7 @@ def pbfd_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One PBFD step of trajectory b by JTJ-LM: q_{k-1}, q_k poses and the guess q_k (+) dt v_k, the
     solve of r(q_{k+1}) = 0, v_{k+1} = (q_{k+1} (-) q_k) / dt."""
     pw = x.pw
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbfd_lm(m, s, x.pm, c, w, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
@@ -68,7 +68,7 @@ def pbfd_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """:func:`pbfd_step` with LBFGS on GE."""
     pw = x.pw
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbfd_lbfgs(m, s, x.pm, c, w, x.wf, pw, x.V, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
@@ -81,7 +81,7 @@ def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 def pbfd_begin(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """Per-launch schedule, phase 1: poses of q_{k-1}, q_k, the guess, the LM state there."""
     pw = x.pw
-    pbad2_prepare(m, w, pw, b, q, v, dt)
+    pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbfd_lm_launch_begin((m, s, x.pm, c, w, pw, q, v, dt, x.V), b, x.st[b])
     x.done[b] = 0.0
 
@@ -111,6 +111,9 @@ def pbfd_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # (measured with pbad: `lm` then `lbfgs` in one process after each was compiled in its own, the
 # second returned without iterating).  Separate kernels bound to the driver have names of their
 # own.  The contact model is compiled into every build for the same reason.
+# Contact between bodies is compiled only into runs whose scene has body-body items (copies with
+# names of their own: pbsim.backends.kernel.Variants).
+BODY = dict(features={"body_contact": BODY_CONTACT}, used=body_contact_used)
 STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info",
-                per_launch=(pbfd_begin, pbfd_iterate, pbfd_end, None), done="done")
-STEP_LBFGS = StepSpec(pbfd_lbfgs_step, extra=pbfd_lbfgs_extra, batched=BATCHED, info="info")
+                per_launch=(pbfd_begin, pbfd_iterate, pbfd_end, None), done="done", **BODY)
+STEP_LBFGS = StepSpec(pbfd_lbfgs_step, extra=pbfd_lbfgs_extra, batched=BATCHED, info="info", **BODY)

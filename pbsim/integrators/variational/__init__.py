@@ -87,8 +87,11 @@ class Variational(Integrator):
             raise InputError(f"max_iter must be >= 1, got {max_iter!r}")
         if on_fail not in ("warn", "raise", "ignore"):
             raise InputError(f"on_fail must be 'warn', 'raise' or 'ignore', got {on_fail!r}")
-        if self.scene.kernel_arrays(model).npts > 0:
-            raise InputError("the variational integrator does not handle contact yet (scene has contact points)")
+        ks = self.scene.kernel_arrays(model)
+        if ks.npts > 0 or ks.nitem > 0:
+            raise InputError("the variational integrator does not handle contact yet (the scene has contact points"
+                             + (" or shapes of bodies that touch each other: make_scene(body_contact=False)"
+                                if ks.nitem > 0 else "") + ")")
         self.method = method
         self.ig = int(ig)
         self.tol = float(tol)

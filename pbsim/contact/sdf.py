@@ -1,0 +1,138 @@
+"""Signed distances of the primitive shapes (one numba source for CPU and CUDA).
+
+Each returns ``(phi, nx, ny, nz)`` at a point given in the coordinates its row is written in:
+``phi > 0`` outside, ``< 0`` inside, ``n = grad phi`` (unit, out of the shape).  Rows:
+
+- sphere ``[c (3), r]``;
+- capsule ``[a (3), b (3), r]``: the segment a-b swept by a sphere of radius r;
+- box ``[R (9, row-major), p (3), half (3)]``: ``x_frame = R x_box + p``;
+- cylinder ``[R (9), p (3), r, h]``: axis along the cylinder frame's z, half height h;
+- convex hull: planes ``[n (3), d]`` (``n . x <= d`` inside), ``phi = max_f (n_f . x - d_f)``: the
+  exact distance inside and on the faces, a lower bound outside near edges and corners (the
+  distance to the farthest supporting plane); MuJoCo collides meshes as their convex hulls too.
+
+The environment (:func:`pbsim.contact.query.env_sdf`) reads its rows in world coordinates; the
+shapes on bodies (:func:`pbsim.contact.query.shape_sdf`) in their body's frame.
+"""
+import math
+
+from pbsim.backends.kernel import kernel
+
+
+@kernel
+def _normalize(gx, gy, gz):
+    n = math.sqrt(gx * gx + gy * gy + gz * gz)
+    if n > 0.0:
+        return gx / n, gy / n, gz / n
+    return 0.0, 0.0, 1.0
+
+
+@kernel
+def sdf_sphere(e, x, y, z):
+    """Sphere row ``e = [c (3), r]``."""
+    dx, dy, dz = x - e[0], y - e[1], z - e[2]
+    r = math.sqrt(dx * dx + dy * dy + dz * dz)
+    nx, ny, nz = _normalize(dx, dy, dz)
+    return r - e[3], nx, ny, nz
+
+
+@kernel
+def sdf_capsule(e, x, y, z):
+    """Capsule row ``e = [a (3), b (3), r]``."""
+    ux, uy, uz = e[3] - e[0], e[4] - e[1], e[5] - e[2]
+    uu = ux * ux + uy * uy + uz * uz
+    t = 0.0
+    if uu > 0.0:
+        t = min(max(((x - e[0]) * ux + (y - e[1]) * uy + (z - e[2]) * uz) / uu, 0.0), 1.0)
+    dx, dy, dz = x - e[0] - t * ux, y - e[1] - t * uy, z - e[2] - t * uz
+    nx, ny, nz = _normalize(dx, dy, dz)
+    return math.sqrt(dx * dx + dy * dy + dz * dz) - e[6], nx, ny, nz
+
+
+@kernel
+def sdf_box(e, x, y, z):
+    """Signed distance and normal of box row ``e = [R (9), p (3), half (3)]``."""
+    dx, dy, dz = x - e[9], y - e[10], z - e[11]
+    lx = e[0] * dx + e[3] * dy + e[6] * dz  # R^T (x - p)
+    ly = e[1] * dx + e[4] * dy + e[7] * dz
+    lz = e[2] * dx + e[5] * dy + e[8] * dz
+    qx, qy, qz = abs(lx) - e[12], abs(ly) - e[13], abs(lz) - e[14]
+    sx = 1.0 if lx >= 0.0 else -1.0
+    sy = 1.0 if ly >= 0.0 else -1.0
+    sz = 1.0 if lz >= 0.0 else -1.0
+    if qx > 0.0 or qy > 0.0 or qz > 0.0:
+        ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
+        phi = math.sqrt(ox * ox + oy * oy + oz * oz)
+        nx, ny, nz = sx * ox / phi, sy * oy / phi, sz * oz / phi
+    else:
+        if qx >= qy and qx >= qz:
+            phi, nx, ny, nz = qx, sx, 0.0, 0.0
+        elif qy >= qz:
+            phi, nx, ny, nz = qy, 0.0, sy, 0.0
+        else:
+            phi, nx, ny, nz = qz, 0.0, 0.0, sz
+    wx = e[0] * nx + e[1] * ny + e[2] * nz  # R n
+    wy = e[3] * nx + e[4] * ny + e[5] * nz
+    wz = e[6] * nx + e[7] * ny + e[8] * nz
+    return phi, wx, wy, wz
+
+
+@kernel
+def sdf_cylinder(e, x, y, z):
+    """Cylinder row ``e = [R (9), p (3), r, h]`` (axis: the cylinder frame's z)."""
+    dx, dy, dz = x - e[9], y - e[10], z - e[11]
+    lx = e[0] * dx + e[3] * dy + e[6] * dz  # R^T (x - p)
+    ly = e[1] * dx + e[4] * dy + e[7] * dz
+    lz = e[2] * dx + e[5] * dy + e[8] * dz
+    rho = math.sqrt(lx * lx + ly * ly)
+    ux, uy = (lx / rho, ly / rho) if rho > 0.0 else (1.0, 0.0)
+    sz = 1.0 if lz >= 0.0 else -1.0
+    qr = rho - e[12]
+    qz = abs(lz) - e[13]
+    if qr > 0.0 or qz > 0.0:
+        orr, oz = max(qr, 0.0), max(qz, 0.0)
+        phi = math.sqrt(orr * orr + oz * oz)
+        nx, ny, nz = ux * orr / phi, uy * orr / phi, sz * oz / phi
+    elif qr >= qz:
+        phi, nx, ny, nz = qr, ux, uy, 0.0
+    else:
+        phi, nx, ny, nz = qz, 0.0, 0.0, sz
+    wx = e[0] * nx + e[1] * ny + e[2] * nz  # R n
+    wy = e[3] * nx + e[4] * ny + e[5] * nz
+    wz = e[6] * nx + e[7] * ny + e[8] * nz
+    return phi, wx, wy, wz
+
+
+@kernel
+def sdf_hull(planes, i0, n, x, y, z):
+    """Convex hull given by ``n`` planes ``planes[i0:i0 + n] = [normal (3), d]``."""
+    best = -1.0e30
+    bx, by, bz = 0.0, 0.0, 1.0
+    for f in range(i0, i0 + n):
+        e = planes[f]
+        phi = e[0] * x + e[1] * y + e[2] * z - e[3]
+        if phi > best:
+            best, bx, by, bz = phi, e[0], e[1], e[2]
+    return best, bx, by, bz
+
+
+@kernel
+def sdf_heightfield(meta, geo, data, x, y, z):
+    off, nx, ny = meta[0], meta[1], meta[2]
+    fx = min(max((x - geo[0]) / geo[2], 0.0), nx - 1.0)
+    fy = min(max((y - geo[1]) / geo[3], 0.0), ny - 1.0)
+    i = min(int(fx), nx - 2)
+    j = min(int(fy), ny - 2)
+    tx = fx - i
+    ty = fy - j
+    inx = 1.0 if (x - geo[0]) / geo[2] == fx else 0.0  # slope is zero where the edge is extended
+    iny = 1.0 if (y - geo[1]) / geo[3] == fy else 0.0
+    h00 = data[off + i * ny + j]
+    h01 = data[off + i * ny + j + 1]
+    h10 = data[off + (i + 1) * ny + j]
+    h11 = data[off + (i + 1) * ny + j + 1]
+    h = (h00 * (1 - tx) + h10 * tx) * (1 - ty) + (h01 * (1 - tx) + h11 * tx) * ty
+    hx = inx * ((h10 - h00) * (1 - ty) + (h11 - h01) * ty) / geo[2]
+    hy = iny * ((h01 - h00) * (1 - tx) + (h11 - h10) * tx) / geo[3]
+    nrm = math.sqrt(1.0 + hx * hx + hy * hy)
+    return (z - h) / nrm, -hx / nrm, -hy / nrm, 1.0 / nrm
