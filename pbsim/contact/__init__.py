@@ -11,6 +11,7 @@ from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
 WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh")  # world geoms with an environment shape
+BODY_SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh")  # shapes on bodies with contact points
 
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
            "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
@@ -85,9 +86,16 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     if ground == "auto" and not world_geoms:
         ground = "plane"
     adds = ground == "plane" or terrain is not None or len(environment) > 0
-    # the shapes that carry environment contact points: every collision shape, or those the file pairs
-    # with its world shapes when the scene adds none of its own
-    geoms = None if (rules.world_allowed is None or adds) else sorted(g for g, s in rules.world_allowed.items() if s)
+    # the shapes that carry environment contact points: every collision shape (pbsim's rules), or those
+    # the file pairs with its world shapes, and, when the scene adds shapes of its own, every shape the
+    # file lets collide at all (contype or conaffinity set: MuJoCo's default floor would touch it)
+    geoms = None
+    if rules.world_allowed is not None:
+        geoms = {g for g, s in rules.world_allowed.items() if s}
+        if adds:
+            geoms |= {i for i, g in enumerate(model.geoms) if g.body >= 0 and g.shape in BODY_SHAPES
+                      and (g.role == "collision" or g.contype or g.conaffinity)}
+        geoms = sorted(geoms)
     pts = points if points is not None else sample_contact_points(model, geoms=geoms, **point_options)
     if exact_band is None:  # grid distances clamp at the band: keep it beyond every point's radius
         exact_band = max(0.1, (float(pts.radius.max()) if len(pts) else 0.0) + 2.0 * float(spacing))
@@ -127,11 +135,13 @@ def default_scene(model, ground: str | None = "model", **kw) -> Scene:
 
     ``ground="model"``: the model's own world geometry (MJCF worldbody geoms: planes, boxes,
     spheres, capsules, meshes, hfields as heightfields), with contact points sampled on the robot;
-    a model without world geometry gets no contact (an empty scene).  "plane" or "auto" (the
-    world geometry, else a plane: the viewer's default) add a ground plane; None: no contact.
-    ``kw`` go to :func:`make_scene`.  Built once per model for the default arguments."""
-    if ground in (None, "none") and kw.get("terrain") is None:
-        return Scene()
+    a model without world geometry gets no environment contact.  "plane" or "auto" (the world
+    geometry, else a plane: the viewer's default) add a ground plane; None: no environment.  In
+    every case the bodies touch each other as the contact rules say (:mod:`pbsim.contact.filter`;
+    ``body_contact=False``: they do not).  ``kw`` go to :func:`make_scene`.  Built once per model
+    for the default arguments."""
+    if ground == "none":
+        ground = None
     cache = model.__dict__.setdefault("_default_scenes", {})
     key = ground if not any(v is not None for v in kw.values()) else None
     if key is not None and key in cache:

@@ -66,7 +66,7 @@ def contact_energy(s, k, D1, D2, R, p, Rk, pk, dt, F, K):
 @kernel
 def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, F, K):
     """Eq. 9 at depth ``dep`` with normal ``n``, displacement over the step ``d = x - x_k`` (between
-    bodies: relative to the shape's body, :func:`pbsim.contact.query.pair_motion`) and frozen
+    bodies: relative to the shape's body, :func:`pbsim.contact.query.pair_detect_step`) and frozen
     start-of-step normal ``n_k = m``: writes ``F`` = dE/dx, ``K`` = the PSD-projected Hessian
     (zero out of contact), returns E (module docstring)."""
     for r in range(3):

@@ -58,7 +58,7 @@ import math
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import BIG, contact_detect, env_sdf, sdf_box
+from pbsim.contact.query import BIG, contact_detect, env_sdf, pair_detect, sdf_box
 from pbsim.errors import InputError
 
 BASIS_EPS = 1e-12  # 1 + m_z below this: n = -up, the basis' singular point (module docstring)
@@ -307,6 +307,199 @@ def nmdp_point(s, F, k, zeta, mu, nvert, cand, kp, R, p, V, D, T1, T2, Dn):
                     acc += g * Dn[j, c]
                 D[i, r, c] = -dcap * ur * nc + cap * acc
     return x, y, z, sd, nx, ny, nz, cap
+
+
+@kernel
+def pair_basis(F, sg, nx, ny, nz):
+    """The tangent basis of a body-body point: :func:`nmdp_basis` of ``sg n`` (``sg = +-1``, the sign
+    of ``n . up`` when the step's contact set was chosen), which spans the same tangent plane.  A
+    point of a lower body pressed against an upper body's underside has ``n = -up``, the smooth
+    basis' singular point; with ``sg = -1`` it is built from ``-n ~ up``, where it is smooth, so the
+    vertices stay smooth over the step (notes/body_contact.md Sec. 3.4)."""
+    return nmdp_basis(F, sg * nx, sg * ny, sg * nz)
+
+
+@kernel
+def pair_direction(F, mu, sg, nx, ny, nz, i, nvert):
+    """``n + mu t^i`` of a body-body point (unscaled vertex ``i`` of ``nvert``; basis :func:`pair_basis`)."""
+    t1x, t1y, t1z, t2x, t2y, t2z = pair_basis(F, sg, nx, ny, nz)
+    ph = 2.0 * math.pi * i / nvert
+    ca = math.cos(ph)
+    sa = math.sin(ph)
+    return (nx + mu * (ca * t1x + sa * t2x), ny + mu * (ca * t1y + sa * t2y), nz + mu * (ca * t1z + sa * t2z))
+
+
+@kernel
+def _rotate_jacobian(e, L, out):
+    """``out = R L R^T`` with ``R`` the row-major rotation ``e[0:9]`` (a box's or cylinder's row)."""
+    for r in range(3):
+        for c in range(3):
+            acc = 0.0
+            for i in range(3):
+                for j in range(3):
+                    acc += e[3 * r + j] * L[j, i] * e[3 * c + i]
+            out[r, c] = acc
+
+
+@kernel
+def shape_normal_jacobian(s, j, face, x, y, z, L, out):
+    """``out`` (3, 3) = ``d nB / d y`` of body shape ``j``'s normal at ``y = (x, y, z)`` in its body's
+    frame, with the item's face choice ``face`` (:func:`pbsim.contact.query.face_sdf`: a point inside
+    a box pushed out through that face has its flat normal): zero on box faces (inside a box), cylinder
+    caps and convex hulls (flat faces); ``(I - n n^T) / rho`` on spheres and capsule caps,
+    ``(I - n n^T - e e^T) / rho`` on a capsule's side (``e`` its axis) and a cylinder's side; outside a
+    box's edges and corners ``(I - n n^T) P / rho`` (``P`` the directions that move the nearest point
+    of the box's core), and around a cylinder's rims likewise (:func:`env_normal_jacobian`, in the
+    body's frame).  ``L``: (3, 3) scratch."""
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = 0.0
+            L[r, c] = 0.0
+    kind = s.shp_kind[j]
+    e = s.shp_row[j]
+    if kind == 0:  # sphere
+        dx, dy, dz = x - e[0], y - e[1], z - e[2]
+        rho = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if not (rho > 0.0):
+            return
+        n0, n1, n2 = dx / rho, dy / rho, dz / rho
+        for r in range(3):
+            nr = n0 if r == 0 else (n1 if r == 1 else n2)
+            for c in range(3):
+                nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                out[r, c] = ((1.0 if r == c else 0.0) - nr * nc) / rho
+        return
+    if kind == 1:  # capsule
+        ux, uy, uz = e[3] - e[0], e[4] - e[1], e[5] - e[2]
+        uu = ux * ux + uy * uy + uz * uz
+        t = 0.0
+        if uu > 0.0:
+            t = min(max(((x - e[0]) * ux + (y - e[1]) * uy + (z - e[2]) * uz) / uu, 0.0), 1.0)
+        dx, dy, dz = x - e[0] - t * ux, y - e[1] - t * uy, z - e[2] - t * uz
+        rho = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if not (rho > 0.0):
+            return
+        n0, n1, n2 = dx / rho, dy / rho, dz / rho
+        side = 0.0 < t < 1.0
+        sq = math.sqrt(uu) if uu > 0.0 else 1.0
+        e0, e1, e2 = ux / sq, uy / sq, uz / sq
+        for r in range(3):
+            nr = n0 if r == 0 else (n1 if r == 1 else n2)
+            er = e0 if r == 0 else (e1 if r == 1 else e2)
+            for c in range(3):
+                nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                ec = e0 if c == 0 else (e1 if c == 1 else e2)
+                pr = (1.0 if r == c else 0.0) - nr * nc
+                if side:
+                    pr -= er * ec
+                out[r, c] = pr / rho
+        return
+    if kind == 2 or kind == 3:  # box / cylinder: in the shape's own frame, then rotated
+        dx, dy, dz = x - e[9], y - e[10], z - e[11]
+        lx = e[0] * dx + e[3] * dy + e[6] * dz
+        ly = e[1] * dx + e[4] * dy + e[7] * dz
+        lz = e[2] * dx + e[5] * dy + e[8] * dz
+        if kind == 2:
+            if face >= 0 and abs(lx) < e[12] and abs(ly) < e[13] and abs(lz) < e[14]:
+                return  # pushed out through the item's face: flat
+            o0 = max(abs(lx) - e[12], 0.0)
+            o1 = max(abs(ly) - e[13], 0.0)
+            o2 = max(abs(lz) - e[14], 0.0)
+            rho = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
+            if not (rho > 0.0):
+                return  # inside: the nearest face, flat
+            n0 = (1.0 if lx >= 0.0 else -1.0) * o0 / rho
+            n1 = (1.0 if ly >= 0.0 else -1.0) * o1 / rho
+            n2 = (1.0 if lz >= 0.0 else -1.0) * o2 / rho
+            for i in range(3):
+                oi = o0 if i == 0 else (o1 if i == 1 else o2)
+                if oi <= 0.0:
+                    continue
+                ni = n0 if i == 0 else (n1 if i == 1 else n2)
+                for jj in range(3):
+                    nj = n0 if jj == 0 else (n1 if jj == 1 else n2)
+                    L[jj, i] = ((1.0 if i == jj else 0.0) - ni * nj) / rho
+        else:
+            rr = math.sqrt(lx * lx + ly * ly)
+            if not (rr > 0.0):
+                return
+            u0, u1 = lx / rr, ly / rr
+            qr = rr - e[12]
+            qz = abs(lz) - e[13]
+            if qr > 0.0 and qz > 0.0:  # around a rim: n = (l - c) / |l - c|, c = (r u, +-h)
+                sz = 1.0 if lz >= 0.0 else -1.0
+                ph = math.sqrt(qr * qr + qz * qz)
+                n0, n1, n2 = u0 * qr / ph, u1 * qr / ph, sz * qz / ph
+                for r in range(3):
+                    nr = n0 if r == 0 else (n1 if r == 1 else n2)
+                    for c in range(3):
+                        acc = 0.0
+                        for i in range(3):
+                            ni = n0 if i == 0 else (n1 if i == 1 else n2)
+                            pin = (1.0 if r == i else 0.0) - nr * ni
+                            # (I - r P / rr)[i, c], P = I_xy - u u^T
+                            pc = 0.0
+                            if i < 2 and c < 2:
+                                ui = u0 if i == 0 else u1
+                                uc = u0 if c == 0 else u1
+                                pc = (1.0 if i == c else 0.0) - ui * uc
+                            acc += pin * ((1.0 if i == c else 0.0) - e[12] * pc / rr)
+                        L[r, c] = acc / ph
+            elif qr > 0.0 or (qz <= 0.0 and qr >= qz):  # the side (outside, or inside nearest to it)
+                for r in range(2):
+                    ur = u0 if r == 0 else u1
+                    for c in range(2):
+                        uc = u0 if c == 0 else u1
+                        L[r, c] = ((1.0 if r == c else 0.0) - ur * uc) / rr
+            else:
+                return  # a cap: flat
+        _rotate_jacobian(e, L, out)
+        return
+    # a convex hull: flat faces
+
+
+@kernel
+def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, RA, pA, RB, pB, V, D, T1, T2, Dn):
+    """Body-body point ``kp`` (:mod:`pbsim.contact.pairs`; its item's shape on body B, queried in
+    B's frame with the item's ``face``) at the world poses of its bodies: its vertices ``V`` (nvert,
+    3) ``= (k d^3 + zeta)(n + mu t^i)`` (``mu`` the point's own, the basis :func:`pair_basis` with
+    ``sg``), ``D[i] = dv^i/dn`` at a fixed depth ``= (k d^3 + zeta)(I + mu sg T^i)`` (``T^i`` the
+    basis' Jacobian at ``sg n``), and ``Dn`` = ``R_B (d nB / d y) R_B^T`` (the shape's curvature,
+    world coordinates: :func:`shape_normal_jacobian`).  ``T1, T2``: (3, 3) scratch.  Returns ``(x,
+    y, z, sd, nx, ny, nz, capacity, d capacity / d sd)``: the detection's world point, signed depth and
+    normal (out of B)."""
+    x, y, z, sd, nx, ny, nz = pair_detect(s, kp, RA, pA, RB, pB, face)
+    cap = nmdp_capacity(k, zeta, sd, True)
+    d = sd if sd > 0.0 else 0.0
+    dcap = 3.0 * k * d * d
+    mu = s.pp_mu[kp]
+    mx, my, mz = sg * nx, sg * ny, sg * nz
+    t1x, t1y, t1z, t2x, t2y, t2z = nmdp_basis(F, mx, my, mz)
+    nmdp_basis_jacobian(F, mx, my, mz, T1, T2)
+    for i in range(nvert):
+        ph = 2.0 * math.pi * i / nvert
+        ca = math.cos(ph)
+        sa = math.sin(ph)
+        V[i, 0] = cap * (nx + mu * (ca * t1x + sa * t2x))
+        V[i, 1] = cap * (ny + mu * (ca * t1y + sa * t2y))
+        V[i, 2] = cap * (nz + mu * (ca * t1z + sa * t2z))
+        for r in range(3):
+            for c in range(3):
+                D[i, r, c] = cap * ((1.0 if r == c else 0.0) + mu * sg * (ca * T1[r, c] + sa * T2[r, c]))
+    # the curvature of B's shape at y = R_B^T (x - p_B), rotated to the world
+    dx, dy, dz = x - pB[0], y - pB[1], z - pB[2]
+    y0 = RB[0, 0] * dx + RB[1, 0] * dy + RB[2, 0] * dz
+    y1 = RB[0, 1] * dx + RB[1, 1] * dy + RB[2, 1] * dz
+    y2 = RB[0, 2] * dx + RB[1, 2] * dy + RB[2, 2] * dz
+    shape_normal_jacobian(s, s.it_shape[s.pp_item[kp]], face, y0, y1, y2, T2, T1)
+    for r in range(3):
+        for c in range(3):
+            acc = 0.0
+            for i in range(3):
+                for j in range(3):
+                    acc += RB[r, i] * T1[i, j] * RB[c, j]
+            Dn[r, c] = acc
+    return x, y, z, sd, nx, ny, nz, cap, dcap
 
 
 def nmdp_vertices(model, scene, q, k=None, zeta=None, vx: int = 4, cand=None) -> dict:

@@ -10,7 +10,7 @@ applied at the deepest point ``x - r n`` of the point's sphere; ``tau += J_lin^T
 import math
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import contact_detect, item_culled, pair_detect, pair_force_jt, point_force_jt
+from pbsim.contact.query import contact_detect, item_culled, item_face, pair_detect, pair_force_jt, point_force_jt
 
 
 @kernel
@@ -71,8 +71,9 @@ def pair_generalized_forces(m, s, w, b, q, v, tau):
         RA, pA, RB, pB = w.Rw[b, A], w.pw[b, A], w.Rw[b, B], w.pw[b, B]
         if item_culled(s, it, RA, pA, RB, pB, 0.0):
             continue
+        face = item_face(s, it, RA, pA, RB, pB)
         for k in range(s.it_start[it], s.it_start[it + 1]):
-            x, y, z, d, nx, ny, nz = pair_detect(s, k, RA, pA, RB, pB)
+            x, y, z, d, nx, ny, nz = pair_detect(s, k, RA, pA, RB, pB, face)
             if d <= 0.0:
                 continue
             r = s.pp_radius[k]

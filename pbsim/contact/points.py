@@ -102,8 +102,9 @@ def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 
                           use_visual_meshes: bool = False, geoms=None) -> ContactPoints:
     """Contact points of ``model``.  ``bodies``: body names/indices to sample (default all);
     ``explicit``: {body name or index: (n, 3) points or (n, 4) points + radius} replaces sampling
-    for those bodies; ``geoms``: the indices in ``model.geoms`` that may carry points (default:
-    every collision shape; the contact rules pass the shapes that may touch the environment).
+    for those bodies; ``geoms``: the indices in ``model.geoms`` that carry points, whatever their
+    role (default: every collision shape; the contact rules pass the shapes that may touch the
+    environment).
     See the module docstring for the rules."""
     if int(max_per_body) < 1:
         raise ContactInputError(f"max_per_body must be >= 1, got {max_per_body!r}")
@@ -131,8 +132,8 @@ def sample_contact_points(model, max_per_body: int = 32, box_edge_points: int = 
             loc, rad = a[:, :3], (a[:, 3] if a.shape[1] == 4 else np.zeros(len(a)))
             src = np.full(len(loc), -1)
         elif i in wanted:
-            gs = [gi for gi, g in enumerate(model.geoms) if g.body == i and g.role == "collision"
-                  and (allowed is None or gi in allowed)]
+            gs = [gi for gi, g in enumerate(model.geoms) if g.body == i
+                  and (gi in allowed if allowed is not None else g.role == "collision")]
             if not gs and use_visual_meshes:
                 gs = [gi for gi, g in enumerate(model.geoms) if g.body == i and g.shape == "mesh"]
             if not gs:

@@ -188,19 +188,80 @@ def pair_local(s, k, RA, pA, RB, pB):
 
 
 @kernel
-def pair_detect(s, k, RA, pA, RB, pB):
+def item_face(s, it, RA, pA, RB, pB):
+    """The face of item ``it``'s box through which its points are pushed out, when its shape is a
+    box: a separating-axis choice over the box's three face axes -- the axis along which the
+    interval of the item's points (on A, with their radii) overlaps the box's least -- and the
+    side A is on.  Returns ``2 axis + (0: + side, 1: - side)``, or -1 (not a box; no overlap).
+    Why: a point inside a box takes its nearest face, and points lying on a side plane (two equal
+    boxes stacked: every top-edge point of the lower one lies on the upper one's side faces) got
+    a zero depth with a sideways normal while 2.5 mm under the bottom face; the stack drifted
+    sideways and toppled.  MuJoCo's box-box test likewise picks one separating axis per pair."""
+    j = s.it_shape[it]
+    if s.shp_kind[j] != 2:
+        return -1
+    e = s.shp_row[j]
+    lo0, lo1, lo2 = 1e30, 1e30, 1e30
+    hi0, hi1, hi2 = -1e30, -1e30, -1e30
+    for k in range(s.it_start[it], s.it_start[it + 1]):
+        _x, _y, _z, y0, y1, y2 = pair_local(s, k, RA, pA, RB, pB)
+        d0, d1, d2 = y0 - e[9], y1 - e[10], y2 - e[11]
+        r = s.pp_radius[k]
+        l0 = e[0] * d0 + e[3] * d1 + e[6] * d2  # in the box's frame
+        l1 = e[1] * d0 + e[4] * d1 + e[7] * d2
+        l2 = e[2] * d0 + e[5] * d1 + e[8] * d2
+        lo0, hi0 = min(lo0, l0 - r), max(hi0, l0 + r)
+        lo1, hi1 = min(lo1, l1 - r), max(hi1, l1 + r)
+        lo2, hi2 = min(lo2, l2 - r), max(hi2, l2 + r)
+    best = 1e30
+    face = -1
+    for a in range(3):
+        lo = lo0 if a == 0 else (lo1 if a == 1 else lo2)
+        hi = hi0 if a == 0 else (hi1 if a == 1 else hi2)
+        h = e[12 + a]
+        ov = min(hi, h) - max(lo, -h)
+        if ov < 0.0:
+            return -1
+        if ov < best:
+            best = ov
+            face = 2 * a if lo + hi >= 0.0 else 2 * a + 1
+    return face
+
+
+@kernel
+def face_sdf(s, j, face, x, y, z):
+    """:func:`shape_sdf` of body shape ``j`` with the face choice of :func:`item_face`: a point
+    inside a box is pushed out through that face (depth along its normal); elsewhere the shape's
+    own distance."""
+    if face >= 0:
+        e = s.shp_row[j]
+        dx, dy, dz = x - e[9], y - e[10], z - e[11]
+        l0 = e[0] * dx + e[3] * dy + e[6] * dz
+        l1 = e[1] * dx + e[4] * dy + e[7] * dz
+        l2 = e[2] * dx + e[5] * dy + e[8] * dz
+        if abs(l0) < e[12] and abs(l1) < e[13] and abs(l2) < e[14]:
+            a = face >> 1
+            sg = 1.0 if (face & 1) == 0 else -1.0
+            la = l0 if a == 0 else (l1 if a == 1 else l2)
+            return sg * la - e[12 + a], sg * e[a], sg * e[3 + a], sg * e[6 + a]
+    return shape_sdf(s, j, x, y, z)
+
+
+@kernel
+def pair_detect(s, k, RA, pA, RB, pB, face):
     """The detection between bodies (:func:`contact_detect`'s sibling): body-body point ``k``
     (:mod:`pbsim.contact.pairs`) on body A at pose ``(RA, pA)`` against its item's shape on body B
-    at ``(RB, pB)``, queried in B's frame.  Returns ``(x, y, z, sd, nx, ny, nz)``: the world point,
-    the signed depth ``r_k - phi_B(y)`` and the world normal ``R_B grad phi_B(y)`` out of B."""
+    at ``(RB, pB)``, queried in B's frame (``face``: its item's :func:`item_face`).  Returns ``(x,
+    y, z, sd, nx, ny, nz)``: the world point, the signed depth ``r_k - phi_B(y)`` and the world
+    normal ``R_B grad phi_B(y)`` out of B."""
     x, y, z, ly0, ly1, ly2 = pair_local(s, k, RA, pA, RB, pB)
-    phi, m0, m1, m2 = shape_sdf(s, s.it_shape[s.pp_item[k]], ly0, ly1, ly2)
+    phi, m0, m1, m2 = face_sdf(s, s.it_shape[s.pp_item[k]], face, ly0, ly1, ly2)
     return (x, y, z, s.pp_radius[k] - phi, RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2,
             RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2, RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
 
 
 @kernel
-def pair_detect_step(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk):
+def pair_detect_step(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk, face):
     """:func:`pair_detect` over a step (the position-based methods' detection between bodies), from
     the poses at the start of the step ``(RAk, ...)`` to the iterate ``(RA, ...)``.  A point that
     touches B's shape at the start (signed depth > -0.1 r - 1e-4 m there) keeps that start's contact
@@ -212,39 +273,25 @@ def pair_detect_step(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk):
     tipped over and slid off, the environment's box included); with the frozen plane the energy
     of a step is a convex quadratic in y.  Returns ``(x, y, z, sd, nx, ny, nz, dx, dy, dz, mx, my,
     mz)``: the world point, signed depth and normal, the displacement relative to B ``Delta = R_B
-    (y - y_k)`` and the start normal ``n_k = R_B n_Bk`` (world; :func:`pair_motion`)."""
+    (y - y_k)`` and the start normal ``n_k = R_B n_Bk`` (world).  ``face``: the
+    item's :func:`item_face` at the start of the step."""
     x, y, z, a0, a1, a2 = pair_local(s, k, RA, pA, RB, pB)
     _x, _y, _z, b0, b1, b2 = pair_local(s, k, RAk, pAk, RBk, pBk)
     j = s.it_shape[s.pp_item[k]]
     r = s.pp_radius[k]
-    phik, m0, m1, m2 = shape_sdf(s, j, b0, b1, b2)
+    phik, m0, m1, m2 = face_sdf(s, j, face, b0, b1, b2)
     d0, d1, d2 = a0 - b0, a1 - b1, a2 - b2
     if r - phik > -0.1 * r - 1e-4:  # touching at the start: its contact plane for the step
         sd = r - phik - (m0 * d0 + m1 * d1 + m2 * d2)
         n0, n1, n2 = m0, m1, m2
     else:
-        phi, n0, n1, n2 = shape_sdf(s, j, a0, a1, a2)
+        phi, n0, n1, n2 = face_sdf(s, j, face, a0, a1, a2)
         sd = r - phi
     return (x, y, z, sd, RB[0, 0] * n0 + RB[0, 1] * n1 + RB[0, 2] * n2, RB[1, 0] * n0 + RB[1, 1] * n1 + RB[1, 2] * n2,
             RB[2, 0] * n0 + RB[2, 1] * n1 + RB[2, 2] * n2, RB[0, 0] * d0 + RB[0, 1] * d1 + RB[0, 2] * d2,
             RB[1, 0] * d0 + RB[1, 1] * d1 + RB[1, 2] * d2, RB[2, 0] * d0 + RB[2, 1] * d1 + RB[2, 2] * d2,
             RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2, RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2,
             RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
-
-
-@kernel
-def pair_motion(s, k, RA, pA, RB, pB, RAk, pAk, RBk, pBk):
-    """Body-body point ``k`` over a step: at the poses ``(RA, pA)``, ``(RB, pB)`` and at the start
-    of the step ``(RAk, ...)``.  Returns ``(dx, dy, dz, nx, ny, nz)``: its displacement relative to
-    B, ``Delta = R_B (y - y_k)`` (world coordinates; for the environment ``x - x_k``), and the
-    start-of-step normal carried with B, ``n_k = R_B grad phi_B(y_k)``."""
-    _x, _y, _z, a0, a1, a2 = pair_local(s, k, RA, pA, RB, pB)
-    _x, _y, _z, b0, b1, b2 = pair_local(s, k, RAk, pAk, RBk, pBk)
-    _phi, m0, m1, m2 = shape_sdf(s, s.it_shape[s.pp_item[k]], b0, b1, b2)
-    d0, d1, d2 = a0 - b0, a1 - b1, a2 - b2
-    return (RB[0, 0] * d0 + RB[0, 1] * d1 + RB[0, 2] * d2, RB[1, 0] * d0 + RB[1, 1] * d1 + RB[1, 2] * d2,
-            RB[2, 0] * d0 + RB[2, 1] * d1 + RB[2, 2] * d2, RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2,
-            RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2, RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2)
 
 
 @kernel

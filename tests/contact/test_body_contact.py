@@ -45,11 +45,20 @@ def mujoco_rest(path, T=2.0):
     return np.array(d.qpos)
 
 
-STACK2 = [box_body("b1", (0, 0, 0.1), (0.1, 0.1, 0.1), 1.0), box_body("b2", (0.01, 0, 0.32), (0.1, 0.1, 0.1), 1.0)]
+# stacks with aligned and yawed boxes, each box centered on the one below (an offset stack leans on
+# the soft floor: test_offset_stack_...)
+STACK2 = [
+    box_body("b1", (0, 0, 0.1), (0.1, 0.1, 0.1), 1.0),
+    box_body("b2", (0, 0, 0.32), (0.1, 0.1, 0.1), 1.0, euler="0 0 20"),
+]
 STACK3 = [
     box_body("b1", (0, 0, 0.1), (0.1, 0.1, 0.1), 1.0),
-    box_body("b2", (0.01, 0, 0.29), (0.08, 0.08, 0.08), 0.6),
-    box_body("b3", (0, 0.01, 0.45), (0.06, 0.06, 0.06), 0.3),
+    box_body("b2", (0, 0, 0.29), (0.08, 0.08, 0.08), 0.6, euler="0 0 30"),
+    box_body("b3", (0, 0, 0.45), (0.06, 0.06, 0.06), 0.3, euler="0 0 -15"),
+]
+STACK_ALIGNED = [
+    box_body("b1", (0, 0, 0.1), (0.1, 0.1, 0.1), 1.0),
+    box_body("b2", (0, 0, 0.32), (0.1, 0.1, 0.1), 1.0),
 ]
 
 # the methods with contact between bodies, at the steps the issue names
@@ -57,12 +66,12 @@ STACK_RUNS = [("euler", 0.002), ("pbad", 0.02), ("pbad", 0.05), ("pbfd", 0.02), 
 
 
 @pytest.mark.parametrize("integ,dt", STACK_RUNS)
-@pytest.mark.parametrize("stack", ["two", "three"])
+@pytest.mark.parametrize("stack", ["two", "three", "aligned"])
 def test_box_stacks_rest_at_mujocos_heights(tmp_path, integ, dt, stack):
     """Two- and three-box stacks (the issue's first example: before, both boxes sank into each other
     onto the floor): rest heights within 1 cm of MuJoCo's after 2 s, no jitter above 1 mm over the
     last 0.5 s, the boxes never inside each other by more than the 5 cm the scene allows."""
-    bodies = STACK2 if stack == "two" else STACK3
+    bodies = {"two": STACK2, "three": STACK3, "aligned": STACK_ALIGNED}[stack]
     path = mjcf(tmp_path, stack, bodies)
     m = pbsim.load(path)
     sc = make_scene(m)
@@ -76,6 +85,28 @@ def test_box_stacks_rest_at_mujocos_heights(tmp_path, integ, dt, stack):
     last = z[int(round(1.5 / dt)) :]
     assert np.ptp(last, axis=0).max() < 1e-3, np.ptp(last, axis=0)
     assert float(tr.diagnostics.penetration.max()) < 0.05 if hasattr(tr, "diagnostics") else True
+
+
+def test_offset_stack_holds_with_coulomb_friction_and_creeps_with_viscous_friction(tmp_path):
+    """An upper box 1 cm off the lower one's centre loads it off-centre, so the stack leans on the
+    soft floor (~2 mrad) and the upper box sits on a slope.  Coulomb friction (euler's regularised
+    law) holds it; PBAD's Eq. 9 and PBFD's friction are velocity-dependent drags with no static
+    friction (paper 000 Sec. 6.2, paper 003 Sec. IV), so it creeps down the slope, faster the larger
+    dt for Eq. 9 (its tangential damping 2 D2 d^2 / dt falls as 1/dt) -- the lean grows with the
+    offset and the stack eventually topples (PBAD at 50 ms: after ~2.3 s).  Measured here: the
+    upper box's drift over the last 0.5 s of 2 s."""
+    bodies = [box_body("b1", (0, 0, 0.1), (0.1, 0.1, 0.1), 1.0), box_body("b2", (0.01, 0, 0.32), (0.1, 0.1, 0.1), 1.0)]
+    path = mjcf(tmp_path, "offset", bodies)
+    m = pbsim.load(path)
+    drift = {}
+    for integ, dt in (("euler", 0.002), ("pbad", 0.02), ("pbad", 0.05)):
+        tr = pbsim.rollout(
+            m, integ, dt=dt, steps=int(round(2.0 / dt)), q0=m.default_configuration(), scene=make_scene(m)
+        )
+        drift[integ, dt] = float(np.ptp(tr.q[int(round(1.5 / dt)) :, 7]))
+    assert drift["euler", 0.002] < 1e-3, drift
+    assert 1e-3 < drift["pbad", 0.02] < 0.02, drift
+    assert drift["pbad", 0.05] > 2 * drift["pbad", 0.02], drift
 
 
 def test_without_body_contact_the_boxes_fall_into_each_other(tmp_path):
@@ -168,3 +199,101 @@ def test_pair_forces_obey_newtons_third_law(tmp_path):
         t = R @ tau[6 * i + 3 : 6 * i + 6] + np.cross(p, f)
         total += np.r_[f, t]
     assert np.abs(total).max() < 1e-12 * np.abs(tau).max()
+
+
+# a tree whose two branches touch (their lowest common ancestor is the free base, not the world),
+# ball joints, and a free box touching one hand: every case of the relative Jacobian's walks
+TREE = """<mujoco><worldbody>
+  <body name="base" pos="0 0 1"><freejoint/>
+    <geom type="box" size="0.1 0.1 0.05" contype="0" conaffinity="0" mass="2"/>
+    <body name="armL" pos="0.1 0 0"><joint name="jl" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" contype="0" conaffinity="0"/>
+      <body name="handL" pos="0.2 0 0"><joint name="bl" type="ball"/>
+        <geom name="hl" type="box" size="0.05 0.04 0.03" pos="0.05 0 0"/></body></body>
+    <body name="armR" pos="0.1 0 0.1"><joint name="jr" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" contype="0" conaffinity="0"/>
+      <body name="handR" pos="0.2 0 0"><joint name="br" type="ball"/>
+        <geom name="hr" type="box" size="0.05 0.04 0.03" pos="0.05 0 0"/></body></body>
+  </body>
+  <body name="free" pos="0.35 0.0 0.94" euler="0.1 0.2 0.3"><freejoint/>
+    <geom name="fb" type="box" size="0.06 0.05 0.04"/></body>
+</worldbody></mujoco>"""
+
+
+def _tree(tmp_path):
+    p = tmp_path / "tree.xml"
+    p.write_text(TREE)
+    m = pbsim.load(str(p))
+    q = m.default_configuration()
+    q[m.idx_q("jr")] = 0.3  # the right hand pressed onto the left one; the free box overlaps the left
+    return m, q, np.random.default_rng(1).normal(size=m.nv) * 0.3
+
+
+def _tangent_fd(m, f, q, eps=1e-6):
+    """Central differences of the tangent gradient ``f(q)`` (the chart correction of pbad_fd)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrators"))
+    from pbad_fd import chart_gradient
+
+    J = np.zeros((m.nv, m.nv))
+    for a in range(m.nv):
+        d = np.zeros(m.nv)
+        d[a] = eps
+        J[:, a] = (
+            chart_gradient(m, d, f(pbsim.integrate(m, q, d))) - chart_gradient(m, -d, f(pbsim.integrate(m, q, -d)))
+        ) / (2 * eps)
+    return J
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.8])
+def test_pbad_pair_terms_match_finite_differences(tmp_path, mu):
+    """PBAD's objective with the body-body terms: gradient (and, frictionless, the exact Hessian:
+    with friction Eq. 9's Hessian is PSD-projected while sliding, as in the environment) against
+    central differences, 1e-6 relative; the terms never touch the DOFs above the lowest common
+    ancestor (the base: its rows equal the contact-free objective's exactly)."""
+    import pbsim.integrators as I
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrators"))
+    from pbad_fd import fd_check
+
+    m, q, v = _tree(tmp_path)
+    integ = I.make("pbad", m, make_scene(m, ground=None, mu=mu))
+    free = I.make("pbad", m, make_scene(m, ground=None, body_contact=False))
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        qe = pbsim.integrate(m, q, rng.normal(size=m.nv) * 0.01)
+        f = lambda qq: tuple(a[0] for a in integ.objective(q, v, qq, 0.02, exact=True))  # noqa: E731
+        E, g, _ = f(qe)
+        E0, g0, _ = (a[0] for a in free.objective(q, v, qe, 0.02, exact=True))
+        assert E - E0 > 1.0  # the hands and the box press into each other
+        eg, eh = fd_check(m, f, qe)
+        assert eg < 1e-6, eg
+        if mu == 0.0:
+            assert eh < 1e-6, eh
+    # the free box lifted away: the hands' contact alone, whose lowest common ancestor is the base
+    qa = q.copy()
+    qa[m.idx_q("free_joint0").start + 2] += 1.0
+    E, g, H = (a[0] for a in integ.objective(q, v, qa, 0.02, exact=True))
+    E0, g0, H0 = (a[0] for a in free.objective(q, v, qa, 0.02, exact=True))
+    assert E - E0 > 1.0 and np.abs(g - g0).max() > 1.0
+    assert np.array_equal(g[:6], g0[:6]) and np.array_equal(H[:6], H0[:6]) and np.array_equal(H[:, :6], H0[:, :6])
+
+
+@pytest.mark.parametrize("method", ["pbfd", "pbd_friction"])
+def test_pbfd_pair_residual_jacobian_matches_finite_differences(tmp_path, method):
+    """PBFD's residual Jacobian (non-symmetric with friction) and pbd_friction's energy Hessian
+    with the body-body terms: exact against central differences (1e-6 relative), box faces being
+    flat."""
+    import pbsim.integrators as I
+
+    m, q, v = _tree(tmp_path)
+    integ = I.make(method, m, make_scene(m, ground=None, mu=0.8))
+    qe = pbsim.integrate(m, q, np.random.default_rng(3).normal(size=m.nv) * 0.01)
+    _, r, J = (a[0] for a in integ.residual(q, v, qe, 0.02))
+    Jf = _tangent_fd(m, lambda qq: integ.residual(q, v, qq, 0.02, jacobian=False)[1][0], qe)
+    assert np.abs(r).max() > 1.0
+    assert np.abs(J - Jf).max() / np.abs(Jf).max() < 1e-6

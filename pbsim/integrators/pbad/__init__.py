@@ -294,6 +294,10 @@ class _PbadColloc(_PbadBase):
         self._p2 = Pbad2(model, scene, **o) if self.init in ("auto", "pbad2") or self.fallback == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
+        if self.ks.nitem > 0:
+            raise InputError(f"pbad{self.order} does not simulate contact between bodies yet (the scene has "
+                             f"{self.ks.nitem} body-body contact items): use pbad, pbfd or nmdp, or drop it with "
+                             "make_scene(..., body_contact=False) / --body-contact off")
         if self.contact_damping and self.ks.npts:
             c = self.ks.pt_c  # the scene's damping 2 zeta sqrt(k m_i) (pbsim.contact.scene)
             if self.points_contact_override:  # a points dict's spring is its D1: the same rule with k = 2 D1

@@ -31,7 +31,7 @@ import math
 
 from pbsim.backends.kernel import kernel
 from pbsim.contact.energy import V_REF, contact_step_fraction, eq9_law
-from pbsim.contact.query import item_culled, pair_detect, pair_detect_step
+from pbsim.contact.query import item_culled, item_face, pair_detect, pair_detect_step
 from pbsim.dynamics.joints import BALL, FREE
 from pbsim.integrators.pbad.energy import hat2_dot, point_pkp
 
@@ -172,9 +172,10 @@ def pair_terms(m, pm, s, T, Tk, xi, dt, want_g, want_h, exact_h, g, H, pF, pK, p
         if item_culled(s, it, RA, pA, RB, pB, 0.0):
             continue
         active = False
+        face = item_face(s, it, Tk[A], Tk[A, :, 3], Tk[B], Tk[B, :, 3])  # chosen at the step's start
         for k in range(s.it_start[it], s.it_start[it + 1]):
             x0, x1, x2, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2 = pair_detect_step(
-                s, k, RA, pA, RB, pB, Tk[A], Tk[A, :, 3], Tk[B], Tk[B, :, 3])
+                s, k, RA, pA, RB, pB, Tk[A], Tk[A, :, 3], Tk[B], Tk[B, :, 3], face)
             if dep <= 0.0:
                 continue
             e += pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, pF, pK)
@@ -266,8 +267,9 @@ def pair_step_limit(m, s, T, xi, dx, frac):
         sweep = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2) + math.sqrt(w0 * w0 + w1 * w1 + w2 * w2) * (c[3] + c[7])
         if item_culled(s, it, RA, pA, RB, pB, sweep):
             continue
+        face = item_face(s, it, RA, pA, RB, pB)
         for k in range(s.it_start[it], s.it_start[it + 1]):
-            x0, x1, x2, dep0, n0, n1, n2 = pair_detect(s, k, RA, pA, RB, pB)
+            x0, x1, x2, dep0, n0, n1, n2 = pair_detect(s, k, RA, pA, RB, pB, face)
             if dep0 > 0.0:
                 continue
             p0 = w1 * x2 - w2 * x1 + u0
