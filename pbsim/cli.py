@@ -752,10 +752,17 @@ def build_parser():
     k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
     k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
     k.add_argument("--contact-points", type=int, help="max contact points per body")
-    k.add_argument("--body-contact", default="on", choices=["on", "off"],
-                   help="contact between bodies (self-collision, objects) as the file's rules say; off: environment only")
-    k.add_argument("--self-collision", action="store_true",
-                   help="URDF: non-adjacent links touch each other (pybullet's URDF_USE_SELF_COLLISION)")
+    k.add_argument(
+        "--body-contact",
+        default="on",
+        choices=["on", "off"],
+        help="contact between bodies (self-collision, objects) as the file's rules say; off: environment only",
+    )
+    k.add_argument(
+        "--self-collision",
+        action="store_true",
+        help="URDF: non-adjacent links touch each other (pybullet's URDF_USE_SELF_COLLISION)",
+    )
     add_integrator_args(pr)
     pr.set_defaults(fn=cmd_rollout)
 
