@@ -297,3 +297,159 @@ def test_pbfd_pair_residual_jacobian_matches_finite_differences(tmp_path, method
     Jf = _tangent_fd(m, lambda qq: integ.residual(q, v, qq, 0.02, jacobian=False)[1][0], qe)
     assert np.abs(r).max() > 1.0
     assert np.abs(J - Jf).max() / np.abs(Jf).max() < 1e-6
+
+
+def _servo_mujoco(path, q_ref, kp, kd, T, dt=0.002):
+    """MuJoCo's run of ``path`` with every actuator turned into a PD servo (kp, kd on its joint,
+    implicit in the velocity: MuJoCo's implicitfast) holding ``q_ref``; returns qpos after T."""
+    import mujoco
+
+    mj = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(mj)
+    g = mj.actuator_gear[:, 0].copy()
+    mj.actuator_gaintype[:] = 0
+    mj.actuator_biastype[:] = 1
+    mj.actuator_gainprm[:, 0] = kp / g**2
+    mj.actuator_biasprm[:, 1] = -kp / g**2
+    mj.actuator_biasprm[:, 2] = -kd / g**2
+    mj.actuator_ctrllimited[:] = 0
+    mj.actuator_forcelimited[:] = 0
+    mj.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    mj.opt.timestep = dt
+    d.ctrl[:] = g * np.asarray(q_ref)[mj.jnt_qposadr[mj.actuator_trnid[:, 0]]]
+    while d.time < T:
+        mujoco.mj_step(mj, d)
+    return np.array(d.qpos)
+
+
+def test_mjx_humanoid_stands_on_its_four_foot_pairs():
+    """MJX's humanoid test model: body geoms contype=conaffinity=0, four foot-floor <pair>s (before:
+    no contact points at all, it fell through its floor to z = -3.7 m in 1 s).  Held by stable PD:
+    contact points on the four feet only, no foot deeper than 5 mm, the torso within 3 cm of
+    MuJoCo's height after 2 s (MuJoCo with the same PD as implicit servos)."""
+    from conftest import mjx_test_data
+
+    path = mjx_test_data("humanoid/humanoid.xml")
+    m = pbsim.load(path)
+    sc = make_scene(m)
+    assert sorted({m.geoms[g].name for g in sc.points.geom}) == [
+        "foot1_left",
+        "foot1_right",
+        "foot2_left",
+        "foot2_right",
+    ]
+    assert sc.kernel_arrays(m).nitem == 0
+    q0 = m.default_configuration()
+    kp = np.full(m.nv, 2000.0)
+    kd = np.full(m.nv, 100.0)
+    kp[:6] = kd[:6] = 0.0  # the free root is not actuated
+    ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=q0)
+    ref = _servo_mujoco(path, q0, 2000.0, 100.0, 2.0, dt=0.005)[2]
+    for integ, dt in (("pbad", 0.005), ("pbad", 0.02), ("euler", 0.002)):
+        tr = pbsim.rollout(m, integ, dt=dt, steps=int(round(2.0 / dt)), q0=q0, scene=sc, control=ctrl)
+        assert tr.info["max_penetration"] < 0.005, (integ, dt, tr.info["max_penetration"])
+        assert abs(tr.q[-1, 2] - ref) < 0.03, (integ, dt, tr.q[-1, 2], ref)
+
+
+def _fixed_humanoid(tmp_path):
+    """gymnasium's humanoid with its root welded to the world (MuJoCo's humanoid self-collides:
+    contype = conaffinity = 1, parent-child pairs filtered)."""
+    from conftest import gymnasium_xml
+
+    src = open(gymnasium_xml("humanoid.xml")).read()
+    root = '<joint armature="0" damping="0" limited="false" name="root" pos="0 0 0" stiffness="0" type="free"/>'
+    assert root in src
+    p = tmp_path / "humanoid_fixed.xml"
+    p.write_text(src.replace(root, ""))
+    return str(p)
+
+
+def test_humanoid_arm_driven_into_its_body_stops_there(tmp_path):
+    """The right arm servoed to a pose that puts the hand 9 cm inside the pelvis ('butt'): without
+    contact between bodies it goes there; with it the forearm and hand stop on the pelvis (depth <=
+    1 cm, as MuJoCo's contacts there) and the arm's joint angles agree with MuJoCo's within 10 deg
+    (euler at 2 ms, pbad and pbfd at 20 ms)."""
+    path = _fixed_humanoid(tmp_path)
+    m = pbsim.load(path)
+    q0 = m.default_configuration()
+    qt = q0.copy()
+    arm = [m.idx_q(j).start for j in ("right_shoulder1", "right_shoulder2", "right_elbow")]
+    qt[arm] = np.radians([60.0, -60.0, -30.0])
+    ctrl = pbsim.Control(mode="spd", kp=100.0, kd=10.0, q_ref=qt)
+    ref = np.degrees(_servo_mujoco(path, qt, 100.0, 10.0, 2.0)[arm])
+    tr = pbsim.rollout(m, "euler", dt=0.002, steps=1000, q0=q0, scene=make_scene(m, body_contact=False), control=ctrl)
+    assert np.abs(np.degrees(tr.q[-1, arm]) - np.degrees(qt[arm])).max() < 3.0  # it reaches its target ...
+    assert _pair_depth(m, make_scene(m), tr.q[-1]) > 0.03  # ... inside the pelvis
+    for integ, dt in (("euler", 0.002), ("pbad", 0.02), ("pbfd", 0.02)):
+        sc = make_scene(m)
+        tr = pbsim.rollout(m, integ, dt=dt, steps=int(round(2.0 / dt)), q0=q0, scene=sc, control=ctrl)
+        assert _pair_depth(m, sc, tr.q[-1]) < 0.01, integ
+        assert np.abs(np.degrees(tr.q[-1, arm]) - ref).max() < 10.0, (integ, np.degrees(tr.q[-1, arm]), ref)
+
+
+def _pair_depth(m, sc, q):
+    """The deepest body-body point at configuration q (the rollout's penetration diagnostic)."""
+    from pbsim.contact.depth import max_pair_depth
+
+    X = pbsim.forward_kinematics(m, q)
+    return max_pair_depth(sc.kernel_arrays(m), np.ascontiguousarray(X[:, :3, :3]), np.ascontiguousarray(X[:, :3, 3]))
+
+
+PUSH = """<mujoco><option timestep="0.002" integrator="implicitfast"/><worldbody>
+<geom name="floor" type="plane" size="5 5 0.1"/>
+<body name="l1" pos="0 0 0.06"><joint name="j1" type="hinge" axis="0 0 1" damping="1"/>
+  <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" contype="2" conaffinity="2" mass="1"/>
+  <body name="l2" pos="0.3 0 0"><joint name="j2" type="hinge" axis="0 0 1" damping="1"/>
+    <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.03" contype="2" conaffinity="2" mass="0.8"/>
+    <body name="l3" pos="0.25 0 0"><joint name="j3" type="hinge" axis="0 0 1" damping="1"/>
+      <geom name="tip" type="capsule" fromto="0 0 0 0.15 0 0" size="0.03" contype="2" conaffinity="2" mass="0.5"/>
+    </body></body></body>
+<body name="box" pos="0.45 0.25 0.05"><freejoint/>
+  <geom name="box" type="box" size="0.05 0.05 0.05" mass="0.5" contype="3" conaffinity="3"/></body>
+</worldbody>
+<actuator><position joint="j1" kp="20" kv="20"/><position joint="j2" kp="20" kv="5"/><position joint="j3" kp="10" kv="2"/>
+</actuator></mujoco>"""
+
+
+def test_fixed_base_arm_pushes_a_free_box_as_mujoco_does(tmp_path):
+    """A 3-link capsule arm (fixed base, its links touching the box but not the floor: contype 2)
+    servoed to sweep 90 deg through a 0.5 kg box on the floor: the box moves as in MuJoCo (same
+    direction, distance within 25 %; euler's regularised Coulomb friction, MuJoCo's elliptic cone,
+    mu = 1 both); without contact between bodies the arm passes through and the box stays."""
+    import mujoco
+
+    p = tmp_path / "push.xml"
+    p.write_text(PUSH)
+    m = pbsim.load(str(p))
+    qt = m.default_configuration()
+    qt[m.idx_q("j1")] = np.radians(90.0)
+    kp, kd = np.zeros(m.nv), np.zeros(m.nv)
+    for j, a, b in (("j1", 20, 20), ("j2", 20, 5), ("j3", 10, 2)):
+        kp[m.idx_v(j)], kd[m.idx_v(j)] = a, b
+    ctrl = pbsim.Control(mode="spd", kp=kp, kd=kd, q_ref=qt)
+    mj = mujoco.MjModel.from_xml_path(str(p))
+    d = mujoco.MjData(mj)
+    d.ctrl[:] = qt[:3]
+    while d.time < 3.0:
+        mujoco.mj_step(mj, d)
+    box = m.idx_q("box_joint0").start
+    start = m.default_configuration()[box : box + 2]
+    ref = d.qpos[box : box + 2] - start
+    assert np.linalg.norm(ref) > 0.3
+    tr = pbsim.rollout(
+        m, "euler", dt=0.002, steps=1500, q0=m.default_configuration(), scene=make_scene(m, mu=1.0), control=ctrl
+    )
+    got = tr.q[-1, box : box + 2] - start
+    cos = got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref))
+    assert cos > np.cos(np.radians(10.0)), (got, ref)
+    assert abs(np.linalg.norm(got) / np.linalg.norm(ref) - 1.0) < 0.25, (got, ref)
+    tr = pbsim.rollout(
+        m,
+        "euler",
+        dt=0.002,
+        steps=1500,
+        q0=m.default_configuration(),
+        scene=make_scene(m, mu=1.0, body_contact=False),
+        control=ctrl,
+    )
+    assert np.linalg.norm(tr.q[-1, box : box + 2] - start) < 1e-3
