@@ -41,7 +41,7 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
                open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), exact_band: float | None = None,
                points: ContactPoints | None = None, environment=(), body_contact: bool = True,
                self_collision: bool = False, self_collision_parents: str = "exclude_parent", exclude=(),
-               include=(), friction: str = "scene", **point_options) -> Scene:
+               include=(), initial_overlaps: str = "exclude", friction: str = "scene", **point_options) -> Scene:
     """A contact scene for ``model``.
 
     ``ground``: "auto" (default: the model's world geometry -- MJCF worldbody geoms, see
@@ -57,8 +57,9 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
 
     Which shapes touch which (:mod:`pbsim.contact.filter`): the file's rules (MJCF: MuJoCo's
     filtering, ``<exclude>``, ``<pair>``), else pbsim's default (robot-environment; self-collision
-    with ``self_collision=True``, its parent rule ``self_collision_parents``, body (link) name
-    pairs ``exclude``/``include``); the shapes added here (plane, terrain, ``environment``) touch
+    with ``self_collision=True``, its parent rule ``self_collision_parents``, shapes touching at the
+    default configuration dropped unless ``initial_overlaps="keep"`` (named in ``Scene.notes``),
+    body (link) name pairs ``exclude``/``include``); the shapes added here (plane, terrain, ``environment``) touch
     every collision shape; ``body_contact=False`` keeps the environment contacts only.
     ``friction``: "scene" (``mu`` everywhere, default) or "model" (body-body pairs take the file's
     friction, MuJoCo's ``max`` of the two geoms' or the ``<pair>``'s)."""
@@ -75,7 +76,14 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     if ground not in (None, "plane", "none", "auto", "model"):
         raise ContactInputError(f"ground must be 'auto', 'model', 'plane' or None, got {ground!r}")
     rules = contact_rules(model, self_collision=self_collision, parents=self_collision_parents, exclude=exclude,
-                          include=include, body_contact=body_contact)
+                          include=include, body_contact=body_contact, initial_overlaps=initial_overlaps)
+    if rules.notes:
+        import warnings
+
+        from pbsim.errors import PbsimWarning
+
+        for n in rules.notes:
+            warnings.warn(f"model {model.name!r}: {n}", PbsimWarning, stacklevel=2)
     if friction == "scene":
         from dataclasses import replace
 

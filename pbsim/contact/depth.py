@@ -34,6 +34,22 @@ def max_depth_state(m, s, w, b, q):
 
 
 @kernel
+def item_depths(s, Rw, pw, out):
+    """``out[it]``: the deepest point of body-body item ``it`` in the shape it faces at the world
+    poses ``Rw``, ``pw`` (no broadphase: every item; the contact rules' overlap check)."""
+    for it in range(s.nitem):
+        A = s.it_a[it]
+        B = s.it_b[it]
+        face = item_face(s, it, Rw[A], pw[A], Rw[B], pw[B])
+        dmax = -1e30
+        for k in range(s.it_start[it], s.it_start[it + 1]):
+            _x, _y, _z, sd, _nx, _ny, _nz = pair_detect(s, k, Rw[A], pw[A], Rw[B], pw[B], face)
+            if sd > dmax:
+                dmax = sd
+        out[it] = dmax
+
+
+@kernel
 def max_pair_depth(s, Rw, pw):
     """Largest depth of a body-body point in the shape it faces (world poses ``Rw``, ``pw`` of every
     body; the broadphase skips items whose bounding spheres are apart)."""

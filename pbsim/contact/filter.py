@@ -65,8 +65,12 @@ def _ancestors(model, i: int) -> set:
 
 
 def contact_rules(model, self_collision: bool = False, parents: str = "exclude_parent", exclude=(), include=(),
-                  body_contact: bool = True) -> ContactRules:
-    """The :class:`ContactRules` of ``model`` (module docstring)."""
+                  body_contact: bool = True, initial_overlaps: str = "exclude") -> ContactRules:
+    """The :class:`ContactRules` of ``model`` (module docstring).  ``initial_overlaps``: with
+    pbsim's self-collision, "exclude" (default) drops the pairs of shapes that already touch at the
+    model's default configuration (Genesis's ``enable_neutral_collision=False``: URDF collision
+    meshes of neighbouring links often overlap where they are joined), naming them in
+    ``ContactRules.notes``; "keep" keeps them."""
     if parents not in PARENT_RULES:
         raise ContactInputError(f"self-collision parent rule must be one of {PARENT_RULES}, got {parents!r}")
     if model.contact_disabled:
@@ -93,6 +97,14 @@ def contact_rules(model, self_collision: bool = False, parents: str = "exclude_p
         rules = ContactRules(world, None, [])
         if self_collision and body_contact:
             rules.body_pairs = _self_collision_pairs(model, parents)
+            if initial_overlaps == "exclude":
+                rules.body_pairs, dropped = drop_initial_overlaps(model, rules.body_pairs)
+                if dropped:
+                    rules.notes.append(f"self-collision: {len(dropped)} pair(s) of shapes already touching at the "
+                                       f"default configuration are not simulated: {', '.join(dropped[:12])}"
+                                       + (f", ... ({len(dropped)} in all)" if len(dropped) > 12 else ""))
+            elif initial_overlaps != "keep":
+                raise ContactInputError(f"initial_overlaps must be 'exclude' or 'keep', got {initial_overlaps!r}")
     if exclude or include:
         _apply_overrides(model, rules, exclude, include)
     return rules
@@ -118,6 +130,37 @@ def _self_collision_pairs(model, parents: str) -> list:
                 for g2 in per_body[b]:
                     out.append(ContactPair(g1, g2))
     return out
+
+
+def drop_initial_overlaps(model, pairs) -> tuple[list, list]:
+    """``(kept, dropped names)``: ``pairs`` without those whose shapes touch (a point deeper than 0
+    in the other shape, either way) at ``model.default_configuration()``."""
+    import numpy as np
+
+    from pbsim.contact.depth import item_depths
+    from pbsim.contact.pairs import build_body_pairs
+    from pbsim.contact.scene import make_kscene
+    from pbsim.dynamics.api import forward_kinematics
+
+    if not pairs:
+        return pairs, []
+    bp = build_body_pairs(model, pairs, 1.0, 0.0, 1.0, 0.0)
+    ks = make_kscene(0, np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0), 0.0, 0.01,
+                     _EMPTY_ENV(), None, bp)
+    X = forward_kinematics(model, model.default_configuration())
+    d = np.zeros(ks.nitem)
+    item_depths(ks, np.ascontiguousarray(X[:, :3, :3]), np.ascontiguousarray(X[:, :3, 3]), d)
+    touching = {frozenset(g) for g, dd in zip(bp.item_geoms, d) if dd > 0.0}
+    kept = [p for p in pairs if frozenset((p.geom1, p.geom2)) not in touching]
+    names = [f"{model.geoms[p.geom1].name}-{model.geoms[p.geom2].name}" for p in pairs
+             if frozenset((p.geom1, p.geom2)) in touching]
+    return kept, names
+
+
+def _EMPTY_ENV() -> dict:
+    from pbsim.contact.environment import pack_environment
+
+    return pack_environment([])
 
 
 def _body_of(model, name) -> int:

@@ -101,6 +101,11 @@ class Scene:
             if v is not None and not (np.isfinite(float(v)) and float(v) >= 0):
                 raise ContactInputError(f"scene {nm} must be a finite number >= 0, got {v!r}")
 
+    @property
+    def notes(self) -> list:
+        """What the contact rules dropped, by name (e.g. self-collision pairs touching at rest)."""
+        return list(self.rules.notes) if self.rules is not None else []
+
     def all_environment(self) -> list:
         env = list(self.environment)
         if self.ground:

@@ -453,3 +453,61 @@ def test_fixed_base_arm_pushes_a_free_box_as_mujoco_does(tmp_path):
         control=ctrl,
     )
     assert np.linalg.norm(tr.q[-1, box : box + 2] - start) < 1e-3
+
+
+FOLD_URDF = """<robot name="fold">
+  <link name="base"><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+  <joint name="j0" type="fixed"><parent link="world_link"/><child link="base"/></joint>
+  <link name="world_link"/>
+  {links}
+</robot>"""
+
+
+def _fold_urdf(tmp_path):
+    links = []
+    parent = "base"
+    for i in range(1, 4):
+        links.append(
+            f'<link name="l{i}"><inertial><mass value="1"/><origin xyz="0.15 0 0"/>'
+            f'<inertia ixx="0.001" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f'<collision><origin xyz="0.15 0 0"/><geometry><box size="0.24 0.06 0.06"/></geometry></collision></link>'
+            f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
+            f'<origin xyz="{0.05 if i == 1 else 0.3} 0 0"/><axis xyz="0 0 1"/>'
+            f'<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>'
+        )
+        parent = f"l{i}"
+    p = tmp_path / "fold.urdf"
+    p.write_text(FOLD_URDF.format(links="".join(links)))
+    return str(p)
+
+
+def test_urdf_self_collision_is_pybullets_flag(tmp_path):
+    """URDF self-collision (pybullet's convention): off by default, the folding arm's third link
+    passes through the first; with ``self_collision=True`` (non-adjacent links; pairs touching at
+    the default configuration dropped and named) it stops on it, for euler and pbad."""
+    m = pbsim.load(_fold_urdf(tmp_path), floating_base=False)
+    assert make_scene(m, ground=None).kernel_arrays(m).nitem == 0
+    sc = make_scene(m, ground=None, self_collision=True)
+    bp = sc.body_pairs(m)
+    bodies = {frozenset((m.geoms[a].body, m.geoms[b].body)) for a, b in bp.item_geoms}
+    assert bodies == {frozenset((0, 2))}  # l1-l3 only: l1-l2, l2-l3 are parent-child
+    q0 = m.default_configuration()
+    qt = q0.copy()
+    qt[m.idx_q("j2")] = np.radians(150.0)
+    qt[m.idx_q("j3")] = np.radians(150.0)  # folds l3 back across l1
+    ctrl = pbsim.Control(mode="spd", kp=5.0, kd=1.0, q_ref=qt)  # ~90 N at l3 against l1: a few mm deep
+    m.gravity[:] = 0.0
+    for integ, dt in (("euler", 0.002), ("pbad", 0.02)):
+        free = pbsim.rollout(
+            m, integ, dt=dt, steps=int(round(1.5 / dt)), q0=q0, scene=make_scene(m, ground=None), control=ctrl
+        )
+        hit = pbsim.rollout(m, integ, dt=dt, steps=int(round(1.5 / dt)), q0=q0, scene=sc, control=ctrl)
+        assert _pair_depth(m, sc, free.q[-1]) > 0.02, integ
+        assert _pair_depth(m, sc, hit.q[-1]) < 0.01, integ
+    # an overlap at the default configuration: the pair is dropped and named
+    qd = q0.copy()
+    qd[m.idx_q("j2")] = qd[m.idx_q("j3")] = np.radians(170.0)
+    m.q_default = qd
+    with pytest.warns(pbsim.PbsimWarning, match="already touching"):
+        sc2 = make_scene(m, ground=None, self_collision=True)
+    assert sc2.body_pairs(m) is None and "already touching" in sc2.notes[0]
