@@ -25,6 +25,7 @@ from pbsim.errors import (
 )
 from pbsim.io import load
 from pbsim.model import Model, ModelBuilder
+from pbsim.model.compose import combine, free_object
 from pbsim import integrators
 from pbsim.control import Control, Reference, control_from_args, spd_forward
 from pbsim.contact import Scene, contact_diagnostics, contact_query, default_scene, make_scene
@@ -39,6 +40,8 @@ __all__ = [
     "load",
     "Model",
     "ModelBuilder",
+    "combine",
+    "free_object",
     "rollout",
     "Trajectory",
     "State",

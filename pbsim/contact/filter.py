@@ -13,7 +13,9 @@ Two sources, one result (:class:`ContactRules`):
   ``"exclude_parent"`` (default: a body and its parent, pybullet's ``URDF_USE_SELF_COLLISION``),
   ``"include_parent"`` (none dropped, pybullet's ``..._INCLUDE_PARENT``) or
   ``"exclude_all_parents"`` (a body and all its ancestors, ``..._EXCLUDE_ALL_PARENTS``).  Links
-  merged by fixed joints are one body and never touch each other.  ``exclude``/``include``: body
+  merged by fixed joints are one body and never touch each other.  The parts of a combined model
+  (:func:`pbsim.model.compose.combine`: a robot and the objects dropped on it) always touch each
+  other.  ``exclude``/``include``: body
   (link) name pairs removed from / added to the result.
 
 Shapes the scene adds (``ground="plane"``, terrain, ``environment=[...]``) touch every collision
@@ -95,8 +97,10 @@ def contact_rules(model, self_collision: bool = False, parents: str = "exclude_p
     else:
         world = [i for i, g in enumerate(geoms) if _is_world_geom(g) and g.role == "collision"]
         rules = ContactRules(world, None, [])
+        if body_contact:
+            rules.body_pairs = _group_pairs(model)  # the parts of a combined model (robot-object, ...)
         if self_collision and body_contact:
-            rules.body_pairs = _self_collision_pairs(model, parents)
+            rules.body_pairs += _self_collision_pairs(model, parents)
             if initial_overlaps == "exclude":
                 rules.body_pairs, dropped = drop_initial_overlaps(model, rules.body_pairs)
                 if dropped:
@@ -108,6 +112,17 @@ def contact_rules(model, self_collision: bool = False, parents: str = "exclude_p
     if exclude or include:
         _apply_overrides(model, rules, exclude, include)
     return rules
+
+
+def _group_pairs(model) -> list:
+    """Every pair of collision geoms on bodies of different parts of a combined model
+    (``Model.body_group``, :func:`pbsim.model.compose.combine`)."""
+    grp = getattr(model, "body_group", None)
+    if grp is None or len(set(int(x) for x in grp)) < 2:
+        return []
+    gs = [(gi, int(g.body)) for gi, g in enumerate(model.geoms)
+          if g.role == "collision" and g.body >= 0 and g.shape != "plane"]
+    return [ContactPair(a, b) for i, (a, ba) in enumerate(gs) for b, bb in gs[i + 1:] if grp[ba] != grp[bb]]
 
 
 def _self_collision_pairs(model, parents: str) -> list:

@@ -66,6 +66,9 @@ class Model:
     # it has no such data (URDF, generated models: the contact layer's default rules)
     contact_pairs: list | None = None
     contact_disabled: bool = False  # MJCF <option><flag contact="disable"/>: nothing touches
+    # (nb,) which part of a combined model each body belongs to (pbsim.model.compose.combine; None: one
+    # part): bodies of different parts may always touch (pbsim's default contact rules)
+    body_group: np.ndarray | None = None
 
     def __post_init__(self):
         nb = len(self.body_names)

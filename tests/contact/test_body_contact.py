@@ -511,3 +511,32 @@ def test_urdf_self_collision_is_pybullets_flag(tmp_path):
     with pytest.warns(pbsim.PbsimWarning, match="already touching"):
         sc2 = make_scene(m, ground=None, self_collision=True)
     assert sc2.body_pairs(m) is None and "already touching" in sc2.notes[0]
+
+
+def test_combined_robot_and_objects_touch_each_other(tmp_path):
+    """``pbsim.combine``: a ball dropped on an MJCF two-box stack rests on it (the file's own pairs
+    plus the ball against every shape that may collide, its floor included); a box dropped on a
+    URDF arm (pbsim's rules: parts of a combined model always touch) lands on it first; repeated
+    names get a prefix; a later part's actuators are refused by name."""
+    path = mjcf(tmp_path, "stack", STACK2)
+    ball = pbsim.free_object("sphere", (0.05,), 0.2, "ball")
+    m = pbsim.combine(pbsim.load(path), (ball, (0.0, 0.0, 0.8)))
+    assert m.body_names[-1] == "ball" and m.nq == 21
+    tr = pbsim.rollout(m, "euler", dt=0.002, steps=1000, q0=m.default_configuration(), scene=make_scene(m))
+    assert abs(tr.q[-1, 16] - 0.445) < 0.01, tr.q[-1, 16]  # on the top box (0.4) + its radius
+    arm = pbsim.load(_fold_urdf(tmp_path), floating_base=False)
+    two = pbsim.combine(arm, (pbsim.free_object("box", (0.03, 0.03, 0.03), 0.2, "l1"), (0.2, 0.0, 0.3)))
+    assert two.body_names[-1] == "l1/l1"  # the arm has an l1 already: the part's name as prefix
+    sc = make_scene(two, ground="plane")
+    assert {frozenset((two.geoms[a].body, two.geoms[b].body)) for a, b in sc.body_pairs(two).item_geoms} == {
+        frozenset((i, 3)) for i in range(3)
+    }
+    tr = pbsim.rollout(two, "pbad", dt=0.02, steps=25, q0=two.default_configuration(), scene=sc)
+    assert tr.q[:, -5].max() < 0.3 + 1e-9 and tr.q[-1, -5] > 0.05  # caught by the arm (lying at z = 0)
+    motor = tmp_path / "motor.xml"
+    motor.write_text(
+        '<mujoco><worldbody><body><joint name="h"/><geom size="0.1" mass="1"/></body></worldbody>'
+        '<actuator><motor joint="h"/></actuator></mujoco>'
+    )
+    with pytest.raises(pbsim.InputError, match="actuators"):
+        pbsim.combine(ball, pbsim.load(str(motor)))
