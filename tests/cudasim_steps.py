@@ -16,7 +16,8 @@ def cpu_steps(method, m, scene, q, v, steps, dt, check, **options) -> dict:
     for _ in range(steps):
         s, d = I.step(s, None, dt)
         assert check(d), d
-    return dict(q=s.q, v=s.v, e=d.energy, it=d.iterations.astype(float))
+    it = d.iterations if d.iterations is not None else np.zeros(len(s.q))  # explicit methods: no solver
+    return dict(q=s.q, v=s.v, e=d.energy, it=np.asarray(it, float))
 
 
 def gpu_steps(method, m, scene, q, v, steps, dt, **options) -> dict:
@@ -27,7 +28,8 @@ def gpu_steps(method, m, scene, q, v, steps, dt, **options) -> dict:
     g.set_state(q, v)
     g.advance(steps, dt)
     qg, vg, eg = g.record()
-    return dict(q=qg, v=vg, e=eg, it=g.solver_info()[:, 0])
+    info = g.solver_info()
+    return dict(q=qg, v=vg, e=eg, it=info[:, 0] if info is not None else np.zeros(len(q)))
 
 
 def print_diffs(cpu: dict, gpu: dict, tag: str = ""):

@@ -540,3 +540,17 @@ def test_combined_robot_and_objects_touch_each_other(tmp_path):
     )
     with pytest.raises(pbsim.InputError, match="actuators"):
         pbsim.combine(ball, pbsim.load(str(motor)))
+
+
+def test_body_contact_cuda_twins_match_cpu_under_cudasim(tmp_path):
+    """The step kernels with contact between bodies through the CUDA backend (numba's simulator in
+    a subprocess) equal the CPU integrators' steps: euler, pbad and pbfd (both GPU schedules), a
+    yawed box pressed onto another (_cudasim_body.py)."""
+    from pathlib import Path
+
+    from conftest import run_cudasim_twin
+
+    diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_body.py"), tmp_path / "body_cpu.npz")
+    assert len(diffs) == 15, out
+    assert max(diffs.values()) <= 1e-10, diffs
+    assert out.count(" same") == 5, out
