@@ -14,7 +14,7 @@ WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh")  # world geoms with
 BODY_SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh")  # shapes on bodies with contact points
 
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
-           "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "contact_diagnostics", "up_rotation",
+           "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "pair_contacts", "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
 
 
@@ -172,6 +172,29 @@ def contact_query(model, scene, q):
     X, D, N, dD = np.zeros((B, n, 3)), np.zeros((B, n)), np.zeros((B, n, 3)), np.zeros((B, n, model.nv))
     contact_query_batch(model.k, ks, work_for(model, B), np.ascontiguousarray(Q), X, D, N, dD)
     return dict(X=X, d=D, n=N, dd_dv=dD)
+
+
+def pair_contacts(model, scene, q) -> dict:
+    """The touching body-body points at one configuration ``q`` (the viewer's contacts between
+    bodies): ``x`` (n, 3) world points, ``depth`` (n,), ``normal`` (n, 3) out of the shape's body B,
+    ``body_a`` / ``body_b`` (n,) the point's body and the shape's, ``radius`` (n,), ``k``, ``c``,
+    ``mu`` (n,) the point's penalty parameters."""
+    from pbsim.contact.query import pair_query_batch
+    from pbsim.dynamics.api import as_batch
+    from pbsim.dynamics.workspace import work_for
+
+    Q, _ = as_batch(q, model.nq, "q")
+    ks = scene.kernel_arrays(model) if isinstance(scene, Scene) else scene
+    n = len(ks.pp_item) if ks.nitem else 0
+    X, D, N = np.zeros((1, n, 3)), np.zeros((1, n)), np.zeros((1, n, 3))
+    if n:
+        pair_query_batch(model.k, ks, work_for(model, 1), np.ascontiguousarray(Q[:1]), X, D, N)
+    on = np.flatnonzero(D[0] > 0)
+    it = ks.pp_item[on] if n else np.zeros(0, np.int32)
+    return dict(x=X[0, on], depth=D[0, on], normal=N[0, on], body_a=ks.it_a[it] if n else it,
+                body_b=ks.it_b[it] if n else it, radius=ks.pp_radius[on] if n else np.zeros(0),
+                k=ks.pp_k[on] if n else np.zeros(0), c=ks.pp_c[on] if n else np.zeros(0),
+                mu=ks.pp_mu[on] if n else np.zeros(0))
 
 
 def contact_diagnostics(model, scene, q) -> dict:

@@ -312,6 +312,32 @@ def contact_query_state(m, s, w, b, X, D, N, dD):
             D[k] = 0.0
 
 
+@kernel
+def pair_query_state(m, s, w, b, X, D, N):
+    """For state b (world poses done): every body-body point's world position ``X`` (npp, 3), signed
+    depth ``D`` (npp,; -1e30 where the broadphase culls its item) and normal ``N`` (out of B)."""
+    for it in range(s.nitem):
+        A = s.it_a[it]
+        B = s.it_b[it]
+        RA, pA, RB, pB = w.Rw[b, A], w.pw[b, A], w.Rw[b, B], w.pw[b, B]
+        culled = item_culled(s, it, RA, pA, RB, pB, 0.0)
+        face = -1 if culled else item_face(s, it, RA, pA, RB, pB)
+        for k in range(s.it_start[it], s.it_start[it + 1]):
+            x, y, z, sd, nx, ny, nz = pair_detect(s, k, RA, pA, RB, pB, face)
+            X[k, 0], X[k, 1], X[k, 2] = x, y, z
+            N[k, 0], N[k, 1], N[k, 2] = nx, ny, nz
+            D[k] = -1e30 if culled else sd
+
+
+@kernel(parallel=True)
+def pair_query_batch(m, s, w, q, X, D, N):
+    """Batch driver: FK then :func:`pair_query_state` for every state (leading axis B)."""
+    for i in prange(q.shape[0]):
+        b = np.int64(i)
+        fk_state(m, w, b, q[b])
+        pair_query_state(m, s, w, b, X[b], D[b], N[b])
+
+
 @kernel(parallel=True)
 def contact_query_batch(m, s, w, q, X, D, N, dD):
     """Batch driver: FK then :func:`contact_query_state` for every state (leading axis B)."""

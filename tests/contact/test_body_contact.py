@@ -554,3 +554,45 @@ def test_body_contact_cuda_twins_match_cpu_under_cudasim(tmp_path):
     assert len(diffs) == 15, out
     assert max(diffs.values()) <= 1e-10, diffs
     assert out.count(" same") == 5, out
+
+
+def test_euler_gripper_holds_and_slips_by_coulombs_bound(tmp_path):
+    """A two-finger gripper (_body_models.gripper: fingers PD-squeezed with F each, the base lifted
+    0.1 m) with euler's regularised Coulomb friction (mu = 0.5): the box rises with the base when
+    2 mu F = 1.6 m g (its creep, eps tau / sqrt(1 - tau^2) at the tangential load ratio tau, a few
+    mm), and stays on the floor when 2 mu F = 0.4 m g."""
+    from _body_models import BOX_MASS, gripper, gripper_lift
+
+    m = pbsim.load(gripper(tmp_path, mu=0.5))
+    sc = make_scene(m, mu=0.5)
+    for ratio, holds in ((1.6, True), (0.4, False)):
+        F = ratio * BOX_MASS * 9.81 / (2 * 0.5)
+        base, box, slip, _ = gripper_lift(m, "euler", 0.001, F, scene=sc)
+        assert base > 0.099
+        if holds:
+            assert box > 0.08, (ratio, box)
+        else:
+            assert box < 0.01, (ratio, box)
+
+
+@pytest.mark.parametrize("deg", [35.0, 15.0])
+def test_euler_box_slides_on_a_tilted_box_as_coulomb_says(tmp_path, deg):
+    """A box on a tilted slab (a geom of a heavy free body, _body_models.ramp; mu = 0.5: tan^-1 mu
+    = 26.6 deg): at 35 deg it accelerates at g (sin th - mu cos th) = 1.61 m/s^2 (within 10 %); at
+    15 deg it sticks up to the regularised law's creep eps tau / sqrt(1 - tau^2) = 6.4 mm/s (tau =
+    tan th / mu)."""
+    from _body_models import ramp, slide_along
+
+    path, _, down = ramp(tmp_path, deg, mu=0.5)
+    m = pbsim.load(path)
+    tr = pbsim.rollout(m, "euler", dt=0.001, steps=1000, q0=m.default_configuration(), scene=make_scene(m, mu=0.5))
+    s, t = slide_along(tr, down), tr.t
+    th = np.radians(deg)
+    if deg > 26.6:
+        a = 2.0 * np.polyfit(t[300:], s[300:], 2)[0]
+        assert abs(a / (9.81 * (np.sin(th) - 0.5 * np.cos(th))) - 1.0) < 0.1, a
+    else:
+        tau = np.tan(th) / 0.5
+        creep = 0.01 * tau / np.sqrt(1 - tau**2)
+        speed = (s[-1] - s[-101]) / (t[-1] - t[-101])
+        assert abs(speed - creep) < 0.2 * creep, (speed, creep)

@@ -577,3 +577,22 @@ def test_default_framing_shows_the_whole_box(yaw, pitch):
         h = np.c_[corners, np.ones(8)] @ P.T
         ndc = h[:, :3] / h[:, 3:]
         assert np.all(h[:, 3] > 0) and np.all(np.abs(ndc[:, :2]) < 1.0), (aspect, ndc)
+
+
+def test_drop_a_box_on_the_robot_and_see_the_contact_between_them():
+    """The viewer's 'drop a box' (key B): a new session with a free box above the highest body,
+    the state and settings carried over; the box lands on the robot (not through it) and the
+    contact forces list the box-robot contact with the body the reaction acts on."""
+    m = chain(3)
+    s = Session(m, scene=pbsim.make_scene(m, ground="plane"), integrator="euler", dt=2e-3, kp=200.0, kd=5.0)
+    for _ in range(10):
+        assert s.step_once(), s.message
+    new = s.with_object("box", (0.05, 0.05, 0.05), 0.2)
+    assert new.model.nb == m.nb + 1 and new.integrator_name == "euler" and new.time == s.time
+    np.testing.assert_array_equal(new.q[: m.nq], s.q)
+    top = pbsim.forward_kinematics(m, s.q)[:, 2, 3].max()
+    for _ in range(400):
+        assert new.step_once(), new.message
+    assert new.q[-5] > top  # on the chain, not through it
+    pairs = [c for c in new.contact_forces() if c["other"] >= 0]
+    assert pairs and all(c["force"] @ c["normal"] > 0 for c in pairs)

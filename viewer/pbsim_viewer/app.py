@@ -32,9 +32,10 @@ def setup_gl(headless: bool = False):
 
 
 def contact_available(model, scene) -> bool:
-    """True when ``scene`` has environment geometry and contact points for this model."""
+    """True when ``scene`` has contact for this model: environment points or body-body items."""
     try:
-        return scene is not None and scene.kernel_arrays(model).npts > 0
+        ks = scene.kernel_arrays(model) if scene is not None else None
+        return ks is not None and (ks.npts > 0 or ks.nitem > 0)
     except Exception:  # noqa: BLE001
         return False
 
@@ -186,6 +187,8 @@ class Viewer:
             self.opt.request = "screenshot"
         elif symbol == key.F5:
             self.opt.request = "reload"
+        elif symbol == key.B:
+            self.opt.request = "drop_box"
         elif symbol == key.ESCAPE:
             self.opt.quit = True
             self.window.close()
@@ -343,10 +346,21 @@ class Viewer:
         if not (self.opt.show_contacts or self.opt.show_normals) or not contact_available(s.model, s.scene):
             return None
         try:
-            r = pbsim.contact_query(s.model, s.scene, q)
+            ks = s.scene.kernel_arrays(s.model)
+            X, act, N = np.zeros((0, 3)), np.zeros(0, bool), np.zeros((0, 3))
+            if ks.npts:
+                r = pbsim.contact_query(s.model, s.scene, q)
+                X, act, N = r["X"][0], r["d"][0] > 0, r["n"][0]
+            if ks.nitem:  # the touching points between bodies (normals out of the other body)
+                from pbsim.contact import pair_contacts
+
+                p = pair_contacts(s.model, ks, q)
+                X = np.concatenate([X, p["x"]])
+                act = np.concatenate([act, np.ones(len(p["x"]), bool)])
+                N = np.concatenate([N, p["normal"]])
         except Exception:  # noqa: BLE001 - drawing only
             return None
-        return r["X"][0] @ self.R, r["d"][0] > 0, r["n"][0] @ self.R
+        return X @ self.R, act, N @ self.R
 
     def frame(self, wall_dt: float | None = None):
         """Advance the session by ``wall_dt`` of real time (measured when None) and draw once."""
@@ -435,6 +449,8 @@ class Viewer:
                 self._shot_due = True
             elif req == "reload":
                 self.reload()
+            elif req == "drop_box":
+                self.drop_object()
         except Exception as e:  # noqa: BLE001 - shown in the panel, never crashes the window
             self.opt.status = f"{req} failed: {type(e).__name__}: {e}"
 
@@ -444,8 +460,6 @@ class Viewer:
         if self.reload_fn is None:
             self.opt.status = "reload: this viewer was given a model object, not files"
             return
-        from pbsim_viewer.render import SceneRenderer
-
         old = self.session
         new = self.reload_fn()
         new.set_integrator(old.integrator_name)
@@ -453,6 +467,20 @@ class Viewer:
         new.real_time_factor_target = old.real_time_factor_target
         if old.playing:
             new.play()
+        self._swap_session(new)
+        self.opt.status = f"reloaded {new.model.name}"
+
+    def drop_object(self, shape: str = "box", size=(0.05, 0.05, 0.05), mass: float = 0.5):
+        """Drop a free object on the robot (key B): 0.4 m above the selected body, else the highest
+        one (:meth:`Session.with_object`); it touches every body."""
+        new = self.session.with_object(shape, size, mass, body=self.opt.selected)
+        self._swap_session(new)
+        self.opt.status = f"dropped {new.model.body_names[-1]} ({mass:g} kg)"
+
+    def _swap_session(self, new):
+        """Draw and run ``new`` from now on (a reloaded or extended model)."""
+        from pbsim_viewer.render import SceneRenderer
+
         r = self.scene_renderer
         sr = SceneRenderer(new.model, new.scene, max_triangles=self.max_triangles)
         for name in ("ground_z", "marker", "normal_length", "force_scale", "draw_floor"):
@@ -461,7 +489,6 @@ class Viewer:
         self.scene_renderer, self.session = sr, new
         self.drag = self.drag_target = None
         self.opt.selected = None
-        self.opt.status = f"reloaded {new.model.name}"
 
     def read_pixels(self) -> np.ndarray:
         """The current back buffer as an (H, W, 3) uint8 array, top row first."""
@@ -682,6 +709,8 @@ def make_session(
         q0 = np.array(model.default_configuration() if q0 is None else q0, float)
         q0[0:3] = bp[:3]
         q0[3:7] = bp[3:] / np.linalg.norm(bp[3:])
+    if scene is None and ground in (None, "none") and terrain is None:
+        scene = pbsim.make_scene(model, ground=None, mu=mu)  # no environment; bodies still touch each other
     if scene is None and (ground not in (None, "none") or terrain is not None):
         from pbsim.contact import sample_contact_points
 

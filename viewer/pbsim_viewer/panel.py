@@ -253,6 +253,10 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
         if imgui.button("screenshot (P)###screenshot"):
             opt.request = "screenshot"
         _rect("screenshot")
+        imgui.same_line()
+        if imgui.button("drop a box (B)###drop_box"):
+            opt.request = "drop_box"
+        _rect("drop_box")
 
     # --- the body picked with a click
     if opt.selected is not None and 0 <= opt.selected < s.model.nb:

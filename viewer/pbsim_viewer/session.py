@@ -577,17 +577,18 @@ class Session:
 
     def contact_forces(self) -> list[dict]:
         """Active contacts with the scene's penalty force: dicts of body, point (world), normal,
-        depth, force (world, N)."""
+        depth, force (world, N); between two bodies also ``other`` (the body the force's reaction
+        acts on, -1: the environment)."""
         sc = self.scene
         try:
             ks = sc.kernel_arrays(self.model)
         except Exception:  # noqa: BLE001 - no contact geometry
             return []
+        out = self._pair_forces(ks) if ks.nitem else []
         if ks.npts == 0:
-            return []
+            return out
         r = pbsim.contact_query(self.model, sc, self.q)
         X, D, N, dD = r["X"][0], r["d"][0], r["n"][0], r["dd_dv"][0]
-        out = []
         v = self.state.v[0]
         T = None
         for k in np.flatnonzero(D > 0):
@@ -604,7 +605,68 @@ class Session:
             u = pbsim.point_jacobian(self.model, self.q, body, local)[3:] @ v
             ut = u - float(u @ n) * n
             ft = -ks.mu * fn * ut / math.sqrt(float(ut @ ut) + ks.friction_eps**2)
-            out.append({"body": body, "point": c, "normal": n.copy(), "depth": float(D[k]), "force": fn * n + ft})
+            out.append({"body": body, "other": -1, "point": c, "normal": n.copy(), "depth": float(D[k]),
+                        "force": fn * n + ft})
+        return out
+
+    def _pair_forces(self, ks) -> list[dict]:
+        """The penalty force of every touching body-body point (:func:`pbsim.contact.pair_contacts`),
+        on body A (the reaction on ``other``) at the point's surface, with the relative velocity."""
+        from pbsim.contact import pair_contacts
+
+        r = pair_contacts(self.model, ks, self.q)
+        T = pbsim.forward_kinematics(self.model, self.q)
+        v = self.state.v[0]
+        out = []
+        for k in range(len(r["depth"])):
+            a, b, n = int(r["body_a"][k]), int(r["body_b"][k]), r["normal"][k]
+            c = r["x"][k] - r["radius"][k] * n
+            u = np.zeros(3)
+            for body, sign in ((a, 1.0), (b, -1.0)):
+                local = T[body, :3, :3].T @ (c - T[body, :3, 3])
+                u += sign * (pbsim.point_jacobian(self.model, self.q, body, local)[3:] @ v)
+            un = float(u @ n)
+            fn = float(r["k"][k] * r["depth"][k] - r["c"][k] * un)
+            if fn <= 0:
+                continue
+            ut = u - un * n
+            ft = -r["mu"][k] * fn * ut / math.sqrt(float(ut @ ut) + ks.friction_eps**2)
+            out.append({"body": a, "other": b, "point": c, "normal": n.copy(), "depth": float(r["depth"][k]),
+                        "force": fn * n + ft})
+        return out
+
+    def with_object(self, shape: str = "box", size=(0.05, 0.05, 0.05), mass: float = 0.5, height: float = 0.4,
+                    body: int | None = None) -> "Session":
+        """A new session: this one's model and state with a free object (:func:`pbsim.free_object`)
+        ``height`` above ``body`` (default: the highest body), at rest; the scene keeps this one's
+        environment shapes and contact parameters; integrator, dt, gains and play state carry
+        over.  The object touches every body (:func:`pbsim.combine`)."""
+        m = self.model
+        T = pbsim.forward_kinematics(m, self.q)
+        up = -np.asarray(m.gravity, float)
+        up = up / np.linalg.norm(up) if np.linalg.norm(up) > 0 else np.array([0.0, 0.0, 1.0])
+        if body is None:
+            body = int(np.argmax(T[:, :3, 3] @ up)) if m.nb else -1
+        base = T[body, :3, 3] if body >= 0 else np.zeros(3)
+        pos = base + height * up
+        name = f"{shape}{sum(1 for n in m.body_names if n.startswith(shape))}"
+        obj = pbsim.free_object(shape, size, mass, name)
+        new = pbsim.combine(m, (obj, pos), name=m.name)
+        sc = self.scene
+        scene = pbsim.make_scene(new, ground=None, environment=sc.all_environment(), mu=sc.mu, stiffness=sc.stiffness,
+                                 damping=sc.damping, friction_eps=sc.friction_eps)
+        q0 = np.concatenate([self.q0, new.default_configuration()[m.nq:]])
+        out = Session(new, scene=scene, integrator=self.integrator_name, dt=self.dt, kp=self.kp_global,
+                      kd=self.kd_global, q0=q0)
+        q = np.concatenate([self.q, new.default_configuration()[m.nq:]])
+        v = np.concatenate([self.state.v[0], np.zeros(new.nv - m.nv)])
+        out.state = pbsim.State.make(new, q=q, v=v, t=float(self.state.t))
+        out.last_good = out.state.copy()
+        out.ring.clear()
+        out.ring.append((out.state.copy(), 0))
+        out.real_time_factor_target = self.real_time_factor_target
+        if self.playing:
+            out.play()
         return out
 
     def histories(self) -> dict[str, np.ndarray]:
