@@ -14,7 +14,8 @@ WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh")  # world geoms with
 BODY_SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh")  # shapes on bodies with contact points
 
 __all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
-           "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "pair_contacts", "contact_diagnostics", "up_rotation",
+           "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "pair_contacts",
+           "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
 
 
