@@ -13,7 +13,7 @@ import trimesh
 from pbsim.contact import MeshTerrain
 from pbsim.contact.environment import pack_environment
 from pbsim.contact.query import env_sdf_points
-from pbsim.contact.scene import KScene
+from pbsim.contact.scene import make_kscene
 
 f = Path(
     sys.argv[1]
@@ -24,16 +24,8 @@ h = float(sys.argv[2]) if len(sys.argv) > 2 else 0.02
 t = time.perf_counter()
 T = MeshTerrain.from_file(f, spacing=h)
 tb = time.perf_counter() - t
-ks = KScene(
-    0,
-    np.zeros(0, np.int32),
-    np.zeros((0, 3)),
-    np.zeros(0),
-    np.zeros(0),
-    np.zeros(0),
-    0.0,
-    0.01,
-    **pack_environment([T]),
+ks = make_kscene(
+    0, np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0), 0.0, 0.01, pack_environment([T])
 )
 mesh = trimesh.load(str(f), force="mesh")
 lo, hi = mesh.bounds

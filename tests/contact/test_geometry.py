@@ -18,11 +18,11 @@ from pbsim.contact import (
 )
 from pbsim.contact.environment import ContactInputError, envelope_faces, pack_environment
 from pbsim.contact.query import env_sdf_points
-from pbsim.contact.scene import KScene
+from pbsim.contact.scene import make_kscene
 
 
 def ks_of(env):
-    return KScene(
+    return make_kscene(
         0,
         np.zeros(0, np.int32),
         np.zeros((0, 3)),
@@ -31,7 +31,7 @@ def ks_of(env):
         np.zeros(0),
         0.0,
         0.01,
-        **pack_environment(env),
+        pack_environment(env),
     )
 
 
