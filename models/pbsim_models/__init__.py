@@ -7,8 +7,9 @@ and MJCF files under ``models/generated/``.
 from pbsim_models.chains import chain, chain_energy_scale
 from pbsim_models.creatures import snake, spider, swimmer
 from pbsim_models.dog import dog
+from pbsim_models.scenes import SCENES, scene
 
-__all__ = ["chain", "chain_energy_scale", "snake", "swimmer", "spider", "dog", "by_name"]
+__all__ = ["chain", "chain_energy_scale", "snake", "swimmer", "spider", "dog", "scene", "by_name"]
 
 
 def by_name(name: str):
@@ -27,4 +28,7 @@ def by_name(name: str):
         return spider()
     if name in ("dog", "dog72"):
         return dog()
-    raise KeyError(f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider, dog)")
+    if name in SCENES:
+        return scene(name)
+    raise KeyError(f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider, dog, "
+                   f"{', '.join(SCENES)})")
