@@ -596,3 +596,29 @@ def test_euler_box_slides_on_a_tilted_box_as_coulomb_says(tmp_path, deg):
         creep = 0.01 * tau / np.sqrt(1 - tau**2)
         speed = (s[-1] - s[-101]) / (t[-1] - t[-101])
         assert abs(speed - creep) < 0.2 * creep, (speed, creep)
+
+
+def test_a_flat_mesh_between_bodies_is_refused_by_name(tmp_path):
+    """A mesh that has no convex hull to collide with (a single triangle) on a body that touches
+    another: a ContactInputError naming the geom, not a failure deep inside qhull."""
+    (tmp_path / "flat.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nf 1 2 3\n")
+    link = (
+        '<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" '
+        'iyz="0"/></inertial><collision><geometry><mesh filename="flat.obj"/></geometry></collision></link>'
+    )
+    urdf = (
+        '<robot name="flat">'
+        + link.format(n="a")
+        + link.format(n="b")
+        + link.format(n="c")
+        + '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '<joint name="j2" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
+    )
+    (tmp_path / "flat.urdf").write_text(urdf)
+    m = pbsim.load(str(tmp_path / "flat.urdf"))
+    from pbsim.contact.environment import ContactInputError
+
+    with pytest.raises(ContactInputError, match="convex hull"):
+        make_scene(m, ground=None, self_collision=True, initial_overlaps="keep").kernel_arrays(m)
