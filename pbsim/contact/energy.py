@@ -165,7 +165,15 @@ def contact_force_velocity(s, k, D1, D2, c, R, p, v0, v1, v2, dt, wx, wv, F, K):
     ``wx = 1``, ``wv = 1 / dt`` and ``n = n_k`` (a plane) this is :func:`contact_energy`'s force
     and its Hessian before the projection.  Returns the depth ``d`` (0 out of contact, where ``F``
     and ``K`` are zero)."""
-    x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    _x0, _x1, _x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
+    return eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, dt, wx, wv, F, K)
+
+
+@kernel
+def eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, dt, wx, wv, F, K):
+    """:func:`contact_force_velocity`'s law at depth ``dep`` with normal ``n`` and point velocity
+    ``v`` (between bodies: relative to the shape's body): writes ``F``, ``K``, returns ``dep``
+    (0 out of contact)."""
     for r in range(3):
         F[r] = 0.0
         for cc in range(3):

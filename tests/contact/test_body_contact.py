@@ -62,7 +62,15 @@ STACK_ALIGNED = [
 ]
 
 # the methods with contact between bodies, at the steps the issue names
-STACK_RUNS = [("euler", 0.002), ("pbad", 0.02), ("pbad", 0.05), ("pbfd", 0.02), ("pbfd", 0.05)]
+STACK_RUNS = [
+    ("euler", 0.002),
+    ("pbad", 0.02),
+    ("pbad", 0.05),
+    ("pbfd", 0.02),
+    ("pbfd", 0.05),
+    ("pbad3", 0.02),
+    ("pbad4", 0.05),
+]
 
 
 @pytest.mark.parametrize("integ,dt", STACK_RUNS)
@@ -281,6 +289,55 @@ def test_pbad_pair_terms_match_finite_differences(tmp_path, mu):
     E0, g0, H0 = (a[0] for a in free.objective(q, v, qa, 0.02, exact=True))
     assert E - E0 > 1.0 and np.abs(g - g0).max() > 1.0
     assert np.array_equal(g[:6], g0[:6]) and np.array_equal(H[:6], H0[:6]) and np.array_equal(H[:, :6], H0[:, :6])
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.8])
+@pytest.mark.parametrize("name", ["pbad3", "pbad4"])
+def test_collocation_pair_terms_match_finite_differences(tmp_path, name, mu):
+    """PBAD orders 3-4 between bodies: the collocation residual's Jacobian (Eq. 9's force at every
+    node with the velocity relative to B from the polynomial, the normal damper; blocks across nodes
+    through both nodes' relative Jacobians and B's turn between them) against central differences
+    (1e-6 relative; measured 1e-10); the body-body part is a sizeable part of J."""
+    import pbsim.integrators as I
+
+    m, q, _ = _tree(tmp_path)
+    integ = I.make(name, m, make_scene(m, ground=None, mu=mu))
+    rng = np.random.default_rng(0)
+    v, dt = rng.normal(size=m.nv) * 0.3, 0.02
+    nodes = np.array(
+        [pbsim.integrate(m, q, integ.tau[j] * dt * v + 0.002 * rng.normal(size=m.nv)) for j in range(integ.order + 1)]
+    )[None]
+    _, J = integ.residual(nodes, dt)
+    Jf = _collocation_fd(m, integ, nodes, dt)
+    assert np.abs(J[0] - Jf).max() < 1e-6 * np.abs(Jf).max()
+    _, J0 = I.make(name, m, make_scene(m, ground=None, body_contact=False)).residual(nodes, dt)
+    assert np.abs(J[0] - J0[0]).max() > 0.05 * np.abs(Jf).max()
+
+
+def _collocation_fd(m, integ, nodes, dt, eps=1e-6):
+    """Central differences of the collocation residual over every unknown node's tangent (the
+    node's own rows chart-corrected, as tests/integrators/test_pbad_colloc_contact.py)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrators"))
+    from pbad_fd import chart_gradient
+
+    nv, nu = m.nv, integ.order - 1
+    Jf = np.zeros((nu * nv, nu * nv))
+    for u in range(nu):
+        for a in range(nv):
+            cols = []
+            for sgn in (1.0, -1.0):
+                d = np.zeros(nv)
+                d[a] = sgn * eps
+                x = nodes.copy()
+                x[0, u + 2] = pbsim.integrate(m, nodes[0, u + 2], d)
+                r = integ.residual(x, dt)[0][0].copy()
+                r[u * nv : (u + 1) * nv] = chart_gradient(m, d, r[u * nv : (u + 1) * nv])
+                cols.append(r)
+            Jf[:, u * nv + a] = (cols[0] - cols[1]) / (2 * eps)
+    return Jf
 
 
 @pytest.mark.parametrize("method", ["pbfd", "pbd_friction"])

@@ -294,16 +294,14 @@ class _PbadColloc(_PbadBase):
         self._p2 = Pbad2(model, scene, **o) if self.init in ("auto", "pbad2") or self.fallback == "pbad2" else None
         if self.optimizer != "lm":
             raise InputError("high-order PBAD supports optimizer='lm' only")
-        if self.ks.nitem > 0:
-            raise InputError(f"pbad{self.order} does not simulate contact between bodies yet (the scene has "
-                             f"{self.ks.nitem} body-body contact items): use pbad, pbfd or nmdp, or drop it with "
-                             "make_scene(..., body_contact=False) / --body-contact off")
         if self.contact_damping and self.ks.npts:
             c = self.ks.pt_c  # the scene's damping 2 zeta sqrt(k m_i) (pbsim.contact.scene)
             if self.points_contact_override:  # a points dict's spring is its D1: the same rule with k = 2 D1
                 sc = replace(self.scene, stiffness=2.0 * float(self.pm.D1[0]))
                 c = sc.point_parameters(model, sc.contact_points())[1]
             self.pm = self.pm._replace(Cn=np.ascontiguousarray(c, np.float64))
+        if self.contact_damping:
+            self.pm = self.pm._replace(pair_cn=1.0)  # between bodies: each point's scene damping
         self.tau = collocation_nodes(self.order)
         self.C1, self.C2 = lagrange_derivatives(self.tau)
 
@@ -355,7 +353,7 @@ class _PbadColloc(_PbadBase):
         info = np.zeros((B, 5))
         p2 = self._p2._run(state, control, dt) if init == "pbad2" else None
         qg = p2[0] if p2 is not None else state.q
-        run = COLLOC(points=self.pm.npts > 0, contact=self.ks.npts > 0)
+        run = COLLOC(points=self.pm.npts > 0, contact=self.ks.npts > 0, body_contact=self.ks.nitem > 0)
         run(self.model.k, self.ks, self.pm, kc, w, pw, state.q, state.v, qprev, qg, _GUESS[init], dt, self.tau,
             self.C1, self.C2, self.maxit, self.gtol, self.xtol, self.max_rotation, qn, vn, ql, e, info)
         return State(qn, vn, state.t + dt, q_prev=state.q.copy(), carry={self.name: (float(dt), ql)}), e, info, p2
@@ -442,7 +440,7 @@ class _PbadColloc(_PbadBase):
         n = (self.order - 1) * self.model.nv
         r = np.zeros((B, n))
         J = np.zeros((B, n, n))
-        run = COLLOC_EVAL(points=self.pm.npts > 0, contact=self.ks.npts > 0)
+        run = COLLOC_EVAL(points=self.pm.npts > 0, contact=self.ks.npts > 0, body_contact=self.ks.nitem > 0)
         run(self.model.k, self.ks, self.pm, kc, w, pw, nodes, self.tau, self.C1, self.C2, float(dt), r, J)
         return r, J
 

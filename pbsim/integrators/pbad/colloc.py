@@ -30,15 +30,17 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, kernel, specialize
-from pbsim.contact.energy import contact_force_velocity
+from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
+from pbsim.contact.energy import V_REF, contact_force_velocity, eq9_velocity_law
+from pbsim.contact.query import item_culled, item_face, pair_detect, pair_local
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.errors import InputError
 from pbsim.integrators.pbad.joints import passive_residual, passive_residual_jacobian
-from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block,
+from pbsim.integrators.pbad.pairs import pair_block_walk, pair_gradient_walk, pair_second_order_walk, pair_step_limit
+from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block, point_pkp2,
                                            hessian_second_order, inertial_gravity_terms, point_xyz, poses_from_work,
                                            world_twists)
 from pbsim.optim.linalg import dot, inf_norm, lu_solve_inplace
@@ -243,6 +245,118 @@ def colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J):
 
 
 @kernel
+def pair_node_velocity(s, k, T, A, B, C1, u, dt):
+    """World velocity at node u of body-body point ``k`` relative to B: the derivative of its
+    position in B's frame, ``y_j = T_B(q_j)^-1 T_A(q_j) l`` over all nodes, rotated by B at node u
+    (``R_B(u) sum_j C1[u, j] y_j / dt``)."""
+    d0 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for j in range(T.shape[0]):
+        _x, _y, _z, y0, y1, y2 = pair_local(s, k, T[j, A], T[j, A, :, 3], T[j, B], T[j, B, :, 3])
+        cj = C1[u, j] / dt
+        d0 += cj * y0
+        d1 += cj * y1
+        d2 += cj * y2
+    R = T[u, B]
+    return (R[0, 0] * d0 + R[0, 1] * d1 + R[0, 2] * d2, R[1, 0] * d0 + R[1, 1] * d1 + R[1, 2] * d2,
+            R[2, 0] * d0 + R[2, 1] * d1 + R[2, 2] * d2)
+
+
+@kernel
+def colloc_pair_point(pm, s, k, T, A, B, face, C1, u, dt, wx, wv, F, K):
+    """Eq. 9's force at node u for body-body point ``k`` (:func:`pbsim.contact.energy.eq9_velocity_law`,
+    the point's own ``D1 = k / 2``, ``D2 = mu k / (2 v_ref)`` and, with ``pm.pair_cn``, its damping):
+    the detection at node u's poses (box face ``face``), the velocity relative to B from the
+    polynomial.  Returns ``(dep, x, y, z)``."""
+    Tu = T[u]
+    x0, x1, x2, dep, n0, n1, n2 = pair_detect(s, k, Tu[A], Tu[A, :, 3], Tu[B], Tu[B, :, 3], face)
+    v0, v1, v2 = pair_node_velocity(s, k, T, A, B, C1, u, dt)
+    kk = s.pp_k[k]
+    dep = eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, 0.5 * kk, s.pp_mu[k] * kk / (2.0 * V_REF),
+                           pm.pair_cn * s.pp_c[k], dt, wx, wv, F, K)
+    return dep, x0, x1, x2
+
+
+@kernel
+def colloc_pair_terms(m, pm, s, pw, b, u, C1, dt, want_j, ru, J):
+    """Contact between bodies at node u: each body-body point's Eq. 9 force (:func:`colloc_pair_point`)
+    added to the residual rows ``ru`` through the relative Jacobian (A's chain +, B's -; never into
+    G: Algorithm 2 would contract B's side in the wrong order, :mod:`.pairs`), and with ``want_j``
+    its Jacobian blocks: ``J_rel(u)^T (dF/dx [v = u] + C1[u, v] / dt dF/dv R_B(u) R_B(v)^T)
+    J_rel(v)`` for every unknown node v (the velocity lives in B's frame, which turns between the
+    nodes) and node u's second derivatives of ``J_rel^T F`` (F fixed in B's frame)."""
+    T = pw.T[b]
+    Tu = T[u]
+    nv = m.nv
+    r0 = (u - 2) * nv
+    xiu = pw.xi[b, u - 2]
+    F = pw.pF[b]
+    K = pw.pK[b]
+    Kv = pw.pK2[b]
+    W = pw.pW[b]
+    G = pw.pG[b]
+    wr = pw.pr[b]
+    for it in range(s.nitem):
+        A = s.it_a[it]
+        B = s.it_b[it]
+        if item_culled(s, it, Tu[A], Tu[A, :, 3], Tu[B], Tu[B, :, 3], 0.0):
+            continue
+        face = item_face(s, it, Tu[A], Tu[A, :, 3], Tu[B], Tu[B, :, 3])
+        lca = s.it_lca[it]
+        active = False
+        for r in range(6):
+            wr[r] = 0.0
+        for r in range(3):
+            for cc in range(4):
+                G[r, cc] = 0.0
+        for k in range(s.it_start[it], s.it_start[it + 1]):
+            dep, x0, x1, x2 = colloc_pair_point(pm, s, k, T, A, B, face, C1, u, dt, 0.0, 0.0, F, K)
+            if dep <= 0.0:
+                continue
+            active = True
+            wr[0] += x1 * F[2] - x2 * F[1]
+            wr[1] += x2 * F[0] - x0 * F[2]
+            wr[2] += x0 * F[1] - x1 * F[0]
+            wr[3] += F[0]
+            wr[4] += F[1]
+            wr[5] += F[2]
+            for r in range(3):
+                G[r, 0] += F[r] * x0
+                G[r, 1] += F[r] * x1
+                G[r, 2] += F[r] * x2
+                G[r, 3] += F[r]
+        if not active:
+            continue
+        pair_gradient_walk(m, xiu, A, B, lca, wr, ru)
+        if not want_j:
+            continue
+        pair_second_order_walk(m, xiu, A, B, lca, G, J, r0)
+        for v in range(2, T.shape[0]):
+            Tv = T[v]
+            for r in range(6):
+                for cc in range(6):
+                    W[r, cc] = 0.0
+            for k in range(s.it_start[it], s.it_start[it + 1]):
+                dep, x0, x1, x2 = colloc_pair_point(pm, s, k, T, A, B, face, C1, u, dt, 1.0 if v == u else 0.0, 0.0,
+                                                    F, K)
+                if dep <= 0.0:
+                    continue
+                colloc_pair_point(pm, s, k, T, A, B, face, C1, u, dt, 0.0, C1[u, v] / dt, F, Kv)
+                # K += Kv R_B(u) R_B(v)^T
+                for r in range(3):
+                    for cc in range(3):
+                        acc = 0.0
+                        for j in range(3):
+                            rot = Tu[B, j, 0] * Tv[B, cc, 0] + Tu[B, j, 1] * Tv[B, cc, 1] + Tu[B, j, 2] * Tv[B, cc, 2]
+                            acc += Kv[r, j] * rot
+                        K[r, cc] += acc
+                y0, y1, y2, _a, _b, _c = pair_local(s, k, Tv[A], Tv[A, :, 3], Tv[B], Tv[B, :, 3])
+                point_pkp2(K, x0, x1, x2, y0, y1, y2, W)
+            pair_block_walk(m, xiu, pw.xi[b, v - 2], A, B, lca, W, J, r0, (v - 2) * nv)
+
+
+@kernel
 def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
     """Stacked residuals of Eq. 6 at the unknown nodes (rows nodes[2:]) and their Jacobian.
 
@@ -286,6 +400,8 @@ def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
         if s.npts > 0:
             colloc_contact_forces(m, pm, s, pw, b, u, C1, dt, G)
         adjoint_gradient(m, T, G, xi, pw.W[b], ru)
+        if s.nitem > 0:  # contact between bodies (through the relative Jacobian, rows and blocks)
+            colloc_pair_terms(m, pm, s, pw, b, u, C1, dt, False, ru, J)
         # joint-space forces at node u: velocity and acceleration from the polynomial (tangent at q_u)
         vel = pw.v1[b]
         acc = pw.v2[b]
@@ -328,6 +444,8 @@ def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                 colloc_drag_jacobian(m, pm, pw, b, u, C1, dt, J)
             if s.npts > 0:
                 colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J)
+            if s.nitem > 0:
+                colloc_pair_terms(m, pm, s, pw, b, u, C1, dt, True, pw.v3[b], J)
 
 
 # LM on Eq. 7: the generic loop of pbsim.optim.lm on the problem P = (m, s, pm, c, w, pw, C1, C2, dt),
@@ -360,9 +478,15 @@ def colloc_contact_limit(m, s, w, pw, b, fresh, dx):
             fk_state(m, w, b, nodes[u])
             poses_from_work(m, w, b, pw.T[b, u])
             world_twists(m, pw.T[b, u], pw.xi[b, u - 2])
-        a = contact_step_limit(m, s, pw.T[b, u], pw.xi[b, u - 2], dx[(u - 2) * nv:(u - 1) * nv], 1e-6)
-        if a < alpha:
-            alpha = a
+        dxu = dx[(u - 2) * nv:(u - 1) * nv]
+        if s.npts > 0:
+            a = contact_step_limit(m, s, pw.T[b, u], pw.xi[b, u - 2], dxu, 1e-6)
+            if a < alpha:
+                alpha = a
+        if s.nitem > 0:  # and points meeting another body's shape
+            a = pair_step_limit(m, s, pw.T[b, u], pw.xi[b, u - 2], dxu, 1e-6)
+            if a < alpha:
+                alpha = a
     if alpha < 1.0:
         n = (nn - 2) * nv
         big = inf_norm(dx, n)
@@ -386,7 +510,7 @@ def colloc_trial(P, b, tries):
     nn = nodes.shape[0]
     nv = m.nv
     dx = pw.dx[b]
-    if s.npts > 0:
+    if s.npts > 0 or s.nitem > 0:
         colloc_contact_limit(m, s, w, pw, b, tries < 0, dx)
     for u in range(2, nn):
         integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
@@ -588,7 +712,8 @@ def colloc_eval_batch(m, s, pm, c, w, pw, nodes, tau, C1, C2, dt, r, J):
 # drag points and contact points are compiled only into runs that have some (as PBAD2's Variants)
 _POINT_FEATURES = {
     "points": ("colloc_drag_forces", "colloc_drag_jacobian"),
-    "contact": ("colloc_contact_forces", "colloc_contact_jacobian", "colloc_contact_limit"),
+    "contact": {"colloc_contact_forces": unused, "colloc_contact_jacobian": unused, "contact_step_limit": unused_float},
+    "body_contact": {"colloc_pair_terms": unused, "pair_step_limit": unused_float},
 }
 COLLOC = Variants(colloc_batch, _POINT_FEATURES)
 COLLOC_EVAL = Variants(colloc_eval_batch, _POINT_FEATURES)

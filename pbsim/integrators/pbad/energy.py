@@ -34,7 +34,9 @@ from pbsim.dynamics.joints import BALL, FREE
 # Model-side constants of PBAD: per body M~; drag sample points (Sec. 6.2); per contact point of the
 # scene (``s``, a KScene) the Eq. 9 parameters D1, D2 (:mod:`pbsim.contact.energy`) and the normal
 # damping Cn the collocation orders add (:mod:`.colloc`; order 2 does not read it)
-PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 Cn")
+# pair_cn: 1.0 when the collocation orders add the normal damper between bodies too (each body-body
+# point's scene damping pp_c), else 0.0
+PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 Cn pair_cn")
 
 
 def second_moments(model) -> np.ndarray:
@@ -69,7 +71,7 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     d1 = z(0) if D1 is None else np.array(D1, np.float64).reshape(-1)
     d2 = z(len(d1)) if D2 is None else np.array(np.broadcast_to(D2, d1.shape), np.float64)
     cn = z(len(d1)) if Cn is None else np.array(np.broadcast_to(Cn, d1.shape), np.float64)
-    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2, cn)
+    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2, cn, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,18 +366,25 @@ def point_pkp(Kk, x0, x1, x2, Wi):
     """``Wi += P^T K P`` (6x6) for a point at world ``x`` with the 3x3 ``K``: ``P = [A  I]``,
     ``A = -[x]x``, so that ``xi_c^T (P^T K P) xi_a`` is the point's ``J^T K J`` on two DOFs'
     twists (:func:`points_jtkj`)."""
+    point_pkp2(Kk, x0, x1, x2, x0, x1, x2, Wi)
+
+
+@kernel
+def point_pkp2(Kk, x0, x1, x2, y0, y1, y2, Wi):
+    """``Wi += P(x)^T K P(y)`` (6x6): :func:`point_pkp` with the rows' point ``x`` and the columns'
+    ``y`` (a point at two collocation nodes)."""
     for r in range(3):
-        # row r of K A, A = -[x]x = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]
-        ka0 = -Kk[r, 1] * x2 + Kk[r, 2] * x1
-        ka1 = Kk[r, 0] * x2 - Kk[r, 2] * x0
-        ka2 = -Kk[r, 0] * x1 + Kk[r, 1] * x0
+        # row r of K A(y), A = -[y]x = [[0, y2, -y1], [-y2, 0, y0], [y1, -y0, 0]]
+        ka0 = -Kk[r, 1] * y2 + Kk[r, 2] * y1
+        ka1 = Kk[r, 0] * y2 - Kk[r, 2] * y0
+        ka2 = -Kk[r, 0] * y1 + Kk[r, 1] * y0
         Wi[3 + r, 0] += ka0
         Wi[3 + r, 1] += ka1
         Wi[3 + r, 2] += ka2
         for c in range(3):
             Wi[3 + r, 3 + c] += Kk[r, c]
     for c in range(3):
-        # A^T K: (A^T K)[r, c] = sum_j A[j, r] K[j, c]; A[:, 0] = (0, -x2, x1), A[:, 1] = (x2, 0, -x0),
+        # A(x)^T K: (A^T K)[r, c] = sum_j A[j, r] K[j, c]; A[:, 0] = (0, -x2, x1), A[:, 1] = (x2, 0, -x0),
         # A[:, 2] = (-x1, x0, 0)
         k0c = Kk[0, c]
         k1c = Kk[1, c]
@@ -384,16 +393,16 @@ def point_pkp(Kk, x0, x1, x2, Wi):
         Wi[1, 3 + c] += x2 * k0c - x0 * k2c
         Wi[2, 3 + c] += -x1 * k0c + x0 * k1c
     for c in range(3):
-        # (K A)[:, c], then A^T (K A)[:, c]
+        # (K A(y))[:, c], then A(x)^T (K A(y))[:, c]
         if c == 0:
-            y0, y1, y2 = -Kk[0, 1] * x2 + Kk[0, 2] * x1, -Kk[1, 1] * x2 + Kk[1, 2] * x1, -Kk[2, 1] * x2 + Kk[2, 2] * x1
+            z0, z1, z2 = -Kk[0, 1] * y2 + Kk[0, 2] * y1, -Kk[1, 1] * y2 + Kk[1, 2] * y1, -Kk[2, 1] * y2 + Kk[2, 2] * y1
         elif c == 1:
-            y0, y1, y2 = Kk[0, 0] * x2 - Kk[0, 2] * x0, Kk[1, 0] * x2 - Kk[1, 2] * x0, Kk[2, 0] * x2 - Kk[2, 2] * x0
+            z0, z1, z2 = Kk[0, 0] * y2 - Kk[0, 2] * y0, Kk[1, 0] * y2 - Kk[1, 2] * y0, Kk[2, 0] * y2 - Kk[2, 2] * y0
         else:
-            y0, y1, y2 = -Kk[0, 0] * x1 + Kk[0, 1] * x0, -Kk[1, 0] * x1 + Kk[1, 1] * x0, -Kk[2, 0] * x1 + Kk[2, 1] * x0
-        Wi[0, c] += -x2 * y1 + x1 * y2
-        Wi[1, c] += x2 * y0 - x0 * y2
-        Wi[2, c] += -x1 * y0 + x0 * y1
+            z0, z1, z2 = -Kk[0, 0] * y1 + Kk[0, 1] * y0, -Kk[1, 0] * y1 + Kk[1, 1] * y0, -Kk[2, 0] * y1 + Kk[2, 1] * y0
+        Wi[0, c] += -x2 * z1 + x1 * z2
+        Wi[1, c] += x2 * z0 - x0 * z2
+        Wi[2, c] += -x1 * z0 + x0 * z1
 
 
 @kernel

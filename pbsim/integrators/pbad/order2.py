@@ -33,7 +33,7 @@ from pbsim.optim.lm import lm_launch_begin, lm_launch_iterate, lm_loop
 
 # pF pK pW pG pr: the body-body terms' scratch (pbsim.integrators.pbad.pairs.pair_terms)
 PbadWork = namedtuple("PbadWork", "T A G W C xi qn qt r rt J H L M2 g gt dx d v1 v2 v3 vel Wb F K S Y rho alpha P "
-                      "pF pK pW pG pr")
+                      "pF pK pK2 pW pG pr")
 
 
 def make_pbad_work(model, pm, B, K, lbfgs_m=8):
@@ -48,7 +48,8 @@ def make_pbad_work(model, pm, B, K, lbfgs_m=8):
                     gt=z((B, n)), dx=z((B, n)), d=z((B, nv)), v1=z((B, nv)), v2=z((B, nv)), v3=z((B, nv)),
                     vel=z((B, nv, 3)), Wb=z((B, nb, 6, 6)), F=z((B, npts, 3)), K=z((B, npts, 3, 3)),
                     S=z((B, lbfgs_m, n)), Y=z((B, lbfgs_m, n)), rho=z((B, lbfgs_m)), alpha=z((B, lbfgs_m)),
-                    P=z((B, n)), pF=z((B, 3)), pK=z((B, 3, 3)), pW=z((B, 6, 6)), pG=z((B, 3, 4)), pr=z((B, 6)))
+                    P=z((B, n)), pF=z((B, 3)), pK=z((B, 3, 3)), pK2=z((B, 3, 3)), pW=z((B, 6, 6)), pG=z((B, 3, 4)),
+                    pr=z((B, 6)))
 
 
 # ---------------------------------------------------------------------------------------------

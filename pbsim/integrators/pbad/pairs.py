@@ -68,6 +68,14 @@ def pair_gradient_walk(m, xi, A, B, lca, wr, g):
 def pair_gn_walk(m, xi, A, B, lca, W, H, r0):
     """``H[c, a] += s_a s_c xi_c^T W xi_a`` for every two DOFs of A's and B's chains below ``lca``
     (``W = sum P^T K P``: :func:`pbsim.integrators.pbad.energy.point_pkp`)."""
+    pair_block_walk(m, xi, xi, A, B, lca, W, H, r0, r0)
+
+
+@kernel
+def pair_block_walk(m, xr, xc, A, B, lca, W, H, r0, c0):
+    """``H[r0 + c, c0 + a] += s_c s_a xr_c^T W xc_a`` for every two DOFs of A's and B's chains below
+    ``lca``, the rows' twists ``xr`` and the columns' ``xc`` (two collocation nodes: ``W = sum
+    P(x_u)^T K P(x_v)``, :func:`pbsim.integrators.pbad.energy.point_pkp2`)."""
     for sa_i in range(2):
         ia = A if sa_i == 0 else B
         sa = 1.0 if sa_i == 0 else -1.0
@@ -75,7 +83,7 @@ def pair_gn_walk(m, xi, A, B, lca, W, H, r0):
             ja0 = m.iv[ia]
             for ka in range(m.nvj[ia]):
                 a = ja0 + ka
-                xa = xi[a]
+                xa = xc[a]
                 w0 = sa * (W[0, 0] * xa[0] + W[0, 1] * xa[1] + W[0, 2] * xa[2] + W[0, 3] * xa[3] + W[0, 4] * xa[4]
                            + W[0, 5] * xa[5])
                 w1 = sa * (W[1, 0] * xa[0] + W[1, 1] * xa[1] + W[1, 2] * xa[2] + W[1, 3] * xa[3] + W[1, 4] * xa[4]
@@ -94,9 +102,9 @@ def pair_gn_walk(m, xi, A, B, lca, W, H, r0):
                     while ic != lca:
                         jc0 = m.iv[ic]
                         for kc in range(m.nvj[ic]):
-                            xc = xi[jc0 + kc]
-                            H[r0 + jc0 + kc, r0 + a] += sc * (xc[0] * w0 + xc[1] * w1 + xc[2] * w2 + xc[3] * w3
-                                                              + xc[4] * w4 + xc[5] * w5)
+                            x = xr[jc0 + kc]
+                            H[r0 + jc0 + kc, c0 + a] += sc * (x[0] * w0 + x[1] * w1 + x[2] * w2 + x[3] * w3
+                                                              + x[4] * w4 + x[5] * w5)
                         ic = m.parent[ic]
             ia = m.parent[ia]
 
