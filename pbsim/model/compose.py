@@ -21,6 +21,25 @@ from pbsim.model.geometry import ContactPair, Geometry
 from pbsim.model.model import Model
 
 OBJECT_SHAPES = ("box", "sphere", "capsule", "cylinder")
+# the Model's per-body and per-DOF (per-q: springref) arrays, concatenated part after part
+PER_BODY_DOF = (
+    "jtype",
+    "axis",
+    "tree_R",
+    "tree_p",
+    "mass",
+    "com",
+    "inertia_com",
+    "lower",
+    "upper",
+    "effort_limit",
+    "velocity_limit",
+    "damping",
+    "armature",
+    "stiffness",
+    "frictionloss",
+    "springref",
+)
 
 
 def free_object(
@@ -93,28 +112,7 @@ def combine(*parts, name: str | None = None) -> Model:
                 "actuators first (only its actuators are kept)"
             )
     body_names, joint_names, taken_b, taken_j = [], [], set(), set()
-    arrays = {
-        k: []
-        for k in (
-            "parent",
-            "jtype",
-            "axis",
-            "tree_R",
-            "tree_p",
-            "mass",
-            "com",
-            "inertia_com",
-            "lower",
-            "upper",
-            "effort_limit",
-            "velocity_limit",
-            "damping",
-            "armature",
-            "stiffness",
-            "frictionloss",
-            "springref",
-        )
-    }
+    arrays = {k: [] for k in ("parent",) + PER_BODY_DOF}
     geoms, frames, qdef, notes, groups, mimic = [], [], [], [], [], []
     lim_kp, lim_kd = [], []
     pairs: list | None = [] if any(m.contact_pairs is not None for m, _ in items) else None
@@ -124,24 +122,7 @@ def combine(*parts, name: str | None = None) -> Model:
         body_names += _unique(list(m.body_names), taken_b, m.name)
         joint_names += _unique(list(m.joint_names), taken_j, m.name)
         arrays["parent"].append(np.where(m.parent >= 0, m.parent + nb0, -1))
-        for k in (
-            "jtype",
-            "axis",
-            "tree_R",
-            "tree_p",
-            "mass",
-            "com",
-            "inertia_com",
-            "lower",
-            "upper",
-            "effort_limit",
-            "velocity_limit",
-            "damping",
-            "armature",
-            "stiffness",
-            "frictionloss",
-            "springref",
-        ):
+        for k in PER_BODY_DOF:
             arrays[k].append(np.asarray(getattr(m, k)))
         kp, kd = m.limit_gains()
         lim_kp.append(kp)

@@ -308,36 +308,16 @@ def test_collocation_pair_terms_match_finite_differences(tmp_path, name, mu):
         [pbsim.integrate(m, q, integ.tau[j] * dt * v + 0.002 * rng.normal(size=m.nv)) for j in range(integ.order + 1)]
     )[None]
     _, J = integ.residual(nodes, dt)
-    Jf = _collocation_fd(m, integ, nodes, dt)
-    assert np.abs(J[0] - Jf).max() < 1e-6 * np.abs(Jf).max()
-    _, J0 = I.make(name, m, make_scene(m, ground=None, body_contact=False)).residual(nodes, dt)
-    assert np.abs(J[0] - J0[0]).max() > 0.05 * np.abs(Jf).max()
-
-
-def _collocation_fd(m, integ, nodes, dt, eps=1e-6):
-    """Central differences of the collocation residual over every unknown node's tangent (the
-    node's own rows chart-corrected, as tests/integrators/test_pbad_colloc_contact.py)."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrators"))
-    from pbad_fd import chart_gradient
+    from pbad_fd import colloc_fd_jacobian
 
-    nv, nu = m.nv, integ.order - 1
-    Jf = np.zeros((nu * nv, nu * nv))
-    for u in range(nu):
-        for a in range(nv):
-            cols = []
-            for sgn in (1.0, -1.0):
-                d = np.zeros(nv)
-                d[a] = sgn * eps
-                x = nodes.copy()
-                x[0, u + 2] = pbsim.integrate(m, nodes[0, u + 2], d)
-                r = integ.residual(x, dt)[0][0].copy()
-                r[u * nv : (u + 1) * nv] = chart_gradient(m, d, r[u * nv : (u + 1) * nv])
-                cols.append(r)
-            Jf[:, u * nv + a] = (cols[0] - cols[1]) / (2 * eps)
-    return Jf
+    Jf = colloc_fd_jacobian(m, integ, nodes, dt)
+    assert np.abs(J[0] - Jf).max() < 1e-6 * np.abs(Jf).max()
+    _, J0 = I.make(name, m, make_scene(m, ground=None, body_contact=False)).residual(nodes, dt)
+    assert np.abs(J[0] - J0[0]).max() > 0.05 * np.abs(Jf).max()
 
 
 @pytest.mark.parametrize("method", ["pbfd", "pbd_friction"])

@@ -53,3 +53,28 @@ def fd_check(model, f, q, eps=1e-6):
         gf[a] = (Ep - Em) / (2 * eps)
         Hf[:, a] = (chart_gradient(model, d, gp) - chart_gradient(model, -d, gm)) / (2 * eps)
     return np.abs(g - gf).max() / np.abs(gf).max(), np.abs(H - Hf).max() / np.abs(Hf).max()
+
+
+def colloc_fd_jacobian(model, integ, nodes, dt, eps=1e-6):
+    """Central differences of the residual over each unknown node's tangent increment, the rows of
+    the perturbed node read in that node's fixed chart (pbad_fd.chart_gradient, as the order-2
+    Hessian test): the analytic Jacobian is the derivative of each node's residual in its own
+    chart (for a free joint it lacks the term [r_lin]x of the moving frame, which vanishes at a
+    root)."""
+    K = integ.order
+    nv = model.nv
+    n = (K - 1) * nv
+    Jf = np.zeros((n, n))
+    for u in range(K - 1):
+        for a in range(nv):
+            cols = []
+            for sgn in (1.0, -1.0):
+                d = np.zeros(nv)
+                d[a] = sgn * eps
+                x = nodes.copy()
+                x[0, u + 2] = pbsim.integrate(model, nodes[0, u + 2], d)
+                r = integ.residual(x, dt)[0][0].copy()
+                r[u * nv : (u + 1) * nv] = chart_gradient(model, d, r[u * nv : (u + 1) * nv])
+                cols.append(r)
+            Jf[:, u * nv + a] = (cols[0] - cols[1]) / (2 * eps)
+    return Jf

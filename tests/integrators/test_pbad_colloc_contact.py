@@ -21,7 +21,7 @@ from pbsim.integrators import State, make
 from pbsim.model import LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
 
-from pbad_fd import chart_gradient
+from pbad_fd import colloc_fd_jacobian
 
 
 def box_model(half=(0.1, 0.1, 0.1), mass=1.0):
@@ -94,31 +94,6 @@ def test_force_velocity_kernel_is_order2_force_and_its_derivatives():
 # the residual's Jacobian
 
 
-def _fd_jacobian(model, integ, nodes, dt, eps=1e-6):
-    """Central differences of the residual over each unknown node's tangent increment, the rows of
-    the perturbed node read in that node's fixed chart (pbad_fd.chart_gradient, as the order-2
-    Hessian test): the analytic Jacobian is the derivative of each node's residual in its own
-    chart (for a free joint it lacks the term [r_lin]x of the moving frame, which vanishes at a
-    root)."""
-    K = integ.order
-    nv = model.nv
-    n = (K - 1) * nv
-    Jf = np.zeros((n, n))
-    for u in range(K - 1):
-        for a in range(nv):
-            cols = []
-            for sgn in (1.0, -1.0):
-                d = np.zeros(nv)
-                d[a] = sgn * eps
-                x = nodes.copy()
-                x[0, u + 2] = pbsim.integrate(model, nodes[0, u + 2], d)
-                r = integ.residual(x, dt)[0][0].copy()
-                r[u * nv : (u + 1) * nv] = chart_gradient(model, d, r[u * nv : (u + 1) * nv])
-                cols.append(r)
-            Jf[:, u * nv + a] = (cols[0] - cols[1]) / (2 * eps)
-    return Jf
-
-
 @pytest.mark.parametrize("env", ["plane", "box"])
 @pytest.mark.parametrize("name", ["pbad3", "pbad4"])
 def test_residual_jacobian_with_contact_fd(name, env):
@@ -141,7 +116,7 @@ def test_residual_jacobian_with_contact_fd(name, env):
     for j in range(2, integ.order + 1):
         assert (contact_query(m, scene, nodes[:, j])["d"][0] > 1e-3).sum() >= 4
     r, J = integ.residual(nodes, dt)
-    Jf = _fd_jacobian(m, integ, nodes, dt)
+    Jf = colloc_fd_jacobian(m, integ, nodes, dt)
     assert np.abs(J[0] - Jf).max() < 1e-6 * np.abs(Jf).max(), np.abs(J[0] - Jf).max() / np.abs(Jf).max()
     _, J0 = make(name, m).residual(nodes, dt)  # without contact
     assert np.abs(J[0] - J0[0]).max() > 0.1 * np.abs(Jf).max()
@@ -174,7 +149,7 @@ def test_residual_jacobian_with_drag_fd(name):
         ]
     )[None]
     r, J = integ.residual(nodes, dt)
-    Jf = _fd_jacobian(model, integ, nodes, dt)
+    Jf = colloc_fd_jacobian(model, integ, nodes, dt)
     assert np.abs(J[0] - Jf).max() < 1e-6 * np.abs(Jf).max(), np.abs(J[0] - Jf).max() / np.abs(Jf).max()
     _, J0 = make(name, model).residual(nodes, dt)
     assert np.abs(J[0] - J0[0]).max() > 1e-3 * np.abs(Jf).max()

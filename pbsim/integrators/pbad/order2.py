@@ -161,19 +161,15 @@ def pbad2_trial(P, b, tries):
     qi = pw.qn[b, 2]
     qt = pw.qt[b, 2]
     dx = pw.dx[b]
-    if s.npts > 0:  # land points entering the environment just inside
+    if s.npts > 0 or s.nitem > 0:  # land points entering the environment / another body just inside
         if tries > 0:  # a rejected trial left its poses in pw.T[b, 2]; xi is still qi's
             fk_state(m, w, b, qi)
             poses_from_work(m, w, b, pw.T[b, 2])
-        alpha = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
-        if alpha < 1.0:
-            for k in range(n):
-                dx[k] *= alpha
-    if s.nitem > 0:  # and points meeting another body's shape
-        if tries > 0 and s.npts == 0:
-            fk_state(m, w, b, qi)
-            poses_from_work(m, w, b, pw.T[b, 2])
-        alpha = pair_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+        alpha = 1.0
+        if s.npts > 0:
+            alpha = contact_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6)
+        if s.nitem > 0:
+            alpha = min(alpha, pair_step_limit(m, s, pw.T[b, 2], pw.xi[b, 0], dx, 1e-6))
         if alpha < 1.0:
             for k in range(n):
                 dx[k] *= alpha
