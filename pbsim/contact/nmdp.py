@@ -51,6 +51,14 @@ are not differentiated: their normal is frozen, dn/dx = 0**, as the contact laye
 derivative users do (architecture.md); on a flat heightfield cell or mesh face that is exact.  At
 ``d = 0`` the first term vanishes (the cube is C^2 there); a point outside the candidate set has
 ``v = 0`` and ``dv = 0``.
+
+**Between bodies** (notes/body_contact.md Sec. 3.4): a body-body point (:mod:`pbsim.contact.pairs`)
+on body A against the shape of body B has the same vertices with its normal ``n`` out of B (queried
+in B's frame), its own ``mu`` (``s.pp_mu``) and the tangent basis of ``sigma n`` (:func:`pair_basis`:
+``sigma = sign(n . up)`` fixed for the step, smooth at ``n = -up``); :func:`nmdp_pair_point` gives
+them with ``dv^i/dn`` at a fixed depth and B's curvature (:func:`shape_normal_jacobian`, or the
+step's frozen contact plane against boxes, cylinders and hulls: :func:`pair_plane`).  The integrator
+(:mod:`pbsim.integrators.pgm`) composes them with the relative motion of A and B.
 """
 
 import math
@@ -58,7 +66,7 @@ import math
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import BIG, contact_detect, env_sdf, pair_detect, sdf_box
+from pbsim.contact.query import BIG, contact_detect, env_sdf, face_sdf, pair_detect, pair_local, sdf_box
 from pbsim.errors import InputError
 
 BASIS_EPS = 1e-12  # 1 + m_z below this: n = -up, the basis' singular point (module docstring)
@@ -459,7 +467,27 @@ def shape_normal_jacobian(s, j, face, x, y, z, L, out):
 
 
 @kernel
-def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, RA, pA, RB, pB, V, D, T1, T2, Dn):
+def pair_frozen(s, kp):
+    """Whether body-body point ``kp`` meets its shape through a contact plane frozen for the step
+    (:func:`pair_plane`): every shape but spheres and capsules, whose distance is smooth."""
+    return s.shp_kind[s.it_shape[s.pp_item[kp]]] >= 2
+
+
+@kernel
+def pair_plane(s, kp, face, RA, pA, RB, pB, pl):
+    """The contact plane of body-body point ``kp`` for a step, at the poses of its bodies at the
+    step's start, in the frame of the shape's body B: ``pl = [y_k (3), nB_k (3), phi_k]``, the point
+    ``y_k``, the shape's normal and distance there (:func:`pbsim.contact.query.face_sdf` with the
+    item's ``face``)."""
+    _x, _y, _z, y0, y1, y2 = pair_local(s, kp, RA, pA, RB, pB)
+    phi, m0, m1, m2 = face_sdf(s, s.it_shape[s.pp_item[kp]], face, y0, y1, y2)
+    pl[0], pl[1], pl[2] = y0, y1, y2
+    pl[3], pl[4], pl[5] = m0, m1, m2
+    pl[6] = phi
+
+
+@kernel
+def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, pl, RA, pA, RB, pB, V, D, T1, T2, Dn):
     """Body-body point ``kp`` (:mod:`pbsim.contact.pairs`; its item's shape on body B, queried in
     B's frame with the item's ``face``) at the world poses of its bodies: its vertices ``V`` (nvert,
     3) ``= (k d^3 + zeta)(n + mu t^i)`` (``mu`` the point's own, the basis :func:`pair_basis` with
@@ -467,8 +495,25 @@ def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, RA, pA, RB, pB, V, D, T1
     basis' Jacobian at ``sg n``), and ``Dn`` = ``R_B (d nB / d y) R_B^T`` (the shape's curvature,
     world coordinates: :func:`shape_normal_jacobian`).  ``T1, T2``: (3, 3) scratch.  Returns ``(x,
     y, z, sd, nx, ny, nz, capacity, d capacity / d sd)``: the detection's world point, signed depth and
-    normal (out of B)."""
-    x, y, z, sd, nx, ny, nz = pair_detect(s, kp, RA, pA, RB, pB, face)
+    normal (out of B).
+
+    Against a box, cylinder or hull (:func:`pair_frozen`) the point meets the contact plane ``pl``
+    of the step's start, fixed in B's frame (:func:`pair_plane`): ``sd = r - phi_k - nB_k . (y -
+    y_k)``, ``n = R_B nB_k``, ``Dn = 0``.  Why: the box distance with the item's face choice
+    (:func:`pbsim.contact.query.face_sdf`) jumps where a point deep along the face leaves the box
+    through a side plane (from the face's depth to the distance outside, 2.5 cm measured with a
+    gripper's finger pad inside a box at an iterate), and the projection's Newton steps failed on
+    that jump (16 sub-steps a step); the plane is the exact distance over a face and a
+    supporting plane elsewhere.  Spheres and capsules keep their exact distance and curvature."""
+    if pair_frozen(s, kp):
+        x, y, z, y0, y1, y2 = pair_local(s, kp, RA, pA, RB, pB)
+        sd = s.pp_radius[kp] - pl[6] - (pl[3] * (y0 - pl[0]) + pl[4] * (y1 - pl[1]) + pl[5] * (y2 - pl[2]))
+        m0, m1, m2 = pl[3], pl[4], pl[5]
+        nx = RB[0, 0] * m0 + RB[0, 1] * m1 + RB[0, 2] * m2
+        ny = RB[1, 0] * m0 + RB[1, 1] * m1 + RB[1, 2] * m2
+        nz = RB[2, 0] * m0 + RB[2, 1] * m1 + RB[2, 2] * m2
+    else:
+        x, y, z, sd, nx, ny, nz = pair_detect(s, kp, RA, pA, RB, pB, face)
     cap = nmdp_capacity(k, zeta, sd, True)
     d = sd if sd > 0.0 else 0.0
     dcap = 3.0 * k * d * d
@@ -486,6 +531,11 @@ def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, RA, pA, RB, pB, V, D, T1
         for r in range(3):
             for c in range(3):
                 D[i, r, c] = cap * ((1.0 if r == c else 0.0) + mu * sg * (ca * T1[r, c] + sa * T2[r, c]))
+    if pair_frozen(s, kp):
+        for r in range(3):
+            for c in range(3):
+                Dn[r, c] = 0.0
+        return x, y, z, sd, nx, ny, nz, cap, dcap
     # the curvature of B's shape at y = R_B^T (x - p_B), rotated to the world
     dx, dy, dz = x - pB[0], y - pB[1], z - pB[2]
     y0 = RB[0, 0] * dx + RB[1, 0] * dy + RB[2, 0] * dz

@@ -1,5 +1,7 @@
 """The options of NMDP's contact wrench (:mod:`pbsim.contact.nmdp`) shared by the methods over it
-(``ne_mdp``; ``nmdp``, ``nmdp_zo``): their specs and the resolution of their defaults.
+(``ne_mdp``; ``nmdp``, ``nmdp_zo``): their specs and the resolution of their defaults; and the
+bounded body-body candidate buffer of the contact sets (``max_contacts``: those methods, ``pbd_nmdp``
+and ``ne_dry``).
 
 Not a method: no ``register`` here (the registry's discovery imports it like a method's module).
 """
@@ -8,12 +10,59 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pbsim.contact.nmdp import check_wrench_parameters, default_k
+from pbsim.errors import InputError
 from pbsim.integrators.options import Option
 
 VX = 4  # default friction directions per contact point (the aligned pyramid of B-T3)
 MARGIN = 0.02  # [m] the contact set's band (note B5 item 8)
 ZETA_FRACTION = 1e-3  # default zeta = ZETA_FRACTION k delta_ref^3 (the capacity at depth 0.1 delta_ref)
+
+MAX_CONTACTS = 256  # default capacity of a step's body-body candidate buffer
+
+MAX_CONTACTS_OPTION = Option(
+    "max_contacts",
+    MAX_CONTACTS,
+    "capacity of the step's body-body candidate buffer (contact between bodies): on "
+    "overflow the deepest points are kept and the step is flagged (not converged, extra['contact_overflow'])",
+    "int",
+)
+
+
+def check_max_contacts(where: str, v) -> int:
+    """``max_contacts`` as an int >= 1, else an InputError naming ``where``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise InputError(f"{where}: max_contacts must be an integer >= 1, got {v!r}")
+    return int(v)
+
+
+def pair_capacity(ks, max_contacts) -> int:
+    """The body-body candidate buffer's size for the scene arrays ``ks``: ``min(max_contacts,
+    body-body points)`` (0 without body-body items): memory per trajectory stays bounded."""
+    return int(min(int(max_contacts), len(ks.pp_item))) if ks.nitem > 0 else 0
+
+
+def overflow_warning(name, over, max_contacts, on_fail):
+    """Warn (or with ``on_fail='raise'`` raise) when a step's body-body candidate buffer overflowed
+    (``over``: (B,) candidates dropped); ``on_fail='ignore'``: nothing."""
+    import warnings
+
+    from pbsim.errors import SimulationError
+
+    if not over.any() or on_fail == "ignore":
+        return
+    i = int(np.flatnonzero(over)[0])
+    msg = (
+        f"{name}: the body-body contact set overflowed max_contacts = {max_contacts} in {int((over > 0).sum())} "
+        f"of {len(over)} trajectories (first: {i}, {int(over[i])} candidate points dropped, the deepest kept); "
+        "raise max_contacts"
+    )
+    if on_fail == "raise":
+        raise SimulationError(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
 
 WRENCH_OPTIONS = (
     Option("k", None, "NMDP contact stiffness k [N/m^3], capacity k d^3 + zeta per point (None: M g / "

@@ -108,7 +108,28 @@ did not reach their tolerance, cap hit, sub-steps at the iteration cap, rejectio
 iterations, largest final |G|_inf, largest |G|_inf of an accepted iterate (the initial projection
 included), accepted iterates whose K rose (0 by construction: a check), K after the initial
 projection and K at the end, both of the last sub-step (Theorem 5.5's invariants, B-T2), then the
-work: evaluations of G (with A, B), LU factorizations, QPs, QP iterations (all sub-steps)].
+work: evaluations of G (with A, B), LU factorizations, QPs, QP iterations (all sub-steps), then the
+largest number of body-body candidates a (sub-)step's contact set dropped].
+
+**Contact between bodies** (issue 28, notes/body_contact.md Sec. 3.4).  The contact set holds the
+scene's points against the environment (candidate ``kp < s.npts``) and, when the scene has
+body-body items (:mod:`pbsim.contact.pairs`), the body-body points (``kp = s.npts + k``) with signed
+depth above ``-margin`` at ``q0`` or at the prediction, among the items the broadphase keeps with
+the margin (:func:`pbsim.contact.depth.pair_candidates_state`).  Their buffer is bounded: at most
+``max_contacts`` (option; memory per trajectory stays static), on overflow the deepest are kept,
+``stats[S_OVER]`` counts the dropped, the step is flagged (converged 0, so ``rollout`` hands it to
+:meth:`Integrator.step`, which warns; ``extra["contact_overflow"]``): never silent.  Fixed with the
+set for the step: the item's box face (:func:`pbsim.contact.query.item_face`), the tangent basis'
+sign ``sigma = sign(n . up)`` (a lower body's points against an upper body's underside have ``n =
+-up``, the smooth basis' singular point: the basis of ``sigma n`` is smooth there:
+:func:`pbsim.contact.nmdp.pair_basis`) and, against a box, cylinder or hull, the contact plane in
+B's frame (:func:`pbsim.contact.nmdp.pair_plane`: the box distance with a face choice jumps where a
+point deep along the face leaves through a side plane, which failed the projection's Newton steps).
+The wrench ``v^i = (k d^3 + zeta)(n + mu t^i)`` (``mu`` the point's own, ``n`` out of B) acts on A
+at ``a = c - r n`` and ``-v^i`` on B: ``G -= (J_A(a) - J_B(a))^T f`` and the rows of ``B^T``
+through :func:`pbsim.contact.query.pair_force_jt`; ``A``'s contact part is
+:func:`pgm_pair_jacobian` (the exact derivative at first order; zeroth order: f fixed in B's frame).
+The body-body kernels are compiled only into runs whose scene has items (:data:`PGM_FEATURES`).
 
 Not a method: no ``register`` here (the registry's discovery imports it like a method's module).
 """
@@ -120,14 +141,23 @@ import warnings
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
-from pbsim.contact.depth import predicted_depths_state
-from pbsim.contact.nmdp import nmdp_point, tangent_frame
-from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.backends.kernel import kernel, unused
+from pbsim.contact.depth import pair_candidates_state, predicted_depths_state
+from pbsim.contact.nmdp import nmdp_pair_point, nmdp_point, pair_plane, tangent_frame
+from pbsim.contact.query import contact_detect, pair_force_jt, point_force_jt
 from pbsim.dynamics.joints import BALL, FREE, difference_config, integrate_config
 from pbsim.errors import InputError, SimulationError
-from pbsim.integrators.base import Integrator
-from pbsim.integrators.nmdp_wrench import MARGIN, WRENCH_OPTIONS, wrench_parameters
+from pbsim.integrators.base import Integrator, body_contact_used
+from pbsim.integrators.nmdp_wrench import (
+    MARGIN,
+    MAX_CONTACTS,
+    MAX_CONTACTS_OPTION,
+    WRENCH_OPTIONS,  # noqa: F401
+    check_max_contacts,
+    overflow_warning,
+    pair_capacity,
+    wrench_parameters,
+)
 from pbsim.integrators.options import Option
 from pbsim.integrators.pbad.order2 import rotate_by_exp_transpose
 from pbsim.optim.linalg import dot, gram_symmetric, inf_norm, lu_factor, lu_solve, lu_solve_rows, matvec_add
@@ -150,33 +180,41 @@ QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scale
 S_SUB, S_PFAIL, S_QPFAIL, S_CAP, S_ITCAP, S_REJ, S_NEWTON, S_RES, S_GACC, S_KRISE, S_K0, S_K1 = range(12)
 # the work: evaluations of G (and A), LU factorizations, QPs, QP iterations
 S_EVAL, S_LU, S_QP, S_QPIT = range(12, 16)
-NSTATS = 16
+# the most body-body candidates a (sub-)step's contact set dropped (the buffer's overflow)
+S_OVER = 16
+NSTATS = 17
 
-# The shared scratch (leading axis B; P = max(1, scene points), V = vx, MP = P V, n = nv): q0, v0
+# The shared scratch (leading axis B; P = max(1, scene points + body-body capacity), V = vx, MP = P V,
+# n = nv): q0, v0
 # the sub-step's start; th, thn, thb, qp (nq) accepted / trial / best-projection / predicted
 # configurations; vel, acc (n) thetadot, thetaddot; dn (n) the projection's Newton direction; Pm (n, n) the velocity map; G (n), A, LU (n, n),
 # piv (n) ints; dq, gk (QP scratch), g (n); M (n, n) h^2 Q; sdp (P) predicted depths; act (P) ints:
 # candidates; cap (P); Vt (P, V, 3) vertices; Dv (P, V, 3, 3) their x-derivatives; T1, T2, Dn, Dd
-# (3, 3); Jc (n, 8) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
-# kmax max(4 n, 64)); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS).
+# (3, 3); Jc (n, 9) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
+# kmax max(4 n, 64)); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS); the
+# body-body candidates: Tq (nb, 3, 4) poses at the step's start, cface (P) ints their item's box face,
+# csig (P) their tangent basis' sign, csc (P) their scores (pbsim.contact.depth.pair_candidates_state),
+# cpl (P, 7) their contact planes for the step (pbsim.contact.nmdp.pair_plane).
 PGM_FIELDS = (
     "q0", "v0", "th", "thn", "thb", "qp", "vel", "acc", "dn", "Pm", "G", "A", "LU", "piv", "dq", "gk", "g", "M", "sdp",
     "act", "cap", "Vt", "Dv", "T1", "T2", "Dn", "Dd", "Jc", "Bm", "Dm", "HX", "wts", "wn", "qb", "lo", "hi", "QA",
-    "qw", "qinfo", "bstart", "btype", "bmu", "info", "stats",
+    "qw", "qinfo", "bstart", "btype", "bmu", "info", "stats", "Tq", "cface", "csig", "csc", "cpl",
 )  # fmt: skip
 # the options (not batched): F the tangent basis' up frame (3, 3), the wrench's k, zeta, mu, vx,
-# margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep, gamma0
+# margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep, gamma0;
+# npair the body-body candidate buffer's capacity (min(max_contacts, body-body points))
 PGM_OPTIONS = (
     "F", "k", "zeta", "mu", "vx", "margin", "maxit", "tol", "xtol", "eta", "depth", "zo", "init", "maxstep", "gamma0",
+    "npair",
 )  # fmt: skip
 
 
-def pgm_arrays(model, npts, B, vx) -> dict:
+def pgm_arrays(model, npts, B, vx, npair=0) -> dict:
     """The arrays of :data:`PGM_FIELDS` for ``B`` trajectories of ``model`` with ``npts`` scene
-    contact points and ``vx`` friction directions."""
+    contact points, ``npair`` body-body candidates at most and ``vx`` friction directions."""
     n = max(model.nv, 1)
     nq = max(model.nq, 1)
-    P = max(int(npts), 1)
+    P = max(int(npts) + int(npair), 1)
     B = max(int(B), 1)
     V = int(vx)
     MP = P * V
@@ -186,20 +224,23 @@ def pgm_arrays(model, npts, B, vx) -> dict:
         acc=z((B, n)), dn=z((B, n)), Pm=z((B, n, n)), G=z((B, n)), A=z((B, n, n)), LU=z((B, n, n)), piv=z((B, n), np.int64),
         dq=z((B, n)), gk=z((B, n)), g=z((B, n)), M=z((B, n, n)), sdp=z((B, P)), act=z((B, P), np.int64),
         cap=z((B, P)), Vt=z((B, P, V, 3)), Dv=z((B, P, V, 3, 3)), T1=z((B, 3, 3)), T2=z((B, 3, 3)), Dn=z((B, 3, 3)),
-        Dd=z((B, 3, 3)), Jc=z((B, n, 8)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
+        Dd=z((B, 3, 3)), Jc=z((B, n, 9)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
         wn=z((B, MP)), qb=z((B, MP)), lo=z((B, MP)), hi=z((B, MP)), QA=z((B, MP, MP)),
         qw=z((B, *qp_work_as(MP, max(4 * n, 64)).shape)),
         qinfo=z((B, 4)), bstart=z((B, P + 1), np.int64), btype=np.full((B, P), QP_SIMPLEX, np.int64), bmu=z((B, P)),
-        info=z((B, 4)), stats=z((B, NSTATS)),
+        info=z((B, 4)), stats=z((B, NSTATS)), Tq=z((B, max(model.nb, 1), 3, 4)), cface=z((B, P), np.int64),
+        csig=np.ones((B, P)), csc=z((B, P)), cpl=z((B, P, 7)),
     )  # fmt: skip
 
 
-def pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0) -> dict:
+def pgm_options(
+    F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0, npair=0
+) -> dict:
     """The option fields of :data:`PGM_OPTIONS`, typed as the kernels read them."""
     return dict(
         F=np.ascontiguousarray(F, dtype=np.float64), k=float(k), zeta=float(zeta), mu=float(mu), vx=int(vx),
         margin=float(margin), maxit=int(maxit), tol=float(tol), xtol=float(xtol), eta=float(eta), depth=int(depth),
-        zo=int(zo), init=int(init), maxstep=float(maxstep), gamma0=float(gamma0),
+        zo=int(zo), init=int(init), maxstep=float(maxstep), gamma0=float(gamma0), npair=int(npair),
     )  # fmt: skip
 
 
@@ -279,7 +320,9 @@ def pgm_velocity(m, w, x, b, q0, v0, th, h):
 @kernel
 def pgm_candidates(m, s, w, x, b, q0, v0, h):
     """The step's contact set (fixed for the step): points with signed depth above ``-margin`` at
-    q0 or at ``q0 (+) h v0``, into ``x.act``; returns its size."""
+    q0 or at ``q0 (+) h v0``, into ``x.act``; returns its size.  Candidate ``kp < s.npts`` is the
+    scene point ``kp`` against the environment, ``kp >= s.npts`` the body-body point ``kp - s.npts``
+    (:func:`pgm_pair_candidates`)."""
     predicted_depths_state(m, s, w, b, q0, v0, h, x.dq[b], x.qp[b], x.sdp[b])
     nc = 0
     for kp in range(s.npts):
@@ -288,7 +331,31 @@ def pgm_candidates(m, s, w, x, b, q0, v0, h):
         if sd > -x.margin or x.sdp[b, kp] > -x.margin:
             x.act[b, nc] = kp
             nc += 1
+    if s.nitem > 0:
+        nc += pgm_pair_candidates(m, s, w, x, b, q0, nc)
     return nc
+
+
+@kernel
+def pgm_pair_candidates(m, s, w, x, b, q0, nw):
+    """The body-body part of the contact set (after the ``nw`` environment candidates): points with
+    signed depth above ``-margin`` at q0 or at the prediction ``x.qp`` (:func:`pbsim.contact.depth.
+    pair_candidates_state`: their item's face and basis sign are fixed for the step), at most
+    ``x.npair``, the deepest kept; the largest number dropped by a (sub-)step goes to
+    ``stats[S_OVER]`` (the step is then flagged, :func:`pgm_step`).  Returns how many it added."""
+    n, over = pair_candidates_state(
+        m, s, w, b, q0, x.qp[b], True, x.Tq[b], x.margin, x.F, nw, x.npair, x.act[b], x.cface[b], x.csig[b], x.csc[b]
+    )
+    if over > x.stats[b, S_OVER]:
+        x.stats[b, S_OVER] = over
+    Tq = x.Tq[b]
+    for c in range(nw, nw + n):  # the contact planes of the step (used against boxes, cylinders, hulls)
+        k = x.act[b, c] - s.npts
+        it = s.pp_item[k]
+        A = s.it_a[it]
+        B = s.it_b[it]
+        pair_plane(s, k, x.cface[b, c], Tq[A], Tq[A, :, 3], Tq[B], Tq[B, :, 3], x.cpl[b, c])
+    return n
 
 
 @kernel
@@ -362,12 +429,181 @@ def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz
 
 
 @kernel
+def pgm_pair_jacobian(m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, gx, gy, gz, first, Am):
+    """``Am -= d(J_rel(a)^T f)/dtheta`` for a body-body point (:func:`pgm_pair_point`): the force
+    ``f`` on body A at ``a = c - r n`` and ``-f`` on body B (``c``: the point's sphere centre on A,
+    ``n``: the normal out of B's shape at ``y = T_B^-1 c``).  With ``s_a = +1`` on A's chain below
+    the bodies' lowest common ancestor ``lca``, ``-1`` on B's, the row of DOF ``a`` is ``tau_a = s_a
+    (w_a x a + u_a) . f`` and its derivative along DOF ``c`` (world twist ``xi_c = (w_c, u_c)``,
+    which moves A when on A's chain or above ``lca``, B when on B's or above)::
+
+        d tau_a = s_a [ (xi_c x xi_a) . [a x f; f]   (c at or above a on a's chain: the column moves)
+                      + (w_a x da) . f + (w_a x a + u_a) . df ]
+        R_B dy = s_c P(c) xi_c,  P(c) xi = w x c + u          (c relative to B; s_c = 0 above lca)
+        dn = [moves B] w_c x n + Dn R_B dy,  dsd = -n . R_B dy
+        da = [moves A] P(c) xi_c - r dn
+        df = g dsd + Nn dn                                    (first order, Eq. 7)
+        df = [moves B] w_c x f                                (zeroth order, Eq. 10: f fixed in B's frame)
+
+    ``Dn`` = ``x.Dn[b]`` (the shape's curvature, world), ``Nn`` = ``x.Dd[b]`` = ``sum_i w_i dv^i/dn``
+    and ``g`` = ``sum_i w_i dv^i/dsd``.  The first order is the exact derivative of G(theta): the
+    vertices are functions of y and of n = R_B nB(y) (their tangent basis is built from n in the
+    world's up frame, so f is not exactly fixed in B's frame; the zeroth order's reading drops
+    only that twist of the basis and the dependence on y).  With B the world (``lca = -1``, no B
+    side) this is :func:`pgm_contact_jacobian`.  Columns: A's chain to the root (flag 1 below
+    ``lca``, 3 from ``lca`` up) and B's chain below ``lca`` (flag 2), in ``x.Jc`` (n, 9)."""
+    Rw = w.Rw[b]
+    pw = w.pw[b]
+    Jc = x.Jc[b]
+    Dn = x.Dn[b]
+    Nn = x.Dd[b]
+    nn = 0
+    for side in range(2):
+        j = A if side == 0 else B
+        fl = 1 if side == 0 else 2
+        while j >= 0 and not (side == 1 and j == lca):
+            if side == 0 and j == lca:
+                fl = 3
+            j0 = m.iv[j]
+            for kk in range(m.nvj[j]):
+                sv = m.S[j, kk]
+                ox = Rw[j, 0, 0] * sv[0] + Rw[j, 0, 1] * sv[1] + Rw[j, 0, 2] * sv[2]
+                oy = Rw[j, 1, 0] * sv[0] + Rw[j, 1, 1] * sv[1] + Rw[j, 1, 2] * sv[2]
+                oz = Rw[j, 2, 0] * sv[0] + Rw[j, 2, 1] * sv[1] + Rw[j, 2, 2] * sv[2]
+                px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
+                Jc[nn, 0], Jc[nn, 1], Jc[nn, 2] = ox, oy, oz
+                Jc[nn, 3] = Rw[j, 0, 0] * sv[3] + Rw[j, 0, 1] * sv[4] + Rw[j, 0, 2] * sv[5] + py * oz - pz * oy
+                Jc[nn, 4] = Rw[j, 1, 0] * sv[3] + Rw[j, 1, 1] * sv[4] + Rw[j, 1, 2] * sv[5] + pz * ox - px * oz
+                Jc[nn, 5] = Rw[j, 2, 0] * sv[3] + Rw[j, 2, 1] * sv[4] + Rw[j, 2, 2] * sv[5] + px * oy - py * ox
+                Jc[nn, 6] = j
+                Jc[nn, 7] = j0 + kk
+                Jc[nn, 8] = fl
+                nn += 1
+            j = m.parent[j]
+    mx = ay * fz - az * fy  # [a x f; f]
+    my = az * fx - ax * fz
+    mz = ax * fy - ay * fx
+    for kc in range(nn):  # the moving DOF (column of A)
+        xw0, xw1, xw2 = Jc[kc, 0], Jc[kc, 1], Jc[kc, 2]
+        xv0, xv1, xv2 = Jc[kc, 3], Jc[kc, 4], Jc[kc, 5]
+        bk = Jc[kc, 6]
+        col = np.int64(Jc[kc, 7])
+        fc = np.int64(Jc[kc, 8])
+        mA = (fc & 1) != 0
+        mB = (fc & 2) != 0
+        sc = (1.0 if mA else 0.0) - (1.0 if mB else 0.0)
+        vx_ = xw1 * cz - xw2 * cy + xv0  # P(c) xi_c
+        vy_ = xw2 * cx - xw0 * cz + xv1
+        vz_ = xw0 * cy - xw1 * cx + xv2
+        ry0, ry1, ry2 = sc * vx_, sc * vy_, sc * vz_  # R_B dy
+        dn0 = Dn[0, 0] * ry0 + Dn[0, 1] * ry1 + Dn[0, 2] * ry2
+        dn1 = Dn[1, 0] * ry0 + Dn[1, 1] * ry1 + Dn[1, 2] * ry2
+        dn2 = Dn[2, 0] * ry0 + Dn[2, 1] * ry1 + Dn[2, 2] * ry2
+        if mB:
+            dn0 += xw1 * nz - xw2 * ny
+            dn1 += xw2 * nx - xw0 * nz
+            dn2 += xw0 * ny - xw1 * nx
+        da0, da1, da2 = -r * dn0, -r * dn1, -r * dn2
+        if mA:
+            da0 += vx_
+            da1 += vy_
+            da2 += vz_
+        if first:
+            dsd = -(nx * ry0 + ny * ry1 + nz * ry2)
+            df0 = gx * dsd + Nn[0, 0] * dn0 + Nn[0, 1] * dn1 + Nn[0, 2] * dn2
+            df1 = gy * dsd + Nn[1, 0] * dn0 + Nn[1, 1] * dn1 + Nn[1, 2] * dn2
+            df2 = gz * dsd + Nn[2, 0] * dn0 + Nn[2, 1] * dn1 + Nn[2, 2] * dn2
+        elif mB:
+            df0 = xw1 * fz - xw2 * fy
+            df1 = xw2 * fx - xw0 * fz
+            df2 = xw0 * fy - xw1 * fx
+        else:
+            df0, df1, df2 = 0.0, 0.0, 0.0
+        for jc in range(nn):  # the torque row: DOFs below lca only
+            fr = np.int64(Jc[jc, 8])
+            if fr == 3:
+                continue
+            sw0, sw1, sw2 = Jc[jc, 0], Jc[jc, 1], Jc[jc, 2]
+            sv0, sv1, sv2 = Jc[jc, 3], Jc[jc, 4], Jc[jc, 5]
+            row = np.int64(Jc[jc, 7])
+            t = 0.0
+            if (fr & fc) != 0 and Jc[jc, 6] >= bk:  # S_j moves with joint k: (xi x S_j) . [a x f; f]
+                cw0 = xw1 * sw2 - xw2 * sw1
+                cw1 = xw2 * sw0 - xw0 * sw2
+                cw2 = xw0 * sw1 - xw1 * sw0
+                cv0 = xw1 * sv2 - xw2 * sv1 + xv1 * sw2 - xv2 * sw1
+                cv1 = xw2 * sv0 - xw0 * sv2 + xv2 * sw0 - xv0 * sw2
+                cv2 = xw0 * sv1 - xw1 * sv0 + xv0 * sw1 - xv1 * sw0
+                t += cw0 * mx + cw1 * my + cw2 * mz + cv0 * fx + cv1 * fy + cv2 * fz
+            # the point moves: (S_w x da) . f
+            t += (sw1 * da2 - sw2 * da1) * fx + (sw2 * da0 - sw0 * da2) * fy + (sw0 * da1 - sw1 * da0) * fz
+            # the force changes: (S_w x a + S_v) . df
+            ux = sv0 + sw1 * az - sw2 * ay
+            uy = sv1 + sw2 * ax - sw0 * az
+            uz = sv2 + sw0 * ay - sw1 * ax
+            t += ux * df0 + uy * df1 + uz * df2
+            if fr == 1:
+                Am[row, col] -= t
+            else:
+                Am[row, col] += t
+
+
+@kernel
+def pgm_pair_point(m, s, w, x, b, ci, k, wts, deriv, first):
+    """Candidate ``ci``, the body-body point ``k``, in :func:`pgm_contact`: ``x.G -= J_rel(a)^T f``
+    (``f = sum_i w_i v^i`` on A at the sphere surface ``a = c - r n``, ``-f`` on B:
+    :func:`pbsim.contact.query.pair_force_jt`), with ``deriv`` the rows of ``B^T`` (``-J_rel(a)^T
+    v^i``), its capacity and ``A -= d(J_rel^T f)/dtheta`` (:func:`pgm_pair_jacobian`).  The vertices
+    (:func:`pbsim.contact.nmdp.nmdp_pair_point`) take the point's own mu, its item's face and the
+    basis sign chosen with the contact set."""
+    nv = m.nv
+    V = x.vx
+    it = s.pp_item[k]
+    A = s.it_a[it]
+    B = s.it_b[it]
+    lca = s.it_lca[it]
+    Vt = x.Vt[b, ci]
+    Dv = x.Dv[b, ci]
+    cx, cy, cz, _sd, nx, ny, nz, cap, dcap = nmdp_pair_point(
+        s, x.F, x.k, x.zeta, V, k, x.cface[b, ci], x.csig[b, ci], x.cpl[b, ci], w.Rw[b, A], w.pw[b, A], w.Rw[b, B],
+        w.pw[b, B], Vt, Dv, x.T1[b], x.T2[b], x.Dn[b])  # fmt: skip
+    x.cap[b, ci] = cap
+    r = s.pp_radius[k]
+    ax, ay, az = cx - r * nx, cy - r * ny, cz - r * nz
+    fx, fy, fz = 0.0, 0.0, 0.0
+    for i in range(V):
+        wi = wts[ci * V + i]
+        fx += wi * Vt[i, 0]
+        fy += wi * Vt[i, 1]
+        fz += wi * Vt[i, 2]
+    pair_force_jt(m, w, b, A, B, lca, ax, ay, az, -fx, -fy, -fz, x.G[b])
+    if not deriv:
+        return
+    for i in range(V):
+        row = x.Bm[b, ci * V + i]
+        for j in range(nv):
+            row[j] = 0.0
+        pair_force_jt(m, w, b, A, B, lca, ax, ay, az, -Vt[i, 0], -Vt[i, 1], -Vt[i, 2], row)
+    Nn = x.Dd[b]
+    for rr in range(3):
+        for cc in range(3):
+            sdd = 0.0
+            for i in range(V):
+                sdd += wts[ci * V + i] * Dv[i, rr, cc]
+            Nn[rr, cc] = sdd
+    q = dcap / cap if cap > 0.0 else 0.0  # sum_i w_i dv^i/dsd = (dcap / cap) f
+    pgm_pair_jacobian(
+        m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, q * fx, q * fy, q * fz, first, x.A[b]
+    )
+
+
+@kernel
 def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
     """The contact part of G (both forms): ``x.G -= sum_x J_x^T v_x(theta) w_x`` (Eq. 6 / 12) over
     the step's ``nc`` candidates, and with ``deriv`` the rows ``x.Bm`` of ``B^T = -[J_x^T v_x^i]^T``
     (Eq. 7), the capacities ``x.cap`` and ``A -= d(J^T f)/dtheta`` (:func:`pgm_contact_jacobian`;
-    the vertex derivative with ``first``, Eq. 7 vs Eq. 10).  The world poses in ``w`` must be
-    those of theta (``fk_state``)."""
+    the vertex derivative with ``first``, Eq. 7 vs Eq. 10); body-body candidates through
+    :func:`pgm_pair_point`.  The world poses in ``w`` must be those of theta (``fk_state``)."""
     nv = m.nv
     G = x.G[b]
     A = x.A[b]
@@ -375,6 +611,9 @@ def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
     Dd = x.Dd[b]
     for ci in range(nc):
         kp = x.act[b, ci]
+        if kp >= s.npts:  # a body-body point
+            pgm_pair_point(m, s, w, x, b, ci, kp - s.npts, wts, deriv, first)
+            continue
         body = s.pt_body[kp]
         Vt = x.Vt[b, ci]
         Dv = x.Dv[b, ci]
@@ -727,6 +966,8 @@ def pgm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     for j in range(nv):
         vn[b, j] = v0[j]
     st[S_RES] = rmax
+    if st[S_OVER] > 0.0:  # the body-body candidate buffer overflowed: flagged, never silent
+        conv = False
     info = x.info[b]
     info[0] = its
     info[1] = rmax
@@ -757,8 +998,9 @@ def pgm_option_specs(maxit, gamma0=GAMMA0_FO):
                "(Algorithm 2 halves the step; ours)", "float"),
         Option("init", "qp", "start of the PGM: 'qp' the linearised MDP QP at theta_- (+) dt v (ours), 'zero' "
                "w = 0 (the paper's Algorithm 1)", "str", ("qp", "zero")),
-        Option("on_fail", "warn", "what a step whose sub-step at the cap alpha failed or ran out of iterations does", "str",
-               ("warn", "raise", "ignore")),
+        Option("on_fail", "warn", "what a step whose sub-step at the cap alpha failed or ran out of iterations, or whose "
+               "body-body contact set overflowed max_contacts, does", "str", ("warn", "raise", "ignore")),
+        MAX_CONTACTS_OPTION,
     )  # fmt: skip
 
 
@@ -771,6 +1013,19 @@ def check_number(nm, v, lo, strict, where):
     if not math.isfinite(f) or f < lo or (strict and f == lo):
         raise InputError(f"{where}: {nm} must be a finite number {'>' if strict else '>='} {lo:g}, got {v!r}")
     return f
+
+
+@kernel
+def no_pairs(*args):
+    """Stands in for the body-body candidates in a run without body-body items (:data:`BODY_CONTACT`)."""
+    return 0
+
+
+# the body-body kernels, compiled only into runs whose scene has body-body items
+# (pbsim.backends.kernel.Variants; StepSpec.features / used)
+BODY_CONTACT = {"pgm_pair_candidates": no_pairs, "pgm_pair_point": unused}
+PGM_FEATURES = {"body_contact": BODY_CONTACT}
+PGM_USED = body_contact_used
 
 
 class PgmIntegrator(Integrator):
@@ -810,6 +1065,7 @@ class PgmIntegrator(Integrator):
         self.on_fail = options.get("on_fail", "warn")
         if self.on_fail not in ("warn", "raise", "ignore"):
             raise InputError(f"{nm}: on_fail must be 'warn', 'raise' or 'ignore', got {self.on_fail!r}")
+        self.max_contacts = check_max_contacts(nm, options.get("max_contacts", MAX_CONTACTS))
         g = float(np.linalg.norm(model.gravity)) or 9.81
         self.gtol = self.tol * max(float(model.total_mass), 1e-6) * g  # |G|_inf bound [N, N m]
         self.frame = tangent_frame(model)
@@ -818,7 +1074,8 @@ class PgmIntegrator(Integrator):
         """The option fields of the step's scratch (:data:`PGM_OPTIONS`)."""
         return pgm_options(self.frame, self.k, self.zeta, self.mu, self.vx, self.margin, self.max_iterations,
                            self.gtol, self.xtol, self.eta, self.substep, 1 if self.ZO else 0,
-                           1 if self.init == "qp" else 0, self.max_step, self.gamma0)  # fmt: skip
+                           1 if self.init == "qp" else 0, self.max_step, self.gamma0,
+                           pair_capacity(self.scene.kernel_arrays(self.model), self.max_contacts))  # fmt: skip
 
     def make_x(self, B):
         """The step's scratch for ``B`` trajectories (the form's namedtuple)."""
@@ -845,7 +1102,10 @@ class PgmIntegrator(Integrator):
         d.extra["lu_factorizations"] = st[:, S_LU].astype(int)
         d.extra["qp_solves"] = st[:, S_QP].astype(int)
         d.extra["qp_iterations"] = st[:, S_QPIT].astype(int)
-        bad = ~d.converged
+        over = st[:, S_OVER].astype(int)
+        d.extra["contact_overflow"] = over
+        overflow_warning(self.name, over, self.max_contacts, self.on_fail)
+        bad = ~d.converged & (over == 0)
         if bad.any() and self.on_fail != "ignore":
             i = int(np.flatnonzero(bad)[0])
             why = (f"ran out of max_iterations = {self.max_iterations} at the sub-step cap alpha = 2^-{self.substep} "

@@ -10,7 +10,9 @@ correction.  The equations and constants are in :mod:`.step`.
 
 Options: ``mu`` (None: the scene's), ``margin`` (contact points closer than this to the
 environment are in the LCP), ``baumgarte`` (fraction of a penetration corrected per step),
-``max_iterations`` (Lemke's pivot cap; None: 100 + 10 x the LCP size).  Diagnostics: iterations =
+``max_iterations`` (Lemke's pivot cap; None: 100 + 10 x the LCP size), ``max_contacts`` (body-body
+contact points in the LCP, at most: the deepest are kept, an overflow flags the step: not
+converged, ``extra["contact_overflow"]``, a warning).  Diagnostics: iterations =
 Lemke pivots of the step, residual = the LCP's complementarity residual, converged = the LCP was
 solved, ``extra["active_contacts"]``.
 """
@@ -19,8 +21,10 @@ from __future__ import annotations
 import math
 
 from pbsim.errors import InputError
-from pbsim.integrators.base import Integrator, Option, StepSpec, register
-from pbsim.integrators.ne_dry.step import BATCHED, NeDryX, make_ne_dry_extra, ne_dry_step  # noqa: F401
+from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_used, register
+from pbsim.integrators.ne_dry.step import FEATURES, BATCHED, NeDryX, make_ne_dry_extra, ne_dry_step  # noqa: F401
+from pbsim.integrators.nmdp_wrench import (MAX_CONTACTS, MAX_CONTACTS_OPTION, check_max_contacts, overflow_warning,
+                                           pair_capacity)
 
 MARGIN = 0.01  # [m] default activation margin: points within 1 cm of the environment enter the LCP
 BAUMGARTE = 0.2  # default fraction of a penetration depth pushed out per step (velocity bias 0.2 d / dt)
@@ -28,8 +32,9 @@ BAUMGARTE = 0.2  # default fraction of a penetration depth pushed out per step (
 
 def _extra(integrator, B):
     I = integrator
-    return make_ne_dry_extra(I.model, I.scene.kernel_arrays(I.model).npts, B, I.mu, I.margin, I.baumgarte,
-                             I.max_iterations)
+    ks = I.scene.kernel_arrays(I.model)
+    return make_ne_dry_extra(I.model, ks.npts, B, I.mu, I.margin, I.baumgarte, I.max_iterations,
+                             pair_capacity(ks, I.max_contacts))
 
 
 @register("ne_dry", doc="Newton-Euler + Coulomb dry friction: semi-implicit Euler, Stewart-Trinkle LCP by Lemke "
@@ -43,8 +48,9 @@ class NeDry(Integrator):
         Option("margin", MARGIN, "contact points with signed distance below this [m] enter the LCP", "float"),
         Option("baumgarte", BAUMGARTE, "fraction of a penetration depth corrected per step (0..1)", "float"),
         Option("max_iterations", None, "Lemke pivot cap per LCP (None: 100 + 10 x the LCP size)", "int"),
+        MAX_CONTACTS_OPTION,
     )
-    STEP = StepSpec(ne_dry_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(ne_dry_step, extra=_extra, batched=BATCHED, info="info", features=FEATURES, used=body_contact_used)
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)
@@ -63,9 +69,13 @@ class NeDry(Integrator):
                              f"got {self.baumgarte!r}")
         if maxit is not None and self.max_iterations < 1:
             raise InputError(f"ne_dry: max_iterations must be >= 1, got {maxit!r}")
+        self.max_contacts = check_max_contacts("ne_dry", options.get("max_contacts", MAX_CONTACTS))
 
     def _step(self, state, control, dt):
         new, d = super()._step(state, control, dt)
         d.extra["active_contacts"] = d.extra.pop("objective").astype(int)
         d.extra["pivots"] = d.iterations
+        over = self._x.ovf[:, 0].astype(int)
+        d.extra["contact_overflow"] = over
+        overflow_warning(self.name, over, self.max_contacts, "warn")
         return new, d

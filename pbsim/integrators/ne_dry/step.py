@@ -11,7 +11,9 @@ included, plus the implicit diagonal of :func:`pbsim.control.solve.joint_forces`
     q+  = q (+) dt v+
 
 For every contact point k whose signed depth ``sd_k`` (the scene's one detection,
-:func:`pbsim.contact.query.contact_detect`) is above ``-margin``, with gap ``g_k = -sd_k``,
+:func:`pbsim.contact.query.contact_detect`; between bodies :func:`pbsim.contact.query.pair_detect`,
+the rows through the relative Jacobian ``J_A - J_B``, at most ``max_contacts`` such points, the
+deepest: an overflow flags the step) is above ``-margin``, with gap ``g_k = -sd_k``,
 normal ``n_k``, tangents ``t1_k, t2_k`` and the four friction directions
 ``d_kj = +t1, +t2, -t1, -t2`` (rows ``Jn_k = n_k^T J_lin``, ``D_kj = d_kj^T J_lin``)::
 
@@ -55,11 +57,13 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.contact.depth import pair_candidates_state
+from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
-from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
-                                              free_velocity, normal_row)
+from pbsim.integrators.velocity_level import (BODY_CONTACT, bias_forces, clamp_velocity_step, contact_force_jt,
+                                              contact_normal_row, factor_or_nan, finish_step, free_velocity,
+                                              no_pair_candidates)
 from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
 from pbsim.optim.linalg import cholesky_solve
 
@@ -71,18 +75,25 @@ LCP_TOL = 1e-6  # an LCP solution is accepted when it violates the conditions by
 # vs (nv) free velocity; zero (nv) zeros (RNEA's qdd); act (P) ints: active points; gap (P);
 # nrm, pos (P, 3) normals and world points; A, X (3P, nv) rows [n; t1; t2] per contact and
 # Mt^-1 A^T; u (3P) A v*; G (3P, 3P); Ml (6P, 6P), ql, z (6P) the LCP; W (6P + 3, 6P), basis (6P)
-# Lemke's scratch; info (4): [pivots, residual, converged, active contacts]; mu, margin,
-# baumgarte, maxit: the options (maxit 0: automatic, 100 + 10 x the LCP size).
+# Lemke's scratch; info (4): [pivots, residual, converged, active contacts]; the body-body
+# candidates (act >= npts: pbsim.contact.depth.pair_candidates_state): Tq (nb, 3, 4), cface (P) ints,
+# csig, csc (P), ovf (1) the candidates the step dropped; mu, margin, baumgarte, maxit: the options
+# (maxit 0: automatic, 100 + 10 x the LCP size), F (3, 3) the up frame, npair the body-body buffer's
+# size.
 NeDryX = namedtuple("NeDryX", "Mt h rhs dv vs zero act gap nrm pos A X u G Ml ql z W basis info "
-                              "mu margin baumgarte maxit")
+                              "Tq cface csig csc ovf mu margin baumgarte maxit F npair")
 BATCHED = ("Mt", "h", "rhs", "dv", "vs", "zero", "act", "gap", "nrm", "pos", "A", "X", "u", "G", "Ml",
-           "ql", "z", "W", "basis", "info")
+           "ql", "z", "W", "basis", "info", "Tq", "cface", "csig", "csc", "ovf")
 
 
-def make_ne_dry_extra(model, npts: int, B: int, mu: float, margin: float, baumgarte: float, maxit: int) -> NeDryX:
-    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
+def make_ne_dry_extra(model, npts: int, B: int, mu: float, margin: float, baumgarte: float, maxit: int,
+                      npair: int = 0) -> NeDryX:
+    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points and room for
+    ``npair`` body-body candidates."""
+    from pbsim.contact.nmdp import tangent_frame
+
     nv = max(model.nv, 1)
-    P = max(int(npts), 1)
+    P = max(int(npts) + int(npair), 1)
     B = max(int(B), 1)
     z = np.zeros
     L = 6 * P
@@ -90,7 +101,8 @@ def make_ne_dry_extra(model, npts: int, B: int, mu: float, margin: float, baumga
                   z((B, P), np.int64), z((B, P)), z((B, P, 3)), z((B, P, 3)), z((B, 3 * P, nv)),
                   z((B, 3 * P, nv)), z((B, 3 * P)), z((B, 3 * P, 3 * P)), z((B, L, L)), z((B, L)), z((B, L)),
                   z((B, L + 3, L)), z((B, L), np.int64), z((B, 4)),
-                  float(mu), float(margin), float(baumgarte), int(maxit))
+                  z((B, max(model.nb, 1), 3, 4)), z((B, P), np.int64), np.ones((B, P)), z((B, P)), z((B, 1)),
+                  float(mu), float(margin), float(baumgarte), int(maxit), tangent_frame(model), int(npair))
 
 
 @kernel
@@ -124,6 +136,27 @@ def ne_dry_detect(m, s, w, x, b):
 
 
 @kernel
+def ne_dry_pair_detect(m, s, w, x, b, q, nw):
+    """The body-body points with signed depth above ``-margin`` at q (world poses done), after the
+    ``nw`` environment contacts: candidates ``s.npts + k`` (:func:`pbsim.contact.depth.
+    pair_candidates_state`, at most ``x.npair``, the deepest kept, the number dropped in ``x.ovf``)
+    with their gap ``-sd``, normal (out of the other body's shape) and point.  Returns how many."""
+    n, over = pair_candidates_state(m, s, w, b, q, q, False, x.Tq[b], x.margin, x.F, nw, x.npair, x.act[b],
+                                    x.cface[b], x.csig[b], x.csc[b])
+    x.ovf[b, 0] = over
+    for c in range(nw, nw + n):
+        k = x.act[b, c] - s.npts
+        it = s.pp_item[k]
+        A = s.it_a[it]
+        B = s.it_b[it]
+        px, py, pz, sd, nx, ny, nz = pair_detect(s, k, w.Rw[b, A], w.pw[b, A], w.Rw[b, B], w.pw[b, B], x.cface[b, c])
+        x.gap[b, c] = -sd
+        x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2] = nx, ny, nz
+        x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2] = px, py, pz
+    return n
+
+
+@kernel
 def ne_dry_rows(m, s, w, x, b, nc, nv):
     """Rows ``[J^T n; J^T t1; J^T t2]`` of the active contacts (tangents aligned with the free
     tangential velocity ``x.vs``) and ``u = A v*``; contacts that cannot move are dropped.
@@ -133,7 +166,6 @@ def ne_dry_rows(m, s, w, x, b, nc, nv):
     kept = 0
     for c in range(nc):
         k = x.act[b, c]
-        body = s.pt_body[k]
         nx, ny, nz = x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2]
         px, py, pz = x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2]
         t1x, t1y, t1z = _tangent(nx, ny, nz)
@@ -142,10 +174,10 @@ def ne_dry_rows(m, s, w, x, b, nc, nv):
         for r in range(1, 3):
             for j in range(nv):
                 A[r0 + r, j] = 0.0
-        if not normal_row(m, w, b, body, px, py, pz, nx, ny, nz, A[r0], nv):
+        if not contact_normal_row(m, s, w, b, k, px, py, pz, nx, ny, nz, A[r0], nv):
             continue
-        point_force_jt(m, w, b, body, px, py, pz, t1x, t1y, t1z, A[r0 + 1])
-        point_force_jt(m, w, b, body, px, py, pz, t2x, t2y, t2z, A[r0 + 2])
+        contact_force_jt(m, s, w, b, k, px, py, pz, t1x, t1y, t1z, A[r0 + 1])
+        contact_force_jt(m, s, w, b, k, px, py, pz, t2x, t2y, t2z, A[r0 + 2])
         for r in range(3):
             acc = 0.0
             for j in range(nv):
@@ -184,8 +216,9 @@ def _dir(j):
 
 
 @kernel
-def ne_dry_lcp(x, b, nc, dt):
-    """The LCP (``x.Ml``, ``x.ql``, size 6 nc) from ``G``, ``u`` and the gaps."""
+def ne_dry_lcp(s, x, b, nc, dt):
+    """The LCP (``x.Ml``, ``x.ql``, size 6 nc) from ``G``, ``u`` and the gaps (friction: ``x.mu``,
+    a body-body point's own ``s.pp_mu``)."""
     G = x.G[b]
     Ml = x.Ml[b]
     ql = x.ql[b]
@@ -213,7 +246,8 @@ def ne_dry_lcp(x, b, nc, dt):
         for jj in range(4):
             Ml[nc + 4 * k + jj, 5 * nc + k] = 1.0
             Ml[5 * nc + k, nc + 4 * k + jj] = -1.0
-        Ml[5 * nc + k, k] = mu
+        kp = x.act[b, k]
+        Ml[5 * nc + k, k] = mu if kp < s.npts else s.pp_mu[kp - s.npts]
         g = x.gap[b, k]
         bias = g / dt if g >= 0.0 else x.baumgarte * g / dt
         ql[k] = x.u[b, nk] + bias
@@ -252,7 +286,7 @@ def ne_dry_velocity(m, s, c, w, sw, x, b, v, dt, nc0, first):
                 acc += x.A[b, r, j] * x.X[b, q, j]
             x.G[b, r, q] = acc
             x.G[b, q, r] = acc
-    ne_dry_lcp(x, b, nc, dt)
+    ne_dry_lcp(s, x, b, nc, dt)
     N = 6 * nc
     cap = x.maxit if x.maxit > 0 else 100 + 10 * N
     zz = x.z[b]
@@ -291,6 +325,9 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     for j in range(nv):
         x.zero[b, j] = Mt[j, j]
     nc0 = ne_dry_detect(m, s, w, x, b) if s.npts > 0 else 0
+    x.ovf[b, 0] = 0.0
+    if s.nitem > 0:
+        nc0 += ne_dry_pair_detect(m, s, w, x, b, qb, nc0)
     nc = 0
     piv = 0
     res = 0.0
@@ -313,4 +350,10 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         # effort clamping: saturated stable-PD joints become explicit at their limit
         if not clamp_velocity_step(m, c, sw, b, vb, x.dv[b], dt) or it == 4:
             break
+    if x.ovf[b, 0] > 0.0:  # the body-body candidate buffer overflowed: flagged, never silent
+        ok = False
     finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], piv, res, ok, nc)
+
+
+# the body-body parts, compiled only into runs whose scene has body-body items (Variants)
+FEATURES = {"body_contact": {**BODY_CONTACT, "ne_dry_pair_detect": no_pair_candidates}}

@@ -15,6 +15,8 @@ weight at the scene's delta_ref, 5 mm), ``zeta`` (capacity of candidate points o
 None: ``1e-3 k delta_ref^3``), ``vx`` (friction directions per point, >= 3; default 4), ``margin``
 (contact set: points within this of the environment at q or at the predicted ``q (+) dt v``; 2 cm),
 ``max_iterations`` (QP iteration cap; 10000) and ``tol`` (QP KKT residual, in units of the step's largest capacity; 1e-6),
+``max_contacts`` (the body-body candidates of a step, at most; 256: on overflow the deepest are kept
+and the step is flagged: not converged, ``extra["contact_overflow"]``, a warning),
 ``on_fail`` (a step whose QP did not converge: "warn", "raise" or "ignore"), ``spd`` (stable PD:
 "tan", Tan et al.'s ``-Kp (q + dt v - qbar) - Kd (v+ - vbar)``, the note's B2 baseline, or "backward",
 at the new state ``-Kp (q + dt v+ - qbar) - Kd (v+ - vbar)`` as in nmdp / pbd_nmdp; Tan's is unstable
@@ -34,10 +36,13 @@ import numpy as np
 
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
-from pbsim.integrators.base import Integrator, Option, StepSpec, register
-from pbsim.integrators.ne_mdp.step import (BATCHED, SPD_BACKWARD, SPD_TAN, NeMdpX,  # noqa: F401
+from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_used, register
+from pbsim.integrators.ne_mdp.step import (BATCHED, FEATURES, SPD_BACKWARD, SPD_TAN, NeMdpX,  # noqa: F401
                                           make_ne_mdp_extra, ne_mdp_step)
-from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
+
+from pbsim.integrators.nmdp_wrench import (MARGIN, MAX_CONTACTS, MAX_CONTACTS_OPTION, VX,  # noqa: F401
+                                           WRENCH_OPTIONS, check_max_contacts, overflow_warning, pair_capacity,
+                                           wrench_parameters)
 
 MAX_ITERATIONS = 10000  # QP iteration cap (degenerate steps, every capacity saturated while settling, took up to ~2000)
 # QP KKT residual (vertex forces over the step's largest capacity; QP scaled by its largest diagonal):
@@ -49,9 +54,10 @@ TOL = 1e-6
 
 def _extra(integrator, B):
     I = integrator
+    ks = I.scene.kernel_arrays(I.model)
     return make_ne_mdp_extra(
-        I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin,
-        I.max_iterations, I.tol, SPD_BACKWARD if I.spd == "backward" else SPD_TAN,
+        I.model, ks.npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin,
+        I.max_iterations, I.tol, SPD_BACKWARD if I.spd == "backward" else SPD_TAN, pair_capacity(ks, I.max_contacts),
     )  # fmt: skip
 
 
@@ -69,8 +75,10 @@ class NeMdp(Integrator):
         Option("on_fail", "warn", "what a step whose QP did not converge does", "str", ("warn", "raise", "ignore")),
         Option("spd", "tan", "stable PD: Tan et al.'s (dt Kd implicit; the note's B2 baseline) or 'backward' "
                "(at the new state, dt Kd + dt^2 Kp implicit, as nmdp)", "str", ("tan", "backward")),
+        MAX_CONTACTS_OPTION,
     )  # fmt: skip
-    STEP = StepSpec(ne_mdp_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(ne_mdp_step, extra=_extra, batched=BATCHED, info="info", features=FEATURES,
+                    used=body_contact_used)
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)
@@ -89,6 +97,7 @@ class NeMdp(Integrator):
         self.tol = float(self.tol)
         self.on_fail = options.get("on_fail", "warn")
         self.spd = options.get("spd", "tan")
+        self.max_contacts = check_max_contacts("ne_mdp", options.get("max_contacts", MAX_CONTACTS))
         self.frame = tangent_frame(model)
 
     def _step(self, state, control, dt):
@@ -96,7 +105,10 @@ class NeMdp(Integrator):
             raise InputError("ne_mdp: the state holds NaN or inf (q or v)")
         new, d = super()._step(state, control, dt)
         d.extra["active_contacts"] = d.extra.pop("objective").astype(int)
-        bad = ~d.converged
+        over = self._x.ovf[:, 0].astype(int)
+        d.extra["contact_overflow"] = over
+        overflow_warning(self.name, over, self.max_contacts, self.on_fail)
+        bad = ~d.converged & (over == 0)
         if bad.any() and self.on_fail != "ignore":
             i = np.flatnonzero(bad)
             msg = (f"ne_mdp: the contact QP did not converge in {len(i)} of {len(bad)} trajectories (first: "

@@ -26,7 +26,11 @@ beside one carrying the weight has ~1e-9 of the curvature and FISTA crawls), and
 1e-6 of it.
 
 The contact set is fixed for the step (note B5 item 8): a point is a candidate when its signed depth
-``r - phi`` is above ``-margin`` at ``q`` or at the predicted ``q (+) dt v``.  Its vertices
+``r - phi`` is above ``-margin`` at ``q`` or at the predicted ``q (+) dt v``; so is a body-body point
+(contact between bodies, :mod:`pbsim.contact.pairs`: its normal out of the other body's shape, its
+row ``(J_A - J_B)^T`` through :func:`pbsim.contact.query.pair_force_jt`, its own mu, the tangent
+basis from ``sign(n . up) n``), at most ``max_contacts`` of them (the deepest; an overflow flags
+the step: not converged, ``extra["contact_overflow"]``).  Its vertices
 (:mod:`pbsim.contact.nmdp`) are evaluated at ``q`` (the forward scheme): capacity
 ``k d^3 + zeta`` with the depth ``d`` at ``q``, directions ``n + mu t^i`` from the smooth tangent
 basis; the force acts at the point's sphere surface ``x - r n`` (the penalty model's point).  A
@@ -45,13 +49,14 @@ from collections import namedtuple
 import numpy as np
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.depth import predicted_depths_state
-from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction
-from pbsim.contact.query import contact_detect, point_force_jt
+from pbsim.contact.depth import pair_candidates_state, predicted_depths_state
+from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction, pair_direction
+from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
-from pbsim.integrators.velocity_level import (bias_forces, clamp_velocity_step, factor_or_nan, finish_step,
-                                              free_velocity, normal_row)
+from pbsim.integrators.velocity_level import (BODY_CONTACT, bias_forces, clamp_velocity_step, contact_force_jt,
+                                              contact_normal_row, factor_or_nan, finish_step, free_velocity,
+                                              no_pair_candidates)
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
 from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 
@@ -61,24 +66,27 @@ from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 # candidate points; pos, nrm (P, 3) force points and normals; cap (P) capacities; X, HX (MP, nv)
 # the columns dt H^^-1 J^T v^i and H X_i; A (MP, MP), g, w (MP) the QP; lo, hi (MP) unused bounds;
 # bstart (P + 1), btype (P), bmu (P) its blocks; qw (qp_work_as) its scratch; qinfo (4) its info;
-# info (4) [QP iterations, residual, converged, candidates]; F (3, 3) the up frame of the tangent
-# basis; k, zeta, mu, vx, margin, maxit, tol, spd: the options.
+# info (4) [QP iterations, residual, converged, candidates]; the body-body candidates (kp >= npts in
+# act: pbsim.contact.depth.pair_candidates_state): Tq (nb, 3, 4), cface (P) ints, csig, csc (P), ovf
+# (1) the candidates the step dropped; F (3, 3) the up frame of the tangent basis; k, zeta, mu, vx,
+# margin, maxit, tol, spd, npair (the body-body buffer's size): the options.
 SPD_TAN, SPD_BACKWARD = 0, 1  # the spd option: Tan et al.'s stable PD / at the new state (backward Euler)
 NeMdpX = namedtuple(
     "NeMdpX",
     "H L h rhs vs dv zero qp sdp act pos nrm cap X HX A g w lo hi bstart btype bmu qw qinfo info "
-    "F k zeta mu vx margin maxit tol spd",
+    "Tq cface csig csc ovf F k zeta mu vx margin maxit tol spd npair",
 )
 BATCHED = (
     "H", "L", "h", "rhs", "vs", "dv", "zero", "qp", "sdp", "act", "pos", "nrm", "cap", "X", "HX", "A", "g", "w",
-    "lo", "hi", "bstart", "btype", "bmu", "qw", "qinfo", "info",
+    "lo", "hi", "bstart", "btype", "bmu", "qw", "qinfo", "info", "Tq", "cface", "csig", "csc", "ovf",
 )  # fmt: skip
 
 
-def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, spd=SPD_TAN) -> NeMdpX:
-    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
+def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, spd=SPD_TAN, npair=0) -> NeMdpX:
+    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points and room for
+    ``npair`` body-body candidates."""
     nv = max(model.nv, 1)
-    P = max(int(npts), 1)
+    P = max(int(npts) + int(npair), 1)
     B = max(int(B), 1)
     MP = P * int(vx)
     z = np.zeros
@@ -88,8 +96,9 @@ def make_ne_mdp_extra(model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, sp
         z((B, MP, nv)), z((B, MP, nv)), z((B, MP, MP)), z((B, MP)), z((B, MP)),
         np.full((B, MP), -np.inf), np.full((B, MP), np.inf), z((B, P + 1), np.int64),
         np.full((B, P), QP_SIMPLEX, np.int64), z((B, P)), z((B, *qp_work_as(MP, 2 * nv + 16).shape)), z((B, 4)), z((B, 4)),
+        z((B, max(model.nb, 1), 3, 4)), z((B, P), np.int64), np.ones((B, P)), z((B, P)), z((B, 1)),
         np.ascontiguousarray(F, dtype=np.float64), float(k), float(zeta), float(mu), int(vx), float(margin),
-        int(maxit), float(tol), int(spd),
+        int(maxit), float(tol), int(spd), int(npair),
     )  # fmt: skip
 
 
@@ -110,7 +119,32 @@ def ne_mdp_candidates(m, s, w, x, b, q, v, dt, dq):
         x.nrm[b, nc, 0], x.nrm[b, nc, 1], x.nrm[b, nc, 2] = nx, ny, nz
         x.cap[b, nc] = nmdp_capacity(x.k, x.zeta, sd, True)
         nc += 1
+    x.ovf[b, 0] = 0.0
+    if s.nitem > 0:
+        nc += ne_mdp_pair_candidates(m, s, w, x, b, q, nc)
     return nc
+
+
+@kernel
+def ne_mdp_pair_candidates(m, s, w, x, b, q, nw):
+    """The body-body part of the contact set after the ``nw`` environment candidates (signed depth
+    above ``-margin`` at q or at the prediction ``x.qp``: :func:`pbsim.contact.depth.
+    pair_candidates_state`, at most ``x.npair``, the deepest kept, the number dropped in
+    ``x.ovf``): force point ``x - r n``, normal and capacity at q.  Returns how many it added."""
+    n, over = pair_candidates_state(m, s, w, b, q, x.qp[b], True, x.Tq[b], x.margin, x.F, nw, x.npair, x.act[b],
+                                    x.cface[b], x.csig[b], x.csc[b])
+    x.ovf[b, 0] = over
+    for c in range(nw, nw + n):
+        k = x.act[b, c] - s.npts
+        it = s.pp_item[k]
+        A = s.it_a[it]
+        B = s.it_b[it]
+        px, py, pz, sd, nx, ny, nz = pair_detect(s, k, w.Rw[b, A], w.pw[b, A], w.Rw[b, B], w.pw[b, B], x.cface[b, c])
+        r = s.pp_radius[k]
+        x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2] = px - r * nx, py - r * ny, pz - r * nz
+        x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2] = nx, ny, nz
+        x.cap[b, c] = nmdp_capacity(x.k, x.zeta, sd, True)
+    return n
 
 
 @kernel
@@ -123,23 +157,30 @@ def ne_mdp_columns(m, s, w, x, b, nc):
     kept = 0
     for c in range(nc):
         kp = x.act[b, c]
-        body = s.pt_body[kp]
         nx, ny, nz = x.nrm[b, c, 0], x.nrm[b, c, 1], x.nrm[b, c, 2]
         px, py, pz = x.pos[b, c, 0], x.pos[b, c, 1], x.pos[b, c, 2]
         r0 = V * kept
-        if not normal_row(m, w, b, body, px, py, pz, nx, ny, nz, X[r0], nv):
+        if not contact_normal_row(m, s, w, b, kp, px, py, pz, nx, ny, nz, X[r0], nv):
             continue
         cap = x.cap[b, c]
         if not (cap > 0.0):  # zeta = 0 and out of contact: no force
             continue
+        pair = kp >= s.npts
         for i in range(V):
-            ux, uy, uz = nmdp_direction(x.F, x.mu, nx, ny, nz, i, V)
+            if pair:  # a body-body point: its own mu, the basis sign of the contact set
+                ux, uy, uz = pair_direction(x.F, s.pp_mu[kp - s.npts], x.csig[b, c], nx, ny, nz, i, V)
+            else:
+                ux, uy, uz = nmdp_direction(x.F, x.mu, nx, ny, nz, i, V)
             for j in range(nv):
                 X[r0 + i, j] = 0.0
-            point_force_jt(m, w, b, body, px, py, pz, ux, uy, uz, X[r0 + i])
-        if kept != c:
+            contact_force_jt(m, s, w, b, kp, px, py, pz, ux, uy, uz, X[r0 + i])
+        if kept != c:  # (a re-solve reads the kept candidates' points and normals again)
             x.act[b, kept] = kp
             x.cap[b, kept] = cap
+            x.csig[b, kept] = x.csig[b, c]
+            for j in range(3):
+                x.pos[b, kept, j] = x.pos[b, c, j]
+                x.nrm[b, kept, j] = x.nrm[b, c, j]
         kept += 1
     return kept
 
@@ -221,7 +262,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     joint_forces(m, c, w, sw, b, qb, vb, dt, True)
     if x.spd == SPD_BACKWARD:
         spd_at_new_state(m, c, sw, b, dt)
-    nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 else 0
+    nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 or s.nitem > 0 else 0
     bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     H = x.H[b]
     L = x.L[b]
@@ -249,4 +290,10 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         # effort clamping: saturated stable-PD joints become explicit at their limit
         if not clamp_velocity_step(m, c, sw, b, vb, x.dv[b], dt) or it == 4:
             break
+    if x.ovf[b, 0] > 0.0:  # the body-body candidate buffer overflowed: flagged, never silent
+        ok = False
     finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], its, res, ok, nc)
+
+
+# the body-body parts, compiled only into runs whose scene has body-body items (Variants)
+FEATURES = {"body_contact": {**BODY_CONTACT, "ne_mdp_pair_candidates": no_pair_candidates}}

@@ -49,17 +49,18 @@ from pbsim.integrators.options import Option
 from pbsim.integrators.nmdp.step import (BATCHED, METRIC_INERTIA, METRIC_STEP, make_nmdp_extra, nmdp_eval,
                                         nmdp_prepare, nmdp_step)
 from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
-from pbsim.integrators.pgm import GAMMA0_ZO, PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm import GAMMA0_ZO, PGM_FEATURES, PGM_USED, PgmIntegrator, pair_capacity, pgm_option_specs
 
 __all__ = ["Nmdp", "NmdpZo"]
 
 
 def _extra(integrator, B):
     I = integrator
+    ks = I.scene.kernel_arrays(I.model)
     return make_nmdp_extra(
-        I.model, I.scene.kernel_arrays(I.model).npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
+        I.model, ks.npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
         I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
-        METRIC_STEP if I.metric == "step" else METRIC_INERTIA,
+        METRIC_STEP if I.metric == "step" else METRIC_INERTIA, pair_capacity(ks, I.max_contacts),
     )  # fmt: skip
 
 
@@ -77,7 +78,7 @@ class Nmdp(PgmIntegrator):
     name = "nmdp"
     ZO = False
     OPTIONS = (*pgm_option_specs(200), METRIC)
-    STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES, used=PGM_USED)
     HOOKS = (nmdp_prepare, nmdp_eval)
 
     def __init__(self, model, scene=None, **options):
@@ -93,4 +94,4 @@ class NmdpZo(Nmdp):
     name = "nmdp_zo"
     ZO = True
     OPTIONS = (*pgm_option_specs(500, GAMMA0_ZO), METRIC)
-    STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES, used=PGM_USED)

@@ -53,7 +53,9 @@ rotation vector; ``[u]x`` from the linear part's re-expression)::
 ``d(J^T f)/dtheta`` for a world force ``f`` at a point of body ``b``: moving joint k by the world
 twist ``xi`` moves every column ``S_j`` of its subtree (j at or below k: ``dS_j = xi x S_j``, the
 joint's own bracket for ball/free joints included) and the point ``da = (I - r dn/dx) dc``,
-``dc = xi_w x c + xi_v``: ``d tau_j = (xi x S_j) . [a x f; f] + (S_j,w x da) . f``.
+``dc = xi_w x c + xi_v``: ``d tau_j = (xi x S_j) . [a x f; f] + (S_j,w x da) . f``.  Between bodies
+the rows are the relative Jacobian's and A's contact part :func:`pbsim.integrators.pgm.pgm_pair_jacobian`
+(both bodies' chains, the normal turning with B and with the point's motion relative to B).
 
 The QP (Eq. 8/10, ``Q = H / h^2``: ``x.M = H``), the manifold projection (Eq. 9/11), Algorithm 1
 and Algorithm 2 are the shared PGM of :mod:`pbsim.integrators.pgm` (also the position-based
@@ -107,16 +109,17 @@ BATCHED = PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv")
 
 def make_nmdp_extra(
     model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0,
-    metric=METRIC_INERTIA,
+    metric=METRIC_INERTIA, npair=0,
 ) -> NmdpX:
-    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points."""
+    """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points and room for
+    ``npair`` body-body candidates."""
     n = max(model.nv, 1)
     Bb = max(int(B), 1)
     z = np.zeros
     return NmdpX(
-        **pgm_arrays(model, npts, B, vx), rw=make_rnea_derivatives_work(model, Bb), tau0=z((Bb, n)),
+        **pgm_arrays(model, npts, B, vx, npair), rw=make_rnea_derivatives_work(model, Bb), tau0=z((Bb, n)),
         arm=z((Bb, n)), mv=z((Bb, n)), dRq=z((Bb, n, n)), dRv=z((Bb, n, n)), metric=int(metric),
-        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0),
+        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0, npair),
     )  # fmt: skip
 
 
@@ -131,7 +134,7 @@ def nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     for j in range(m.nv):
         x.tau0[b, j] = sw.tau[b, j]
         x.arm[b, j] = sw.arm[b, j]
-    if s.npts == 0:
+    if s.npts == 0 and s.nitem == 0:
         return 0
     return pgm_candidates(m, s, w, x, b, q0, v0, h)
 

@@ -24,7 +24,7 @@ from pbsim.errors import InputError
 from pbsim.integrators.base import Option, StepSpec, register
 from pbsim.integrators.pbad.energy import make_pbad_model
 from pbsim.integrators.pbd_nmdp.step import BATCHED, make_pbd_nmdp_extra, pbd_nmdp_eval, pbd_nmdp_prepare, pbd_nmdp_step
-from pbsim.integrators.pgm import GAMMA0_FO, GAMMA0_ZO, PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm import GAMMA0_FO, GAMMA0_ZO, PGM_FEATURES, PGM_USED, PgmIntegrator, pgm_option_specs
 
 __all__ = ["PbdNmdp", "PbdNmdpZo"]
 
@@ -49,7 +49,8 @@ class PbdNmdp(PgmIntegrator):
     name = "pbd_nmdp"
     ZO = False
     OPTIONS = _options(200, GAMMA0_FO)
-    STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,
+                    used=PGM_USED)
     HOOKS = (pbd_nmdp_prepare, pbd_nmdp_eval)
 
     def __init__(self, model, scene=None, **options):
@@ -72,4 +73,5 @@ class PbdNmdpZo(PbdNmdp):
     name = "pbd_nmdp_zo"
     ZO = True
     OPTIONS = _options(500, GAMMA0_ZO)
-    STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info")
+    STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,
+                    used=PGM_USED)

@@ -89,7 +89,7 @@ def make_pbd_nmdp_extra(model, pm, npts, B, kexact, options) -> PbdNmdpX:
         Wb=z((B, nb, 3, 4)), Cm=z((B, nb, 4, 4)), xi=z((B, n, 6)), qm2=z((B, nq)), jd=z((B, n)), jh=z((B, n)),
         jv2=z((B, n)), jv3=z((B, n)), Hs=z((B, n, n)), al=z((B, 1)),
     )  # fmt: skip
-    return PbdNmdpX(**pgm_arrays(model, npts, B, options["vx"]), **own, pm=pm, **options, kexact=int(kexact))
+    return PbdNmdpX(**pgm_arrays(model, npts, B, options["vx"], options["npair"]), **own, pm=pm, **options, kexact=int(kexact))
 
 
 @kernel
@@ -105,7 +105,7 @@ def pbd_nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     integrate_config(m, q0, d, x.qm2[b], w.Rj[b])
     fk_state(m, w, b, x.qm2[b])
     poses_from_work(m, w, b, x.Tm2[b])
-    if s.npts == 0:
+    if s.npts == 0 and s.nitem == 0:
         return 0
     return pgm_candidates(m, s, w, x, b, q0, v0, h)
 
