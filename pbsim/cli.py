@@ -119,6 +119,12 @@ def cmd_rollout(args):
 
     model = model_from_args(args)
     q0 = model.default_configuration()
+    v0 = None
+    if args.keyframe is not None:  # a key of the file's <keyframe>: its q and v
+        from pbsim.model.keyframes import keyframe
+
+        key = keyframe(model, args.keyframe)
+        q0, v0 = key.q.copy(), key.v.copy()
     control = None
     if args.motion is not None:
         if args.ctrl is not None or args.target:
@@ -181,6 +187,7 @@ def cmd_rollout(args):
         dt=args.dt,
         steps=args.steps,
         q0=q0,
+        v0=v0,
         batch=args.batch,
         control=control,
         scene=scene,
@@ -562,9 +569,14 @@ def _sweep_cmaes(args, fixed, models):
 def cmd_warmup(args):
     from pbsim.warmup import warmup
 
-    names = [n for n in args.integrators.split(",") if n]
-    configs = [c for c in args.configs.split(",") if c]
-    res = warmup(names, configs, jobs=args.jobs)
+    names = [n for n in args.integrators.split(",") if n] if args.integrators else None
+    configs = [c for c in args.configs.split(",") if c] if args.configs else None
+    kw = {}
+    if args.device == "cuda":
+        kw = {"layouts": [x for x in (args.layouts or "aos,soa").split(",") if x], "cc": args.cc or "9.0"}
+    elif args.layouts or args.cc:
+        raise PbsimError("--layouts and --cc apply to --device cuda only")
+    res = warmup(names, configs, jobs=args.jobs, device=args.device, **kw)
     if any("error" in r for r in res.values()):
         raise PbsimError("warmup failed for " + ", ".join(n for n, r in res.items() if "error" in r))
 
@@ -687,7 +699,11 @@ def build_parser():
         choices=["cpu", "cuda"],
         help="cuda: run the batch on an NVIDIA GPU (pip install 'pbsim[gpu]')",
     )
-    pr.add_argument("--layout", choices=["aos", "soa"], help="GPU memory layout (device cuda only)")
+    pr.add_argument(
+        "--layout",
+        choices=["auto", "aos", "soa"],
+        help="GPU memory layout (device cuda only; default auto: SoA for large batches)",
+    )
     pr.add_argument(
         "--schedule",
         choices=["kernel", "launch"],
@@ -752,6 +768,7 @@ def build_parser():
     k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
     k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
     k.add_argument("--contact-points", type=int, help="max contact points per body")
+    pr.add_argument("--keyframe", metavar="NAME", help="start from the file's keyframe NAME (MJCF <key>)")
     k.add_argument(
         "--body-contact",
         default="on",
@@ -792,13 +809,25 @@ def build_parser():
     pc.set_defaults(fn=cmd_convert)
 
     pw = sub.add_parser("warmup", help="compile the common kernels once (in parallel) so first runs start fast")
-    pw.add_argument("--integrators", default="euler,rk4,pbad", help="comma-separated (default euler,rk4,pbad)")
+    pw.add_argument(
+        "--integrators", default=None, help="comma-separated (default euler,rk4,pbad; --device cuda: euler,pbad)"
+    )
     pw.add_argument(
         "--configs",
-        default="single,contact,batch",
-        help="single, contact (ground plane), batch (B >= 4: the multi-core build)",
+        default=None,
+        help="single, contact (ground plane), batch (B >= 4: the multi-core build) (default: all); "
+        "--device cuda: contact, free (default: both)",
     )
     pw.add_argument("--jobs", type=int, default=None, help="processes at once (default: one per core)")
+    pw.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cuda: fill the CUDA kernel cache (~/.cache/pbsim/cuda): on this machine's GPU, else for --cc "
+        "with NVVM and nvJitLink (pip install 'pbsim[gpu]')",
+    )
+    pw.add_argument("--layouts", default=None, help="--device cuda: GPU layouts to build (default aos,soa)")
+    pw.add_argument("--cc", default=None, help="--device cuda without a GPU: compute capability (default 9.0)")
     pw.set_defaults(fn=cmd_warmup)
 
     po = sub.add_parser("optimize", help="CMA-ES on a sine-gait controller of a ready task (needs gymnasium)")

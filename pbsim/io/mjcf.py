@@ -16,8 +16,10 @@ Mapping:
   and become environment geometry;
 - joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
   ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
+- ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
+  free joint's linear velocity in its body frame, ctrl by actuator name);
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
-  dropped silently: tendons, equality constraints, sensors, keyframes, flexes, plugins, gravity
+  dropped silently: tendons, equality constraints, sensors, actuator activations, flexes, plugins, gravity
   compensation, fluid forces, limits of ball joints, stiffness of ball/free joints,
   hfield/ellipsoid/SDF geoms and the contact pairs they would be in, contact gaps (sites,
   cameras, lights, materials and textures are not dynamics and are ignored);
@@ -226,7 +228,39 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
 
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
     model.notes.extend(act_notes)
+    model.keyframes = _keyframes(mj, model, joint_names)
     return model
+
+
+def _keyframes(mj, model, joint_names) -> dict:
+    """The file's ``<keyframe>`` keys in pbsim's coordinates (:mod:`pbsim.model.keyframes`): qpos
+    joint by joint, qvel with a free joint's linear velocity in its body frame, ctrl by actuator
+    name."""
+    import mujoco
+
+    from pbsim.model.keyframes import Keyframe
+
+    out = {}
+    act_names = [_name(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, a, f"actuator{a}") for a in range(mj.nu)]
+    for k in range(mj.nkey):
+        name = _name(mj, mujoco.mjtObj.mjOBJ_KEY, k, f"key{k}")
+        q = _q_from_qpos(mj, model, joint_names, mj.key_qpos[k], model.neutral())
+        v = np.zeros(model.nv)
+        for j, n in enumerate(joint_names):
+            if n not in model.joint_names:
+                continue
+            s, a = model.idx_v(n), int(mj.jnt_dofadr[j])
+            qv = np.array(mj.key_qvel[k, a : a + s.stop - s.start], float)
+            if int(mj.jnt_type[j]) == mujoco.mjtJoint.mjJNT_FREE:
+                qa = int(mj.jnt_qposadr[j])
+                qv[:3] = _quat_to_rot(mj.key_qpos[k, qa + 3 : qa + 7]).T @ qv[:3]  # world -> body frame
+            v[s] = qv
+        ctrl = np.full(model.nu, np.nan)
+        for i, an in enumerate(model.actuator_names):
+            if an in act_names:
+                ctrl[i] = float(mj.key_ctrl[k, act_names.index(an)])
+        out[name] = Keyframe(q, v, ctrl, np.array(mj.key_act[k], float), float(mj.key_time[k]))
+    return out
 
 
 def _q_from_qpos(mj, model, names, qpos, default) -> np.ndarray:
@@ -268,9 +302,9 @@ def _note_dropped(mj, notes: list[str]) -> None:
         notes.append(
             f"{mj.nsensor} sensor(s) not imported: {_listed(_names(mj, O.mjOBJ_SENSOR, mj.nsensor, 'sensor'))}"
         )
-    if mj.nkey:
+    if mj.nkey and mj.na:
         notes.append(
-            f"{mj.nkey} keyframe(s) not imported (the default configuration is qpos0): "
+            f"{mj.nkey} keyframe(s) imported (Model.keyframes), their actuator activations not simulated: "
             f"{_listed(_names(mj, O.mjOBJ_KEY, mj.nkey, 'key'))}"
         )
     if mj.nflex:

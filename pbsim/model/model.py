@@ -69,6 +69,8 @@ class Model:
     # (nb,) which part of a combined model each body belongs to (pbsim.model.compose.combine; None: one
     # part): bodies of different parts may always touch (pbsim's default contact rules)
     body_group: np.ndarray | None = None
+    # named states from the file (MJCF <keyframe>): name -> pbsim.model.keyframes.Keyframe
+    keyframes: dict = field(default_factory=dict)
 
     def __post_init__(self):
         nb = len(self.body_names)

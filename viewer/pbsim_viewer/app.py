@@ -828,6 +828,11 @@ def view(
         )
 
     session = new_session(model_path)
+    if keyframe is not None and not os.path.exists(os.fspath(keyframe)) and keyframe in session.model.keyframes:
+        key = session.model.keyframes[keyframe]  # a key of the file's <keyframe>
+        session.state = pbsim.State.make(session.model, q=key.q, v=key.v, t=0.0)
+        session.last_good = session.state.copy()
+        keyframe = None
     if keyframe is not None:
         session.load_keyframe(keyframe)
     if play if play is not None else True:
@@ -884,7 +889,11 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
         metavar="X,Y,Z,QW,QX,QY,QZ",
         help="floating base position and orientation (quaternion w first) to start from",
     )
-    p.add_argument("--keyframe", metavar="NPZ", help="start from a keyframe saved with the K key / panel")
+    p.add_argument(
+        "--keyframe",
+        metavar="NPZ|NAME",
+        help="start from a keyframe saved with the K key / panel, or the file's keyframe NAME (MJCF <key>)",
+    )
     p.add_argument("--no-panel", action="store_true", help="no control panel (clean recordings and screenshots)")
     p.add_argument(
         "--ground",

@@ -240,6 +240,12 @@ def draw_panel(s: Session, opt: ViewOptions, height: float | None = None) -> Non
 
     # --- keyframes, reload, screenshot (the window does the file work)
     if imgui.collapsing_header("keyframes and files###files"):
+        for name in s.model.keyframes:  # the file's own keys (MJCF <keyframe>)
+            if imgui.button(f"key {name}###modelkey_{name}"):
+                s.load_model_keyframe(name)
+            imgui.same_line()
+        if s.model.keyframes:
+            imgui.new_line()
         _, opt.keyframe_path = imgui.input_text("file###kf_path", opt.keyframe_path)
         for label, req in (("save key (K)", "save_keyframe"), ("load key (L)", "load_keyframe")):
             if imgui.button(f"{label}###{req}"):

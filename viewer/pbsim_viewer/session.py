@@ -533,6 +533,18 @@ class Session:
         )
         return path
 
+    def load_model_keyframe(self, name: str) -> None:
+        """Jump to the file's keyframe ``name`` (``Model.keyframes``, MJCF ``<key>``): its q and v; the
+        actuator inputs it sets (when the model has actuators)."""
+        from pbsim.model.keyframes import keyframe
+
+        key = keyframe(self.model, name)
+        self._leave_scrub()
+        self.state = pbsim.State.make(self.model, q=key.q, v=key.v, t=float(self.state.t))
+        if self.model.nu:
+            self.ctrl = np.where(np.isfinite(key.ctrl), key.ctrl, self.ctrl)
+        self._edited()
+
     def load_keyframe(self, path) -> None:
         """Restore a keyframe written by :meth:`save_keyframe` (the same model: nq and nv must
         match); pauses.  Raises :class:`pbsim.InputError` for a file of another model."""
@@ -605,8 +617,9 @@ class Session:
             u = pbsim.point_jacobian(self.model, self.q, body, local)[3:] @ v
             ut = u - float(u @ n) * n
             ft = -ks.mu * fn * ut / math.sqrt(float(ut @ ut) + ks.friction_eps**2)
-            out.append({"body": body, "other": -1, "point": c, "normal": n.copy(), "depth": float(D[k]),
-                        "force": fn * n + ft})
+            out.append(
+                {"body": body, "other": -1, "point": c, "normal": n.copy(), "depth": float(D[k]), "force": fn * n + ft}
+            )
         return out
 
     def _pair_forces(self, ks) -> list[dict]:
@@ -631,12 +644,26 @@ class Session:
                 continue
             ut = u - un * n
             ft = -r["mu"][k] * fn * ut / math.sqrt(float(ut @ ut) + ks.friction_eps**2)
-            out.append({"body": a, "other": b, "point": c, "normal": n.copy(), "depth": float(r["depth"][k]),
-                        "force": fn * n + ft})
+            out.append(
+                {
+                    "body": a,
+                    "other": b,
+                    "point": c,
+                    "normal": n.copy(),
+                    "depth": float(r["depth"][k]),
+                    "force": fn * n + ft,
+                }
+            )
         return out
 
-    def with_object(self, shape: str = "box", size=(0.05, 0.05, 0.05), mass: float = 0.5, height: float = 0.4,
-                    body: int | None = None) -> "Session":
+    def with_object(
+        self,
+        shape: str = "box",
+        size=(0.05, 0.05, 0.05),
+        mass: float = 0.5,
+        height: float = 0.4,
+        body: int | None = None,
+    ) -> "Session":
         """A new session: this one's model and state with a free object (:func:`pbsim.free_object`)
         ``height`` above ``body`` (default: the highest body), at rest; the scene keeps this one's
         environment shapes and contact parameters; integrator, dt, gains and play state carry
@@ -653,12 +680,20 @@ class Session:
         obj = pbsim.free_object(shape, size, mass, name)
         new = pbsim.combine(m, (obj, pos), name=m.name)
         sc = self.scene
-        scene = pbsim.make_scene(new, ground=None, environment=sc.all_environment(), mu=sc.mu, stiffness=sc.stiffness,
-                                 damping=sc.damping, friction_eps=sc.friction_eps)
-        q0 = np.concatenate([self.q0, new.default_configuration()[m.nq:]])
-        out = Session(new, scene=scene, integrator=self.integrator_name, dt=self.dt, kp=self.kp_global,
-                      kd=self.kd_global, q0=q0)
-        q = np.concatenate([self.q, new.default_configuration()[m.nq:]])
+        scene = pbsim.make_scene(
+            new,
+            ground=None,
+            environment=sc.all_environment(),
+            mu=sc.mu,
+            stiffness=sc.stiffness,
+            damping=sc.damping,
+            friction_eps=sc.friction_eps,
+        )
+        q0 = np.concatenate([self.q0, new.default_configuration()[m.nq :]])
+        out = Session(
+            new, scene=scene, integrator=self.integrator_name, dt=self.dt, kp=self.kp_global, kd=self.kd_global, q0=q0
+        )
+        q = np.concatenate([self.q, new.default_configuration()[m.nq :]])
         v = np.concatenate([self.state.v[0], np.zeros(new.nv - m.nv)])
         out.state = pbsim.State.make(new, q=q, v=v, t=float(self.state.t))
         out.last_good = out.state.copy()
