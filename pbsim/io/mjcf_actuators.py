@@ -1,8 +1,9 @@
 """MJCF ``<actuator>`` -> :class:`pbsim.control.actuators.Actuators`, read from MuJoCo's compiled
 model (so defaults, classes and the ``motor``/``position``/``velocity`` shortcuts resolve exactly
-as MuJoCo does).  Supported: joint transmissions on hinge/slide joints with a fixed gain and no
-bias (motor) or the affine bias of ``position`` (``-kp`` on length) / ``velocity`` (``-kv`` on
-velocity).  Anything else is left out and named in the returned notes."""
+as MuJoCo does).  Supported: joint (and jointinparent) transmissions on hinge/slide joints, no
+activation dynamics, a fixed gain and no or affine bias with no positive length/velocity term --
+``motor``, ``position`` (with ``kv``), ``velocity`` and the ``general`` servos of Menagerie's arms.
+Anything else is left out and named in the returned notes."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
     for a in range(mj.nu):
         name = name_of(O.mjOBJ_ACTUATOR, a, f"actuator{a}")
         jid = int(mj.actuator_trnid[a, 0])
-        if int(mj.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT) or jid < 0:
+        if (
+            int(mj.actuator_trntype[a]) not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+            or jid < 0
+        ):
             skipped.append(f"{name} (transmission is not a joint)")
             continue
         if int(mj.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
@@ -46,12 +50,18 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         it = dict(name=name, dof=dof, gear=gear, ctrlrange=ctrl, forcerange=force)
         if bt == int(mujoco.mjtBias.mjBIAS_NONE):
             it.update(kind="motor", gain=float(gp[0]))
-        elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[0] == 0 and np.isclose(bp[1], -gp[0]) and bp[2] == 0:
-            it.update(kind="position", kp=float(gp[0]))
-        elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[0] == 0 and bp[1] == 0 and np.isclose(bp[2], -gp[0]):
-            it.update(kind="velocity", kv=float(gp[0]))
+        elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[1] <= 0 and bp[2] <= 0:
+            b = (float(bp[0]), float(bp[1]), float(bp[2]))
+            if b[1] == 0 and b[2] == 0:  # a force offset only (the fast motor path takes none)
+                it.update(kind="motor" if b[0] == 0 else "general", gain=float(gp[0]), bias=b)
+            elif b[0] == 0 and b[1] == -gp[0]:
+                it.update(kind="position", kp=float(gp[0]), kv=-b[2])
+            elif b[0] == 0 and b[1] == 0 and b[2] == -gp[0]:
+                it.update(kind="velocity", kv=float(gp[0]))
+            else:
+                it.update(kind="general", gain=float(gp[0]), bias=b)
         else:
-            skipped.append(f"{name} (general gain/bias {list(gp[:3])}/{list(bp[:3])})")
+            skipped.append(f"{name} (bias {list(bp[:3])} with a positive length/velocity term)")
             continue
         items.append(it)
     notes = []
