@@ -7,6 +7,10 @@ seconds per wall second) for
   (b) the same robot with PBAD (order 2, LM) at dt = 0.05, no contact;
   (c) 40-link revolute chain with PBAD at dt = 0.05;
   (d) the same chain with semi-implicit Euler at dt = 2 ms (MJX's 40-link-chain reference);
+  (g) gymnasium's humanoid.xml (``--mjcf PATH``: 23 DOF, its own floor through
+      ``default_scene``), passive from qpos0 with 0.01 rad/s random joint velocities, for each of
+      ``--integrators`` (default euler at dt 5 ms, pbad / pbfd / nmdp at dt 20 ms): the
+      measurement of docs/benchmarks/gpu.md's H200 table;
 for batches 1k..64k on the GPU (numba-cuda, one thread per trajectory, state kept on the device,
 ``--steps-per-launch`` steps per kernel launch; PBAD both with the LM loop inside the kernel and
 with one LM iteration per launch, ``--schedules``) and on the CPU (numba prange over the batch, all
@@ -136,7 +140,8 @@ def main(argv=None):
     ap.add_argument(
         "--cases",
         default="a,b,c,d",
-        help="a: humanoid euler+SPD, b: humanoid pbad, c: chain40 pbad, d: chain40 euler dt 2 ms",
+        help="a: humanoid euler+SPD, b: humanoid pbad, c: chain40 pbad, d: chain40 euler dt 2 ms, "
+        "g: gymnasium humanoid + floor (--mjcf) for --integrators",
     )
     ap.add_argument("--layouts", default="aos,soa", help="GPU storage layouts to measure")
     ap.add_argument(
@@ -145,7 +150,11 @@ def main(argv=None):
         help="pbad on the GPU: kernel = LM loop inside the kernel, launch = one LM iteration per launch",
     )
     ap.add_argument("--humanoid", default=None, help="path of humanoid.urdf (default: pybullet_data's)")
-    ap.add_argument("--tpb", type=int, default=128, help="CUDA threads per block")
+    ap.add_argument("--mjcf", default=None, help="case g: path of gymnasium's humanoid.xml")
+    ap.add_argument(
+        "--integrators", default="euler,pbad,pbfd,nmdp", help="case g: methods (dt 5 ms for euler, else 20 ms)"
+    )
+    ap.add_argument("--tpb", type=int, default=pc.DEFAULT_TPB, help="CUDA threads per block")
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds per measurement")
     ap.add_argument("--max-steps", type=int, default=2000, help="cap on steps per measurement")
     ap.add_argument("--steps-per-launch", type=int, default=100)
@@ -202,11 +211,34 @@ def main(argv=None):
         if "d" in cases:
             setups.append(("d chain40", mc, mc.neutral(), pbsim.Control(), None, "euler", 0.002, "no contact"))
 
+    if "g" in cases:
+        if not (args.mjcf and os.path.isfile(args.mjcf)):
+            notes.append("(g) skipped: no --mjcf PATH of gymnasium's humanoid.xml")
+        else:
+            from pbsim.contact import default_scene
+
+            mg = pbsim.load(args.mjcf)
+            sg = default_scene(mg)
+            npts = getattr(sg.kernel_arrays(mg), "npts", "?")
+            for integ in args.integrators.split(","):
+                dtg = 0.005 if integ in ("euler", "rk4") else 0.02
+                setups.append(
+                    (
+                        "g gym-humanoid",
+                        mg,
+                        mg.neutral(),
+                        pbsim.Control(),
+                        sg,
+                        integ,
+                        dtg,
+                        f"its floor (default_scene), {npts} contact points",
+                    )
+                )
     for label, m, q0, ctrl, scene, integ, dt, cnote in setups:
         notes.append(f"({label[0]}) {label[2:]}: nq={m.nq} nv={m.nv} nb={m.nb}, {integ}, dt={dt:g}, {cnote}")
         # correctness check, GPU vs CPU, before timing
         if gpu_ok and integ in gpu_integs:
-            Bc = min(batches)
+            Bc = min(min(batches), 64)  # a small batch: the CPU reference steps it too
             Q, V = batch_state(m, q0, Bc, rng)
             I = make(integ, m, scene)
             st = State.make(m, Q, V)
@@ -232,7 +264,7 @@ def main(argv=None):
             Q, V = batch_state(m, q0, B, rng)
             cpu_rate = None
             if not args.no_cpu:
-                if integ in ("euler", "rk2", "rk3", "rk4", "pbad"):
+                if integ in pc.supported_integrators() or not gpu_ok:
                     cb = CpuBatch(m, integ, scene, B)
                     cb.set_state(Q, V)
                     cb.set_control(ctrl)
