@@ -191,7 +191,9 @@ NSTATS = 17
 # piv (n) ints; dq, gk (QP scratch), g (n); M (n, n) h^2 Q; sdp (P) predicted depths; act (P) ints:
 # candidates; cap (P); Vt (P, V, 3) vertices; Dv (P, V, 3, 3) their x-derivatives; T1, T2, Dn, Dd
 # (3, 3); Jc (n, 9) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
-# kmax max(4 n, 64)); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS); the
+# kmax max(4 n, 64); with body-body candidates MP: the proximal term makes every weight a possible free
+# dof, and past kmax the active-set QP finishes by FISTA: a three-box stack's nmdp step took 114 ms
+# instead of 6.4); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS); the
 # body-body candidates: Tq (nb, 3, 4) poses at the step's start, cface (P) ints their item's box face,
 # csig (P) their tangent basis' sign, csc (P) their scores (pbsim.contact.depth.pair_candidates_state),
 # cpl (P, 7) their contact planes for the step (pbsim.contact.nmdp.pair_plane).
@@ -226,7 +228,7 @@ def pgm_arrays(model, npts, B, vx, npair=0) -> dict:
         cap=z((B, P)), Vt=z((B, P, V, 3)), Dv=z((B, P, V, 3, 3)), T1=z((B, 3, 3)), T2=z((B, 3, 3)), Dn=z((B, 3, 3)),
         Dd=z((B, 3, 3)), Jc=z((B, n, 9)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
         wn=z((B, MP)), qb=z((B, MP)), lo=z((B, MP)), hi=z((B, MP)), QA=z((B, MP, MP)),
-        qw=z((B, *qp_work_as(MP, max(4 * n, 64)).shape)),
+        qw=z((B, *qp_work_as(MP, max(4 * n, 64) if npair == 0 else MP).shape)),
         qinfo=z((B, 4)), bstart=z((B, P + 1), np.int64), btype=np.full((B, P), QP_SIMPLEX, np.int64), bmu=z((B, P)),
         info=z((B, 4)), stats=z((B, NSTATS)), Tq=z((B, max(model.nb, 1), 3, 4)), cface=z((B, P), np.int64),
         csig=np.ones((B, P)), csc=z((B, P)), cpl=z((B, P, 7)),

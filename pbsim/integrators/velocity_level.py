@@ -101,6 +101,12 @@ def no_pair_candidates(*args):
     return 0
 
 
+@kernel
+def no_pair_direction(*args):
+    """Stands in for a body-body point's vertex direction in a run without body-body items."""
+    return 0.0, 0.0, 0.0
+
+
 # the body-body kernels of the velocity-level steps (the candidate kernel is the method's own, added
 # by the method), compiled only into runs whose scene has body-body items (Variants)
 BODY_CONTACT = {"pair_point_force_jt": unused}

@@ -56,7 +56,7 @@ from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level import (BODY_CONTACT, bias_forces, clamp_velocity_step, contact_force_jt,
                                               contact_normal_row, factor_or_nan, finish_step, free_velocity,
-                                              no_pair_candidates)
+                                              no_pair_candidates, no_pair_direction)
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
 from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 
@@ -296,4 +296,5 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 
 
 # the body-body parts, compiled only into runs whose scene has body-body items (Variants)
-FEATURES = {"body_contact": {**BODY_CONTACT, "ne_mdp_pair_candidates": no_pair_candidates}}
+FEATURES = {"body_contact": {**BODY_CONTACT, "ne_mdp_pair_candidates": no_pair_candidates,
+                              "pair_direction": no_pair_direction}}
