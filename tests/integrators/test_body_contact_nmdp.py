@@ -36,7 +36,7 @@ from pbsim.integrators import State, make
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "contact"))
 from _body_models import BOX_MASS, gripper, gripper_lift, ramp, slide_along  # noqa: E402
-from test_body_contact import STACK2, STACK3, box_body, mjcf, mujoco_rest  # noqa: E402
+from test_body_contact import STACK2, STACK3, STACK_ALIGNED, box_body, mjcf, mujoco_rest  # noqa: E402
 
 G = 9.81
 
@@ -233,23 +233,22 @@ def test_pair_basis_sign_keeps_the_vertices_smooth_at_n_minus_up(tmp_path):
 
 # ------------------------------------------------------------------------------------------- stacks
 K_STACK = 4.0  # NMDP's k, times its default (module note in the test below)
-STACK_RUNS = [("nmdp", 0.02), ("pbd_nmdp", 0.02), ("pbd_nmdp", 0.05)]
+STACK_RUNS = [("nmdp", 0.02), ("pbd_nmdp", 0.02), ("pbd_nmdp", 0.05), ("nmdp", 0.05)]
+STACKS = {"two": STACK2, "three": STACK3, "aligned": STACK_ALIGNED}
 
 
 @pytest.mark.parametrize("integ,dt", STACK_RUNS)
-@pytest.mark.parametrize("stack", ["two", "three"])
+@pytest.mark.parametrize("stack", sorted(STACKS))
 def test_box_stacks_rest_at_mujocos_heights(tmp_path, integ, dt, stack):
-    """Two and three boxes (each centred on the one below, turned 20-30 deg) rest within 1 cm of
-    MuJoCo's heights after 2 s, z peak-to-peak over the last 0.5 s below 1 mm, every step converged.
-    NMDP's contact has no restoring force beyond the capacity: a box rests where its points' cubic
-    capacities carry it (``k d^3`` summed = the load); at the default ``k = M g / (4 delta_ref^3)``
-    that is 3-5 mm per interface (4.5, 3.4, 2.7 mm measured) and the three-box stack's top sits 10.3
-    mm low, hence ``k`` 4x the default here (0.63x the depth: 6.2 mm).  nmdp at 50 ms (not tested
-    here): these stacks rest as well (two: 4.4 mm low, three: 5.4 mm); an axis-aligned stack whose
-    upper box lands on the lower one from 2 cm ends 2.4 cm deep at the default k (the first-order
-    PGM stops at a local minimum at the impact, gamma0 = 1: 6.7 mm; NMDP never pushes it back out)
-    and needs sub-steps at 4x k (2 steps hit the cap)."""
-    bodies = STACK2 if stack == "two" else STACK3
+    """Two and three boxes (each centred on the one below, turned 20-30 deg; and two equal boxes
+    aligned, whose edges lie on each other's side planes) rest within 1 cm of MuJoCo's heights after
+    2 s, z peak-to-peak over the last 0.5 s below 1 mm, every step converged.  NMDP's contact has no
+    restoring force beyond the capacity: a box rests where its points' cubic capacities carry it
+    (``k d^3`` summed = the load); at the default ``k = M g / (4 delta_ref^3)`` that is 3-5 mm per
+    interface (4.5, 3.4, 2.7 mm measured) and the three-box stack's top sits 10.3 mm low, hence
+    ``k`` 4x the default here (0.63x the depth: 6.2 mm at 20 ms).  nmdp at 50 ms rests as well
+    (measured: two 4.4, three 5.4, aligned 4.4 mm low; 0.1-0.3 s wall for the 2 s)."""
+    bodies = STACKS[stack]
     path = mjcf(tmp_path, stack, bodies)
     m = pbsim.load(path)
     sc = make_scene(m)
@@ -272,7 +271,11 @@ def test_box_stacks_rest_at_mujocos_heights(tmp_path, integ, dt, stack):
 def test_nmdp_box_on_a_tilted_box_slides_and_sticks_as_coulomb_says(tmp_path, deg):
     """A 0.5 kg box on a slab tilted by deg (a geom of a heavy free body on the floor; mu = 0.5,
     tan^-1 mu = 26.6 deg), nmdp at 20 ms: at 35 deg it accelerates at g (sin th - mu cos th) = 1.61
-    m/s^2 within 10 % (measured 0.4 %), at 15 deg it sticks (< 1 mm/s after 1 s; measured 1e-9)."""
+    m/s^2 within 10 % (measured 0.4 %), at 15 deg it sticks (< 1 mm/s after 1 s; measured 1e-9).
+    At 50 ms (not tested) the box tumbles down the slope: NMDP's defaults scale k, hence zeta = 1e-3 k
+    delta_ref^3, by the model's total mass (50.5 kg here), so every candidate of the 0.5 kg box
+    pushes with zeta = 0.12 N (37 % of its points' load) even out of contact; with zeta = 1e-4 N it
+    slides at 50 ms too (a cube on a plane, the cube's own mass: 1.609 m/s^2 at 50 ms)."""
     path, _n, down = ramp(tmp_path, deg, mu=0.5)
     m = pbsim.load(path)
     dt = 0.02
