@@ -226,7 +226,7 @@ def main(argv=None):
                     (
                         "g gym-humanoid",
                         mg,
-                        mg.neutral(),
+                        mg.default_configuration(),  # qpos0: standing above its floor
                         pbsim.Control(),
                         sg,
                         integ,
@@ -307,6 +307,9 @@ def main(argv=None):
                     continue
                 ratio = f"{rate / cpu_rate:.1f}x" if cpu_rate else ""
                 rows.append((label, integ, dt, B, "gpu", f"{lay}/{sched}", rate, rate * dt, ratio, n))
+                print(
+                    f"row: {label} {integ} B={B} gpu {lay}/{sched}: {rate:,.0f} steps/s", flush=True
+                )  # a timeout keeps it
                 series.setdefault((label, f"gpu {lay}/{sched}"), []).append((B, rate))
 
     hdr = "| case | integrator | dt | batch | device | layout/schedule | steps/s | realtime x | GPU/CPU | steps timed |"

@@ -51,7 +51,7 @@ else:
 rng = np.random.default_rng(0)
 for integ, mm, sc, dt, n, name in (("euler", m, scene, 0.005, 20, what), ("pbad", pbsim_models.chain(3), None, 0.05, 5, "chain3")):
     B = 8
-    q = np.tile(mm.neutral(), (B, 1)); v = 0.01 * rng.standard_normal((B, mm.nv))
+    q = np.tile(mm.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, mm.nv))  # qpos0
     for lay in (("aos", "soa") if integ == "euler" else ("aos",)):
         t0 = time.perf_counter()
         g = CudaBatch(mm, integ, sc, B, layout=lay); g.set_state(q, v); g.advance(n, dt); g.synchronize()
@@ -91,11 +91,11 @@ b.advance(1, 0.01); b.synchronize(); print('compiled euler soa inlined')" > "$OU
   say "noinline cost: euler, everything inlined (PBSIM_CUDA_NOINLINE=none), soa"
   timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler \
     --batches 16384,65536 --layouts soa --schedules kernel --no-cpu --min-time 0.3 --max-steps 400 \
-    --png "$OUT/bench_inlined.png" 2>&1 | grep "^| g" | tee "$OUT/bench_inlined.txt"
+    --png "$OUT/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$OUT/bench_inlined.txt"
   for TPB in 64 256; do
     timeout 30 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
       --schedules kernel --no-cpu --min-time 0.3 --max-steps 400 --tpb $TPB --png "$OUT/bench_tpb.png" 2>&1 \
-      | grep "^| g" | sed "s/^/tpb $TPB /" | tee -a "$OUT/bench_tpb.txt"
+      | grep "^| g\|^row:" | sed "s/^/tpb $TPB /" | tee -a "$OUT/bench_tpb.txt"
   done
   say "throughput done"
 fi
