@@ -23,20 +23,23 @@ def test_features_follow_the_flags_the_kernels_branch_on():
     m = pbsim_models.chain(3)
     none = pbsim.Scene().kernel_arrays(m)
     ground = pbsim.make_scene(m, ground="plane").kernel_arrays(m)
-    assert features_used(_kc(m), none) == {"spd_extra": False, "contact": False}
+    assert features_used(_kc(m), none) == {"spd_extra": False, "contact": False, "body_contact": False}
     assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0), none)["spd_extra"] is False  # MABA
     for solver in ("df", "sf"):
         assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0, spd_solver=solver), none)["spd_extra"] is True
     assert features_used(_kc(m, clamp=True), none)["spd_extra"] is True
     assert features_used(_kc(m), ground)["contact"] is True
+    two = pbsim.combine(m, (pbsim.free_object("box", (0.05, 0.05, 0.05), 0.5), (0.0, 0.0, 1.0)))
+    ks = pbsim.make_scene(two, ground=None).kernel_arrays(two)
+    assert ks.nitem > 0 and features_used(_kc(two), ks) == {"spd_extra": False, "contact": False, "body_contact": True}
 
 
 def test_variant_swaps_only_the_named_kernels():
     full = driver(step_batch, ex.euler_step)
     v = Variants(full, FEATURES)
-    assert v(spd_extra=True, contact=True) is full
-    lean = v(spd_extra=False, contact=False)
-    assert lean is v(spd_extra=False, contact=False) and lean is not full
+    assert v(spd_extra=True, contact=True, body_contact=True) is full
+    lean = v(spd_extra=False, contact=False, body_contact=False)
+    assert lean is v(spd_extra=False, contact=False, body_contact=False) and lean is not full
     g = lean.rows.py_func.__globals__
     step = g["_step"]
     assert step is not ex.euler_step  # the tree above a swapped kernel is copied ...
@@ -44,6 +47,7 @@ def test_variant_swaps_only_the_named_kernels():
     assert st is not ex.euler_state
     fd = st.py_func.__globals__["forward_dynamics"]
     assert fd.py_func.__globals__["contact_generalized_forces"] is unused
+    assert fd.py_func.__globals__["pair_generalized_forces"] is unused
     from pbsim.control import solve
 
     sc = fd.py_func.__globals__["solve_and_clamp"].py_func.__globals__
