@@ -29,7 +29,7 @@ Builds (``--builds``):
   after     what CudaBatch builds now: the run's features only, lto=False, the default
             noinline set (pbsim.backends.kernel.CUDA_NOINLINE_DEFAULT)
   after_all every feature, lto=False, the default noinline set
-  noinline=A,B,...  the run's features, lto=False, these functions out of line
+  noinline=A+B+...  the run's features, lto=False, these functions out of line (none: "noinline=")
 
     python scripts/bench_compile.py --device cuda [--integrators euler,pbad] [--builds before,after]
                                     [--layout aos] [--cc 9.0] [--json out.json]
@@ -346,7 +346,7 @@ def main_cuda(a):
     for name in names:
         for b in builds:
             if b.startswith("noinline="):
-                cfg = {"lto": False, "noinline": b.split("=", 1)[1] or "none", "features": None}
+                cfg = {"lto": False, "noinline": b.split("=", 1)[1].replace("+", ",") or "none", "features": None}
             else:
                 cfg = dict(CUDA_BUILDS[b])
             cfg.update(integrator=name, layout=a.layout, cc=cc)

@@ -305,3 +305,19 @@ def test_refused_methods_name_themselves():
         with pytest.raises(pc.InputError, match=repr(name)):
             pc._Plan(None, name, None, 1, "aos", {})
     assert not set(pc.CUDA_REFUSED) & set(pc.supported_integrators())
+
+
+def test_warmup_device_cuda_refuses_by_name():
+    """``pbsim warmup --device cuda``: a method without a CUDA step kernel, an unknown layout or
+    config are InputErrors naming them (before any process starts)."""
+    from pbsim.errors import InputError
+    from pbsim.warmup import CUDA_CONFIGS, warmup
+
+    assert set(CUDA_CONFIGS) == {"contact", "free"}
+    for kw, what in (
+        ({"integrators": ["pbad3"]}, "pbad3"),
+        ({"layouts": ["xyz"]}, "xyz"),
+        ({"configs": ["batch"]}, "batch"),
+    ):
+        with pytest.raises(InputError, match=what):
+            warmup(device="cuda", report=None, **kw)
