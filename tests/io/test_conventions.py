@@ -259,7 +259,6 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
         "1 equality constraint(s) not imported (pbsim has no equality constraints): 'lock (joint)'",
         "1 sensor(s) not imported: 'hip_angle'",
         "3 contact pair(s) with unsupported geoms not simulated: 'ground-blob', 'ground-shin', 'ground-forearm'",
-        "keyframe(s) not imported (the default configuration is qpos0): 'crouch'",
         "gravity compensation (gravcomp) of 1 body(ies) not imported: 'torso'",
         "fluid forces (<option density=1.2 viscosity=0.001>) are not modelled",
         "range limits of ball joint(s) not imported (cone limits): 'shoulder'",
@@ -267,6 +266,7 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
         "geom 'blob' of type ellipsoid is not imported",
     ]:
         assert expected in notes, f"missing note: {expected}\nnotes:\n{notes}"
+    assert list(m.keyframes) == ["crouch"] and "keyframe" not in notes  # keyframes are imported (Model.keyframes)
     assert "note: 2 tendon(s)" in m.summary()  # what `pbsim info` prints
     # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
     assert "'touch'" not in notes and "'skip'" not in notes
