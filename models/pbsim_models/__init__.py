@@ -30,5 +30,7 @@ def by_name(name: str):
         return dog()
     if name in SCENES:
         return scene(name)
-    raise KeyError(f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider, dog, "
-                   f"{', '.join(SCENES)})")
+    raise KeyError(
+        f"unknown generated model {name!r} (try chain10, ballchain10, snake36, swimmer, spider, dog, "
+        f"{', '.join(SCENES)})"
+    )
