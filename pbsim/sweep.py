@@ -54,6 +54,7 @@ PARAMS = {
     "noise": (float, "std of the initial perturbation q0 (+) noise * N(0, 1) per trajectory [rad or m]"),
     "seed": (int, "seed of that perturbation"),
     "record_every": (int, "keep every k-th frame (the metrics use the last frame)"),
+    "device": (str, "cpu, or cuda: the batch on a GPU (pbsim.rollout(device='cuda')), one GPU per Ray task"),
 }
 DEFAULTS = {
     "integrator": "rk4",
@@ -245,6 +246,8 @@ def run_point(model, point: dict) -> dict:
         opts = {k: v for k, v in p.items() if k not in PARAMS}
         q0, v0 = _initial_state(model, p)
         kw = dict(dt=float(p["dt"]), q0=q0, v0=v0, control=_control(model, p), scene=_scene(model, p), on_nan="stop")
+        if p.get("device", "cpu") != "cpu":
+            kw["device"] = p["device"]
         # one step first: loading the kernels from numba's cache (or compiling them) is not the run's time
         pbsim.rollout(model, p["integrator"], steps=1, **kw, **opts)
         t1 = time.perf_counter()
@@ -296,6 +299,15 @@ def _task(fn, model_bytes, point, threads):
         except Exception:  # noqa: BLE001 - a thread setting never fails a point
             pass
     return fn(model, point)
+
+
+def task_options(point: dict, threads: int, max_retries: int) -> dict:
+    """Ray's resource request for one point: ``threads`` CPUs, and one whole GPU when the point runs
+    on ``device="cuda"`` (Ray then sets ``CUDA_VISIBLE_DEVICES`` to that GPU for the task)."""
+    opts = {"num_cpus": threads, "max_retries": max_retries}
+    if point.get("device", "cpu") == "cuda":
+        opts["num_gpus"] = 1
+    return opts
 
 
 def _ray_error(e: BaseException) -> str:
@@ -373,7 +385,6 @@ class RaySweep:
         here; the model goes to the workers through Ray's object store); a point's ``model`` key
         names its variant.  ``progress(done, total, row)`` after each task."""
         ray = self.ray
-        opts = {"num_cpus": self.threads, "max_retries": self.max_retries}
         rows: list = [None] * len(points)
         pending = list(range(len(points)))[::-1]
         running: dict = {}  # ref -> (index, start)
@@ -382,7 +393,7 @@ class RaySweep:
             while pending and len(running) < self.workers:
                 i = pending.pop()
                 try:
-                    ref = self._remote.options(**opts).remote(
+                    ref = self._remote.options(**task_options(points[i], self.threads, self.max_retries)).remote(
                         fn, self._model_ref(models, points[i]["model"]), points[i], self.threads
                     )
                     running[ref] = (i, time.perf_counter())

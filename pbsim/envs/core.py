@@ -27,6 +27,11 @@ Control modes (the action's meaning):
 
 The actuated DOFs (``actuated``: joint names) default to the actuators' joints, else every
 1-DOF joint.
+
+``device="cuda"`` steps the rows on the GPU (:class:`pbsim.backends.cuda.CudaBatch`, every method
+with a step kernel): the state is sent before and fetched after each environment step (the task
+callables and autoreset run on the host), so the results equal the CPU's up to the device's
+rounding; the compiled task step (``task_kernel``) is a CPU path and is not used there.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ class _Core:
         integrator_options: dict | None = None,
         task_kernel=None,
         fast: bool = True,
+        device: str = "cpu",
     ):
         if control not in CONTROL_MODES:
             raise InputError(f"control must be one of {CONTROL_MODES}, got {control!r}")
@@ -109,7 +115,17 @@ class _Core:
         validate_options(integrator, opts)
         self.scene = default_scene(model) if scene is None else scene
         self.kernel = step_spec(integrator) is not None
-        if self.kernel:
+        if device not in ("cpu", "cuda"):
+            raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
+        self.device = device
+        if device == "cuda":  # the rows live on the GPU; q, v here are host copies, sent and fetched each step
+            if not self.kernel:
+                raise InputError(f"integrator {integrator!r} has no step kernel, so no GPU path (device='cuda')")
+            from pbsim.backends.cuda import CudaBatch
+
+            self.batch = CudaBatch(model, integrator, self.scene, self.B, **opts)
+            self.q, self.v = np.zeros((self.B, model.nq)), np.zeros((self.B, model.nv))
+        elif self.kernel:
             self.batch = CpuBatch(model, integrator, self.scene, self.B, **opts)
             self.q, self.v = self.batch.q, self.batch.v  # the batch's own arrays, stepped in place
         else:  # no step kernel (pbad3/4, variational): the integrator's batched step, frame_skip times
@@ -125,7 +141,8 @@ class _Core:
         n_obs = self.observation_fn(model, self.q0[None], self.v0[None]).shape[1]
         self.observation_space = spaces.Box(-np.inf, np.inf, (n_obs,), np.float64)
         self.n_action = int(self.action_space.shape[0])
-        self.fast = self._fast_step(task_kernel, n_obs) if (fast and task_kernel is not None and self.kernel) else None
+        use_fast = fast and task_kernel is not None and self.kernel and device == "cpu"
+        self.fast = self._fast_step(task_kernel, n_obs) if use_fast else None
 
     def _fast_step(self, task_kernel, n_obs):
         """The compiled environment step (:mod:`pbsim.envs.step`) for this control, or None
@@ -212,7 +229,12 @@ class _Core:
         """One environment step of every row: ``frame_skip`` integrator steps under ``action``."""
         c = self.control(action)
         self._last_control = c
-        if self.kernel:
+        if self.device == "cuda":  # rows may have been reset here since the last step: send them first
+            self.batch.set_state(self.q, self.v)
+            self.batch.set_control(c)
+            self.batch.advance(self.frame_skip, self.dt)
+            self.q[...], self.v[...] = self.batch.state()
+        elif self.kernel:
             self.batch.set_control(c)
             self.batch.advance(self.frame_skip, self.dt)
         else:
