@@ -159,7 +159,13 @@ def main(argv=None):
     ap.add_argument("--max-steps", type=int, default=2000, help="cap on steps per measurement")
     ap.add_argument("--steps-per-launch", type=int, default=100)
     ap.add_argument("--no-contact", action="store_true")
+    ap.add_argument(
+        "--no-body-contact",
+        action="store_true",
+        help="case g: the floor only (body_contact=False), as measured before contact between bodies existed",
+    )
     ap.add_argument("--no-cpu", action="store_true")
+    ap.add_argument("--no-check", action="store_true", help="skip the GPU vs CPU check before timing")
     ap.add_argument("--png", default=str(ROOT / "out" / "bench_gpu.png"))
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
@@ -218,8 +224,9 @@ def main(argv=None):
             from pbsim.contact import default_scene
 
             mg = pbsim.load(args.mjcf)
-            sg = default_scene(mg)
+            sg = default_scene(mg, body_contact=False) if args.no_body_contact else default_scene(mg)
             npts = getattr(sg.kernel_arrays(mg), "npts", "?")
+            bodies = "floor only (no contact between bodies)" if args.no_body_contact else "and contact between bodies"
             for integ in args.integrators.split(","):
                 dtg = 0.005 if integ in ("euler", "rk4") else 0.02
                 setups.append(
@@ -231,13 +238,13 @@ def main(argv=None):
                         sg,
                         integ,
                         dtg,
-                        f"its floor (default_scene), {npts} contact points",
+                        f"its floor (default_scene), {npts} contact points, {bodies}",
                     )
                 )
     for label, m, q0, ctrl, scene, integ, dt, cnote in setups:
         notes.append(f"({label[0]}) {label[2:]}: nq={m.nq} nv={m.nv} nb={m.nb}, {integ}, dt={dt:g}, {cnote}")
         # correctness check, GPU vs CPU, before timing
-        if gpu_ok and integ in gpu_integs:
+        if gpu_ok and integ in gpu_integs and not args.no_check:
             Bc = min(min(batches), 64)  # a small batch: the CPU reference steps it too
             Q, V = batch_state(m, q0, Bc, rng)
             I = make(integ, m, scene)
