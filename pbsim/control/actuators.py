@@ -16,6 +16,24 @@ new state, implicit), so a stiff servo stays stable at large dt; it matches MuJo
 actuators to O(dt); its forcerange is not applied (the force is implicit in the new
 acceleration).  Bias with ``b1 > 0`` or ``b2 > 0`` (anti-damping) is not imported (named in the
 model's notes).
+
+Tendon transmission (``tendon >= 0``): the actuator's length is ``l = gear L`` (``L`` the tendon's
+length, :mod:`pbsim.dynamics.tendon`) and its force enters the joints as ``gear f J^T`` (``J`` the
+tendon's moment arms); evaluated in the step kernels at the step's state (explicit for the
+explicit methods, a fixed tendon's state terms on the implicit diagonal as its passive forces; a
+potential of the step for the position-based methods), forcerange applied (the control's ``ta_*``
+rows).
+
+Activation dynamics (MuJoCo's ``dyntype``): an actuator with dynamics has an activation ``act``
+(``State.act``, one per such actuator in order) and its force uses ``act`` in place of ``u``::
+
+    integrator   d act/dt = u                   filter, filterexact   d act/dt = (u - act) / tau
+
+Every integrator advances it the same way, as MuJoCo's Euler does, after the step whose force
+used ``act_k`` (:func:`act_step`): ``act+ = act + dt u`` (integrator), ``act + dt (u - act) / tau``
+(filter), ``act + (u - act) (1 - exp(-dt / tau))`` (filterexact, exact for a constant ``u``),
+then clamped to ``actrange`` when ``actlimited``.  With ``actearly`` the force uses ``act+``.
+``intvelocity`` is ``integrator`` with a position servo on ``act``.
 """
 
 from __future__ import annotations
@@ -28,6 +46,8 @@ from pbsim.errors import InputError
 
 MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
 KINDS = {"motor": MOTOR, "position": POSITION, "velocity": VELOCITY, "general": GENERAL}
+DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
+DYNTYPES = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER, "filterexact": DYN_FILTEREXACT}
 
 
 @dataclass
@@ -43,10 +63,26 @@ class Actuators:
     bias: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # b0, b1 (per length), b2 (per velocity)
     ctrlrange: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     forcerange: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    tendon: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: a joint transmission
+    dyntype: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # DYN_*
+    dynprm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # filter time constant tau
+    actrange: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # +-inf: not actlimited
+    actearly: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     @property
     def nu(self) -> int:
         return len(self.names)
+
+    @property
+    def actadr(self) -> np.ndarray:
+        """(nu,) each actuator's index in ``State.act`` (-1: no dynamics)."""
+        has = self.dyntype != DYN_NONE
+        return np.where(has, np.cumsum(has) - 1, -1).astype(np.int64)
+
+    @property
+    def na(self) -> int:
+        """Number of activations (actuators with dynamics)."""
+        return int((self.dyntype != DYN_NONE).sum())
 
     @property
     def kp(self) -> np.ndarray:
@@ -62,7 +98,9 @@ class Actuators:
     def build(cls, items) -> "Actuators":
         """From dicts ``{name, dof, kind, gear, ctrlrange, forcerange}`` and, by kind: motor
         ``gain``; position ``kp`` (and ``kv``); velocity ``kv``; general ``gain`` and ``bias``
-        (b0, b1, b2)."""
+        (b0, b1, b2); optional ``tendon`` (index of a tendon transmission; ``dof`` -1), ``dyntype``
+        ("none", "integrator", "filter", "filterexact"), ``tau`` (filter time constant),
+        ``actrange`` and ``actearly``."""
         n = len(items)
         gain, bias = np.zeros(n), np.zeros((n, 3))
         for i, it in enumerate(items):
@@ -89,6 +127,18 @@ class Actuators:
             np.array([it.get("ctrlrange", (-np.inf, np.inf)) for it in items], float).reshape(n, 2),
             np.array([it.get("forcerange", (-np.inf, np.inf)) for it in items], float).reshape(n, 2),
         )
+        a.tendon = np.array([int(it.get("tendon", -1)) for it in items], np.int64).reshape(n)
+        for it in items:
+            if it.get("dyntype", "none") not in DYNTYPES:
+                raise InputError(f"actuator {it['name']!r}: dyntype {it['dyntype']!r} is not one of {sorted(DYNTYPES)}")
+        a.dyntype = np.array([DYNTYPES[it.get("dyntype", "none")] for it in items], np.int64).reshape(n)
+        a.dynprm = np.array([float(it.get("tau", 0.0)) for it in items]).reshape(n)
+        a.actrange = np.array([it.get("actrange", (-np.inf, np.inf)) for it in items], float).reshape(n, 2)
+        a.actearly = np.array([bool(it.get("actearly", False)) for it in items], bool).reshape(n)
+        filt = (a.dyntype == DYN_FILTER) | (a.dyntype == DYN_FILTEREXACT)
+        if (filt & ~(a.dynprm > 0)).any():
+            bad = a.names[int(np.argmax(filt & ~(a.dynprm > 0)))]
+            raise InputError(f"actuator {bad!r}: a filter needs a time constant > 0 (dynprm[0])")
         for k in ("gear", "gain", "bias", "ctrlrange", "forcerange"):
             v = getattr(a, k)
             if np.isnan(v).any():
@@ -100,18 +150,20 @@ class Actuators:
                 f"actuator {bad!r}: a positive bias on length or velocity (anti-stiffness or "
                 "anti-damping) cannot run as a stable PD"
             )
-        lo_hi = np.concatenate([a.ctrlrange, a.forcerange])
+        lo_hi = np.concatenate([a.ctrlrange, a.forcerange, a.actrange])
         if (lo_hi[:, 0] > lo_hi[:, 1]).any():
             bad = a.names[int(np.argmax(lo_hi[:, 0] > lo_hi[:, 1]) % max(n, 1))]
             raise InputError(f"actuator {bad!r}: a range with lower > upper")
         return a
 
 
-def actuator_targets(model, ctrl, batch: int):
-    """The per-DOF torque / stable-PD arrays that actuators ``model.actuators`` apply for ``ctrl``
-    ((nu,) or (B, nu)): ``(tau (B', nv), kp, kd, q_ref (B', nq), v_ref (B', nv), uses_pd)``."""
-    act = getattr(model, "actuators", None)
-    nu = 0 if act is None else act.nu
+def actuator_inputs(model, ctrl, batch: int, act=None):
+    """``(u, x)``: ``ctrl`` ((nu,) or (B, nu)) checked and clamped to ctrlrange, and per actuator
+    the input its force uses: ``u``, or its activation (``act`` (na,) or (B, na); zeros if None)
+    for an actuator with dynamics (the caller passes ``act+`` for ``actearly`` ones:
+    :func:`force_act`)."""
+    acts = getattr(model, "actuators", None)
+    nu = 0 if acts is None else acts.nu
     u = np.asarray(ctrl, dtype=np.float64)
     if u.ndim == 1:
         u = u[None, :]
@@ -121,22 +173,101 @@ def actuator_targets(model, ctrl, batch: int):
         )
     if not np.isfinite(u).all():
         raise InputError("ctrl holds NaN or inf")
-    Bp = u.shape[0]
+    if nu:
+        u = np.clip(u, acts.ctrlrange[:, 0], acts.ctrlrange[:, 1])  # MuJoCo clamps ctrl to ctrlrange
+    x = u
+    na = 0 if acts is None else acts.na
+    if na:
+        A = check_act(model, act, batch)
+        Bp = max(u.shape[0], A.shape[0])
+        x = np.array(np.broadcast_to(u, (Bp, nu)))
+        for a, k in enumerate(acts.actadr):
+            if k >= 0:
+                x[:, a] = A[:, k]
+    return u, x
+
+
+def check_act(model, act, batch: int) -> np.ndarray:
+    """Activations as a (B', na) array (zeros when None); InputError on a wrong shape or NaN."""
+    na = model.actuators.na if getattr(model, "actuators", None) is not None else 0
+    A = np.zeros((1, na)) if act is None else np.asarray(act, dtype=np.float64)
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[1] != na or A.shape[0] not in (1, batch):
+        raise InputError(f"act must have shape ({na},) or ({batch}, {na}) for this model's {na} activation(s); "
+                         f"got {np.shape(act)}")
+    if not np.isfinite(A).all():
+        raise InputError("act holds NaN or inf")
+    return A
+
+
+def act_step(model, act, u, dt):
+    """MuJoCo's Euler update of the activations over a step of ``dt`` (module docstring): ``act``
+    (B, na), ``u`` the clamped ctrl (B', nu)."""
+    acts = model.actuators
+    A = np.array(act, dtype=np.float64, ndmin=2)
+    out = np.array(np.broadcast_to(A, (max(A.shape[0], u.shape[0]), A.shape[1])))
+    for a, k in enumerate(acts.actadr):
+        if k < 0:
+            continue
+        ua, x, d = u[:, a], A[:, k], int(acts.dyntype[a])
+        if d == DYN_INTEGRATOR:
+            out[:, k] = x + dt * ua  # act+ = act + dt u
+        elif d == DYN_FILTER:
+            out[:, k] = x + dt * (ua - x) / acts.dynprm[a]  # act+ = act + dt (u - act) / tau
+        else:
+            out[:, k] = x + (ua - x) * -np.expm1(-dt / acts.dynprm[a])  # act+ = act + (u - act)(1 - e^(-dt/tau))
+        lo, hi = acts.actrange[a]
+        if np.isfinite(lo) or np.isfinite(hi):
+            out[:, k] = np.clip(out[:, k], lo, hi)
+    return out
+
+
+def act_advance(model, act, ctrl, dt, batch: int) -> np.ndarray:
+    """The activations after a step of ``dt`` from ``act`` under ``ctrl`` (clamped): (B, na)."""
+    A = check_act(model, act, batch)
+    u, _ = actuator_inputs(model, ctrl, batch, A)
+    return np.ascontiguousarray(np.broadcast_to(act_step(model, A, u, dt), (batch, A.shape[1])))
+
+
+def force_act(model, act, act_next) -> np.ndarray:
+    """The activations a step's force uses: ``act`` (MuJoCo's default), ``act_next`` for the
+    actuators with ``actearly``."""
+    acts = model.actuators
+    out = np.array(np.broadcast_to(act, act_next.shape))
+    for a, k in enumerate(acts.actadr):
+        if k >= 0 and acts.actearly[a]:
+            out[:, k] = act_next[:, k]
+    return out
+
+
+def actuator_targets(model, ctrl, batch: int, act=None):
+    """The per-DOF torque / stable-PD arrays that actuators ``model.actuators`` apply for ``ctrl``
+    ((nu,) or (B, nu)) and activations ``act``: ``(tau (B', nv), kp, kd, q_ref (B', nq), v_ref
+    (B', nv), uses_pd, ta)``, ``ta`` the tendon-transmission rows of ``KControl``
+    (``ta_ten, ta_gear, ta_c, ta_b, ta_frc``)."""
+    act_ = getattr(model, "actuators", None)
+    nu = 0 if act_ is None else act_.nu
+    u, x = actuator_inputs(model, ctrl, batch, act)
+    Bp = x.shape[0]
     nv = model.nv
     tau, kp, kd = np.zeros((Bp, nv)), np.zeros((Bp, nv)), np.zeros((Bp, nv))
     cq = np.zeros((Bp, nv))  # per DOF, the servos' torque without their state terms
-    if nu:
-        u = np.clip(u, act.ctrlrange[:, 0], act.ctrlrange[:, 1])  # MuJoCo clamps ctrl to ctrlrange
-        for a in range(nu):
-            j, g = int(act.dof[a]), act.gear[a]
-            f = act.gain[a] * u[:, a] + act.bias[a, 0]  # the force's part without state terms
-            kpa, kda = -g * g * act.bias[a, 1], -g * g * act.bias[a, 2]
-            if kpa == 0.0 and kda == 0.0:
-                tau[:, j] += g * np.clip(f, act.forcerange[a, 0], act.forcerange[a, 1])
-            else:  # C - kp q - kd qdot: kp (q_ref - q) + kd (v_ref - qdot) with kp q_ref + kd v_ref = C
-                kp[:, j] += kpa
-                kd[:, j] += kda
-                cq[:, j] += g * f
+    ta_rows = []
+    for a in range(nu):
+        g = act_.gear[a]
+        f = act_.gain[a] * x[:, a] + act_.bias[a, 0]  # the force's part without state terms
+        if act_.tendon[a] >= 0:
+            ta_rows.append((a, f))
+            continue
+        j = int(act_.dof[a])
+        kpa, kda = -g * g * act_.bias[a, 1], -g * g * act_.bias[a, 2]
+        if kpa == 0.0 and kda == 0.0:
+            tau[:, j] += g * np.clip(f, act_.forcerange[a, 0], act_.forcerange[a, 1])
+        else:  # C - kp q - kd qdot: kp (q_ref - q) + kd (v_ref - qdot) with kp q_ref + kd v_ref = C
+            kp[:, j] += kpa
+            kd[:, j] += kda
+            cq[:, j] += g * f
     q_ref = np.tile(model.neutral(), (Bp, 1))
     v_ref = np.zeros((Bp, nv))
     uses_pd = bool((kp > 0).any() or (kd > 0).any())
@@ -149,4 +280,19 @@ def actuator_targets(model, ctrl, batch: int):
                     vel = ~pos & (kd[:, j] > 0)
                     q_ref[:, k] = np.where(pos, cq[:, j] / np.where(pos, kp[:, j], 1), 0.0)
                     v_ref[:, j] = np.where(vel, cq[:, j] / np.where(vel, kd[:, j], 1), 0.0)
-    return tau, kp, kd, q_ref, v_ref, uses_pd
+    ta = _tendon_rows(act_, ta_rows, Bp)
+    return tau, kp, kd, q_ref, v_ref, uses_pd, ta
+
+
+def _tendon_rows(acts, rows, Bp):
+    """The ``ta_*`` arrays of ``KControl`` for the tendon-transmission actuators ``rows`` [(a, C)]."""
+    n = len(rows)
+    if not n:
+        from pbsim.control.control import NO_TENDON_ACT
+
+        return NO_TENDON_ACT
+    idx = [a for a, _ in rows]
+    C = np.ascontiguousarray(np.stack([np.broadcast_to(c, (Bp,)) for _, c in rows], axis=1))
+    return (np.ascontiguousarray(acts.tendon[idx], np.int64), np.ascontiguousarray(acts.gear[idx], np.float64), C,
+            np.ascontiguousarray(acts.bias[idx][:, 1:3], np.float64),
+            np.ascontiguousarray(acts.forcerange[idx], np.float64))

@@ -18,7 +18,11 @@ from pbsim.errors import InputError, check_options
 # clamp: 1 = clip the actuation torque to +-effort (the model's effort limits) with an active set
 # effort: (nv,) limits (inf = none); dof_parent: (nv,) DOF-level parent (lambda) for SF, -1 = root
 # predict (SPD only): 0 = first-order q + dt v in the tangent space (Eq. 4), 1 = exact q (+) dt v
-KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict")
+# ta_*: actuators with a tendon transmission (pbsim.control.actuators, pbsim.dynamics.tendon): tendon
+# index (na,), gear (na,), the force's constant part gain u + b0 (B', na), (b1, b2) (na, 2), forcerange (na, 2)
+KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict "
+                      "ta_ten ta_gear ta_c ta_b ta_frc")
+NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)))
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}
 MABA, SF, DF = 0, 1, 2
@@ -80,6 +84,7 @@ class Control:
     clamp: bool = False
     spd_predict: str = "linear"
     ctrl: np.ndarray | None = None
+    act: np.ndarray | None = None  # (na,) or (B, na): activations of actuators with dynamics (State.act)
 
     def kernel_arrays(self, model, batch: int) -> KControl:
         """Validated arrays for the kernels (cached: treat a Control as immutable once used,
@@ -126,7 +131,7 @@ class Control:
                         arr(self.q_ref, model.nq, "q_ref", model.neutral()),
                         arr(self.v_ref, model.nv, "v_ref", 0.0),
                         SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"],
-                        PREDICTIONS[self.spd_predict])
+                        PREDICTIONS[self.spd_predict], *NO_TENDON_ACT)
 
     def _actuator_arrays(self, model, batch, arr):
         from pbsim.control.actuators import actuator_targets
@@ -134,7 +139,7 @@ class Control:
         if self.mode not in ("torque", "none"):
             raise InputError("Control(ctrl=...) drives the model's actuators; it cannot be combined with "
                              f"mode={self.mode!r} (give tau, or use kp/kd/q_ref without ctrl)")
-        tau, kp, kd, q_ref, v_ref, uses_pd = actuator_targets(model, self.ctrl, batch)
+        tau, kp, kd, q_ref, v_ref, uses_pd, ta = actuator_targets(model, self.ctrl, batch, act=self.act)
         extra = arr(self.tau, model.nv, "tau", 0.0)
         tau = np.ascontiguousarray(tau + extra)
         cache = model.__dict__.setdefault("_control_cache", {})
@@ -142,7 +147,7 @@ class Control:
             cache["lam"] = dof_parents(model)
             cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
         return KControl(SPD if uses_pd else TORQUE, tau, kp, kd, q_ref, v_ref, SOLVERS[self.spd_solver],
-                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict])
+                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict], *ta)
 
 
 def _checked_init(init):

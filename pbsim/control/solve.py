@@ -7,6 +7,7 @@ from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
+from pbsim.dynamics.tendon import tendon_forces
 
 
 @kernel
@@ -84,7 +85,8 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     """Generalized joint forces of a step into ``sw.tau[b]`` and the implicit diagonal into
     ``sw.arm[b]``: control torques (SPD: ``dt Kd``, paper 001 Eq. 7), pre-clipping if asked, and
     joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and the model's
-    springs, dry friction and limits (:func:`pbsim.dynamics.passive.passive_torques`, implicit like SPD).  The control's own
+    springs, dry friction and limits (:func:`pbsim.dynamics.passive.passive_torques`, implicit like SPD),
+    and the tendons' forces (:func:`pbsim.dynamics.tendon.tendon_forces`).  The control's own
     Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
     tau = sw.tau[b]
     arm = sw.arm[b]
@@ -99,6 +101,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
         if implicit_damping:
             arm[j] += dt * m.damping[j]
     passive_torques(m, q, v, dt, implicit_damping, tau, arm)
+    tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
 
 
 @kernel

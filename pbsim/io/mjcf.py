@@ -19,7 +19,7 @@ Mapping:
 - ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
   free joint's linear velocity in its body frame, ctrl by actuator name);
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
-  dropped silently: tendons, equality constraints, sensors, actuator activations, flexes, plugins, gravity
+  dropped silently: equality constraints, sensors, actuator activations, flexes, plugins, gravity
   compensation, fluid forces, limits of ball joints, stiffness of ball/free joints,
   hfield/ellipsoid/SDF geoms and the contact pairs they would be in, contact gaps (sites,
   cameras, lights, materials and textures are not dynamics and are ignored);
@@ -224,6 +224,11 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     model.springref = _q_from_qpos(mj, model, joint_names, mj.qpos_spring, model.springref)
     model.q_default = _q_from_qpos(mj, model, joint_names, mj.qpos0, model.neutral())
     model.notes.extend(contact_pairs_from_mjmodel(mj, model, body_names, lambda k, i, d: _name(mj, k, i, d)))
+    from pbsim.io.mjcf_tendons import tendons_from_mjmodel
+
+    model.tendons, ten_notes = tendons_from_mjmodel(mj, model, joint_names, lambda k, i, d: _name(mj, k, i, d))
+    model._k = None
+    model.notes.extend(ten_notes)
     from pbsim.io.mjcf_actuators import actuators_from_mjmodel
 
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
@@ -286,10 +291,6 @@ def _note_dropped(mj, notes: list[str]) -> None:
     import mujoco
 
     O = mujoco.mjtObj
-    if mj.ntendon:
-        notes.append(
-            f"{mj.ntendon} tendon(s) not imported (pbsim has no tendons): {_listed(_names(mj, O.mjOBJ_TENDON, mj.ntendon, 'tendon'))}"
-        )
     if mj.neq:
         eqs = [
             f"{_name(mj, O.mjOBJ_EQUALITY, i, f'equality{i}')} ({mujoco.mjtEq(int(mj.eq_type[i])).name.removeprefix('mjEQ_').lower()})"

@@ -1,8 +1,10 @@
 """MJCF ``<actuator>`` -> :class:`pbsim.control.actuators.Actuators`, read from MuJoCo's compiled
-model (so defaults, classes and the ``motor``/``position``/``velocity`` shortcuts resolve exactly
-as MuJoCo does).  Supported: joint (and jointinparent) transmissions on hinge/slide joints, no
-activation dynamics, a fixed gain and no or affine bias with no positive length/velocity term --
-``motor``, ``position`` (with ``kv``), ``velocity`` and the ``general`` servos of Menagerie's arms.
+model (so defaults, classes and the ``motor``/``position``/``velocity``/``intvelocity`` shortcuts
+resolve exactly as MuJoCo does).  Supported: joint (and jointinparent) transmissions on hinge/slide
+joints and tendon transmissions (imported tendons), activation dynamics none/integrator/filter/
+filterexact (``actrange``, ``actearly``), a fixed gain and no or affine bias with no positive
+length/velocity term -- ``motor``, ``position`` (with ``kv``), ``velocity``, ``intvelocity`` and
+the ``general`` servos of Menagerie's arms.
 Anything else is left out and named in the returned notes."""
 
 from __future__ import annotations
@@ -18,36 +20,65 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
 
     O = mujoco.mjtObj
     items, skipped = [], []
+    tendons = getattr(model, "tendons", None)
+    ten_of = {} if tendons is None else {int(t): k for k, t in enumerate(getattr(tendons, "mj_index", []))}
+    D = mujoco.mjtDyn
+    dyn_names = {
+        int(D.mjDYN_NONE): "none",
+        int(D.mjDYN_INTEGRATOR): "integrator",
+        int(D.mjDYN_FILTER): "filter",
+        int(D.mjDYN_FILTEREXACT): "filterexact",
+    }
     for a in range(mj.nu):
         name = name_of(O.mjOBJ_ACTUATOR, a, f"actuator{a}")
         jid = int(mj.actuator_trnid[a, 0])
-        if (
-            int(mj.actuator_trntype[a]) not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
-            or jid < 0
-        ):
-            skipped.append(f"{name} (transmission is not a joint)")
+        trn = int(mj.actuator_trntype[a])
+        tendon = -1
+        if trn == int(mujoco.mjtTrn.mjTRN_TENDON):
+            if jid not in ten_of:
+                skipped.append(f"{name} (tendon {name_of(O.mjOBJ_TENDON, jid, f'tendon{jid}')!r} not imported)")
+                continue
+            tendon, dof = ten_of[jid], -1
+        elif trn not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)) or jid < 0:
+            skipped.append(f"{name} (transmission {mujoco.mjtTrn(trn).name.removeprefix('mjTRN_').lower()})")
             continue
-        if int(mj.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        elif int(mj.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
             skipped.append(f"{name} (on a ball/free joint)")
             continue
-        jname = name_of(O.mjOBJ_JOINT, jid, f"joint{jid}")
-        try:
-            dof = int(model.iv[model.joint_index(jname)])
-        except KeyError:
-            skipped.append(f"{name} (joint {jname!r} not in the model)")
-            continue
+        else:
+            jname = name_of(O.mjOBJ_JOINT, jid, f"joint{jid}")
+            try:
+                dof = int(model.iv[model.joint_index(jname)])
+            except KeyError:
+                skipped.append(f"{name} (joint {jname!r} not in the model)")
+                continue
         gear = float(mj.actuator_gear[a, 0])
         gt, bt = int(mj.actuator_gaintype[a]), int(mj.actuator_biastype[a])
         gp, bp = mj.actuator_gainprm[a], mj.actuator_biasprm[a]
-        if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
-            skipped.append(f"{name} (activation dynamics)")
+        dt_ = int(mj.actuator_dyntype[a])
+        if dt_ not in dyn_names:
+            skipped.append(f"{name} (activation dynamics {mujoco.mjtDyn(dt_).name.removeprefix('mjDYN_').lower()})")
+            continue
+        if dt_ != int(D.mjDYN_NONE) and int(mj.actuator_actnum[a]) != 1:
+            skipped.append(f"{name} ({int(mj.actuator_actnum[a])} activations)")
             continue
         if gt != int(mujoco.mjtGain.mjGAIN_FIXED):
             skipped.append(f"{name} (gain type {gt})")
             continue
         ctrl = tuple(mj.actuator_ctrlrange[a]) if mj.actuator_ctrllimited[a] else (-np.inf, np.inf)
         force = tuple(mj.actuator_forcerange[a]) if mj.actuator_forcelimited[a] else (-np.inf, np.inf)
-        it = dict(name=name, dof=dof, gear=gear, ctrlrange=ctrl, forcerange=force)
+        it = dict(
+            name=name,
+            dof=dof,
+            gear=gear,
+            ctrlrange=ctrl,
+            forcerange=force,
+            tendon=tendon,
+            dyntype=dyn_names[dt_],
+            tau=float(mj.actuator_dynprm[a, 0]),
+            actrange=tuple(mj.actuator_actrange[a]) if mj.actuator_actlimited[a] else (-np.inf, np.inf),
+            actearly=bool(mj.actuator_actearly[a]),
+        )
         if bt == int(mujoco.mjtBias.mjBIAS_NONE):
             it.update(kind="motor", gain=float(gp[0]))
         elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[1] <= 0 and bp[2] <= 0:

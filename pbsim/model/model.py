@@ -16,7 +16,10 @@ KModel = namedtuple(
     "KModel",
     "nb nq nv parent jtype iq iv nqj nvj tree_R tree_p axis S inertia mass com gravity armature damping "
     "lower upper limit_kp limit_kd stiffness springref frictionloss "
-    "mimic_qs mimic_qm mimic_vs mimic_vm mimic_mult mimic_off",
+    "mimic_qs mimic_qm mimic_vs mimic_vm mimic_mult mimic_off "
+    # tendons (pbsim.model.tendons; ten_nt = [tendons, spatial tendons])
+    "ten_nt ten_kind ten_adr ten_wtype ten_wbody ten_dof ten_qadr ten_prm ten_pos ten_rot ten_side ten_sbody "
+    "ten_k ten_b ten_ls ten_range ten_lkp ten_lkd ten_fl",
 )
 
 
@@ -71,6 +74,7 @@ class Model:
     body_group: np.ndarray | None = None
     # named states from the file (MJCF <keyframe>): name -> pbsim.model.keyframes.Keyframe
     keyframes: dict = field(default_factory=dict)
+    tendons: object = None  # pbsim.model.tendons.Tendons (MJCF <tendon>); None: none
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -127,8 +131,18 @@ class Model:
                              self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
-                             self.mimic_off)
+                             self.mimic_off, **self._tendon_fields())
         return self._k
+
+    def _tendon_fields(self) -> dict:
+        from pbsim.model.tendons import Tendons
+
+        return (self.tendons if self.tendons is not None else Tendons()).kernel_fields()
+
+    @property
+    def ntendon(self) -> int:
+        """Number of tendons (MJCF ``<tendon>``, :mod:`pbsim.model.tendons`)."""
+        return 0 if self.tendons is None else self.tendons.nt
 
     # ------------------------------------------------------------------ mimic joints
     @property
@@ -177,6 +191,11 @@ class Model:
     def nu(self) -> int:
         """Number of actuators (``Control(ctrl=u)`` takes u of this length)."""
         return 0 if self.actuators is None else self.actuators.nu
+
+    @property
+    def na(self) -> int:
+        """Number of actuator activations (``State.act``; actuators with ``dyntype`` != none)."""
+        return 0 if self.actuators is None else self.actuators.na
 
     @property
     def actuator_names(self) -> list[str]:
@@ -325,6 +344,11 @@ class Model:
             vi = f"{self.iv[i]}:{self.iv[i] + self.nvj[i]}"
             rows.append(f"  {i:>3} {self.joint_names[i]:<24} {self.joint_type_name(i):<9} "
                         f"{self.body_names[i]:<24} {par:<24} {qi:<8} {vi:<8} {lim}")
+        if self.ntendon:
+            rows.append(f"  {self.ntendon} tendon(s): " + "; ".join(self.tendons.summary_rows()))
+        if self.nu:
+            rows.append(f"  {self.nu} actuator(s)" + (f", {self.na} with activation dynamics" if self.na else "")
+                        + ": " + ", ".join(self.actuator_names))
         for n in self.notes:
             rows.append(f"  note: {n}")
         return "\n".join(rows)

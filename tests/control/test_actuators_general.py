@@ -45,7 +45,7 @@ def _explicit_torque(model, q, v, ctrl):
     terms evaluated explicitly, as MuJoCo does)."""
     from pbsim.control.actuators import actuator_targets
 
-    tau, kp, kd, q_ref, v_ref, _ = actuator_targets(model, ctrl, 1)
+    tau, kp, kd, q_ref, v_ref, *_ = actuator_targets(model, ctrl, 1)
     dq = pbsim.difference(model, q, q_ref[0]) if np.any(kp) else np.zeros(model.nv)
     return tau[0] + kp[0] * dq + kd[0] * (v_ref[0] - v)
 

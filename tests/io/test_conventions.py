@@ -255,7 +255,6 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     m = pbsim.load(write(tmp_path, MJCF_DROPPED, "d.xml"))
     notes = "\n".join(m.notes)
     for expected in [
-        "2 tendon(s) not imported (pbsim has no tendons): 'coupling', 'cable'",
         "1 equality constraint(s) not imported (pbsim has no equality constraints): 'lock (joint)'",
         "1 sensor(s) not imported: 'hip_angle'",
         "3 contact pair(s) with unsupported geoms not simulated: 'ground-blob', 'ground-shin', 'ground-forearm'",
@@ -267,7 +266,8 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     ]:
         assert expected in notes, f"missing note: {expected}\nnotes:\n{notes}"
     assert list(m.keyframes) == ["crouch"] and "keyframe" not in notes  # keyframes are imported (Model.keyframes)
-    assert "note: 2 tendon(s)" in m.summary()  # what `pbsim info` prints
+    assert m.ntendon == 2 and "tendon" not in notes  # imported (tests/dynamics/test_tendon.py)
+    assert "2 tendon(s): coupling: fixed" in m.summary()  # what `pbsim info` prints
     # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
     assert "'touch'" not in notes and "'skip'" not in notes
     (p,) = m.contact_pairs

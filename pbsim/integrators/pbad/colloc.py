@@ -38,6 +38,7 @@ from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.errors import InputError
+from pbsim.dynamics.tendon import tendon_residual, tendon_residual_jacobian
 from pbsim.integrators.pbad.joints import passive_residual, passive_residual_jacobian
 from pbsim.integrators.pbad.pairs import pair_block_walk, pair_gradient_walk, pair_second_order_walk, pair_step_limit
 from pbsim.integrators.pbad.energy import (adjoint_gradient, composite_moments, contact_step_limit, gn_block, point_pkp2,
@@ -423,6 +424,7 @@ def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
             for a in range(nv):
                 ru[a] += c.kp[bp, a] * tmp[a]
         passive_residual(m, nodes[u], vel, ru)  # springs, dry friction, limits (joints.py)
+        tendon_residual(m, c, b, nodes[u], vel, ru)  # fixed tendons (pbsim.dynamics.tendon)
         if want_j:
             r0 = (u - 2) * nv
             # diagonal block: Algorithm 2 (second derivatives, W from this node) + GN with weight C2[u,u]
@@ -440,6 +442,7 @@ def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                     if v2 == u and (c.mode == PD or c.mode == SPD):
                         J[r0 + a, c0 + a] += c.kp[bp, a]
                 passive_residual_jacobian(m, nodes[u], vel, C1[u, v2] / dt, v2 == u, J, r0, c0)
+                tendon_residual_jacobian(m, c, b, nodes[u], vel, C1[u, v2] / dt, v2 == u, J, r0, c0)
             if pm.npts > 0:
                 colloc_drag_jacobian(m, pm, pw, b, u, C1, dt, J)
             if s.npts > 0:

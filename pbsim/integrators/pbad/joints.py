@@ -14,6 +14,7 @@ from pbsim.control.control import PD, SPD
 from pbsim.dynamics.joints import PRISMATIC, REVOLUTE, difference_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
 from pbsim.dynamics.passive import FRICTION_VEL
+from pbsim.dynamics.tendon import tendon_energy, tendon_hessian
 
 
 @kernel
@@ -112,6 +113,7 @@ def joint_energy(m, c, b, q, qk, vk, dt, d, h, eref, Rj):
             else:
                 e += 0.5 * kp * eref[j] * eref[j]
     e += passive_energy(m, q, d, dt, h)
+    e += tendon_energy(m, c, b, q, d, dt, h)  # fixed tendons (pbsim.dynamics.tendon)
     return e
 
 
@@ -148,6 +150,7 @@ def joint_hessian(m, c, b, q, d, dt, H):
         kp = c.kp[bp, j] if spd else 0.0
         H[j, j] += (m.damping[j] + kd) / dt + m.armature[j] * inv2 + kp
     passive_hessian(m, q, d, dt, H)
+    tendon_hessian(m, c, b, q, d, dt, H)
 
 
 @kernel
