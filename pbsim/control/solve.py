@@ -5,6 +5,7 @@ from pbsim.control.dense import spd_dense
 from pbsim.control.sparse import spd_sparse
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
+from pbsim.dynamics.equality import equality_accel
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
 from pbsim.dynamics.tendon import tendon_forces
@@ -15,7 +16,8 @@ def accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd):
     """(M + diag(arm)) qdd = tau - h.  SPD with solver DF/SF factorizes M + Kd dt (paper 001
     Sec. 2.3); everything else runs ABA with ``arm`` added to D, i.e. MABA (Eq. 30-46).  Expects
     ``velocity_pass`` done for (q, v).  DF/SF need ``sw.Md`` of size nv (else MABA is used).
-    With coupled mimic joints, qdd is the coupled solution (:mod:`pbsim.dynamics.mimic`)."""
+    With coupled mimic joints, qdd is the coupled solution (:mod:`pbsim.dynamics.mimic`); with
+    equality constraints, the constrained one (:mod:`pbsim.dynamics.equality`)."""
     dense_ok = sw.Md.shape[1] >= m.nv
     if c.mode == SPD and c.solver == DF and dense_ok:
         spd_dense(m, w, b, q, v, tau, arm, sw.Md[b], sw.hv[b], sw.zv[b], qdd)
@@ -30,6 +32,11 @@ def accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd):
             aba_init(m, w, b)  # DF/SF left no articulated-body factor: make it (O(n))
             aba_backward(m, w, b, tau, arm)
         mimic_accel(m, w, b, qdd)
+    if m.eq_type.shape[0] > 0:  # equality constraints: the same, with rows depending on q
+        if c.mode == SPD and (c.solver == DF or c.solver == SF) and dense_ok:
+            aba_init(m, w, b)
+            aba_backward(m, w, b, tau, arm)
+        equality_accel(m, w, b, q, v, qdd)
 
 
 @kernel

@@ -9,13 +9,17 @@ import numpy as np
 # Leading axis B everywhere: kernels for state b read and write index b only.
 # mY, mK, mt: scratch of the mimic-joint coupling (pbsim.dynamics.mimic), sized by the number k
 # of mimic joints (k = 0: empty, the kernels compile once either way)
-DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt")
+# eJ, eY, eK, er, ea, el, ed, edq, eq: scratch of the equality constraints (pbsim.dynamics.equality),
+# sized by their rows K: Jacobian, A^-1 J^T, J A^-1 J^T (its factor), residual, bias, multipliers,
+# dropped rows, a tangent step and a configuration
+DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq")
 
 
 def make_work(model, batch: int) -> DynWork:
     nb = max(model.nb, 1)
     B = max(int(batch), 1)
     k = len(getattr(model, "mimic", ()))
+    ke = int(getattr(model, "neq_rows", 0))
     z = np.zeros
     return DynWork(
         R=z((B, nb, 3, 3)), p=z((B, nb, 3)),  # body pose in parent
@@ -25,6 +29,8 @@ def make_work(model, batch: int) -> DynWork:
         U=z((B, nb, 6, 6)), Dinv=z((B, nb, 6, 6)), u=z((B, nb, 6)),
         tmp=z((B, 2, 6, 6)), vec=z((B, 2, 6)), Rj=z((B, 3, 3)),
         mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
+        eJ=z((B, ke, model.nv)), eY=z((B, ke, model.nv)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
+        el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
     )
 
 
@@ -35,6 +41,8 @@ def work_for(model, batch: int) -> DynWork:
     """A workspace for ``batch`` states, reused across calls on the same model."""
     per_model = _cache.setdefault(model, {})
     w = per_model.get(batch)
+    if w is not None and w.eJ.shape[1] != int(getattr(model, "neq_rows", 0)):  # equality set after it was made
+        w = None
     if w is None:
         if len(per_model) > 4:
             per_model.clear()

@@ -150,6 +150,9 @@ class Integrator:
     # honours coupled mimic joints (Model.mimic: the explicit steps, through accel_solve and
     # pbsim.dynamics.mimic); a method that does not refuses a coupled model here
     supports_mimic = False
+    # holds equality constraints (Model.equality: the explicit steps, pbsim.dynamics.equality); a
+    # method that does not refuses a model with active ones here, naming them
+    supports_equality = False
     # the divergence rule Integrator.step applies after every step (docs/reliability.md)
     divergence: DivergenceRule = DEFAULT_DIVERGENCE
 
@@ -158,6 +161,12 @@ class Integrator:
             raise InputError(f"{self.name} does not support coupled mimic joints (joint "
                              f"{model.mimic[0][0]!r} mimics {model.mimic[0][1]!r}); use euler, explicit_euler or "
                              "rk2-4, or load with mimic='independent'")
+        active = [e for e in getattr(model, "equality", ()) if e.active]
+        if active and not self.supports_equality:
+            ok = sorted(n for n, (c, _, _) in _REGISTRY.items() if getattr(c, "supports_equality", False))
+            raise InputError(f"{self.name} cannot keep equality constraints ({len(active)} in model "
+                             f"{model.name!r}: {', '.join(e.describe() for e in active[:4])}); use one of "
+                             f"{', '.join(ok)}, or set them inactive (Equality.active = False)")
         self.model = model
         self.scene = scene if scene is not None else Scene()
         self.options = options

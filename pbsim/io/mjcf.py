@@ -234,6 +234,11 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
     model.notes.extend(act_notes)
     model.keyframes = _keyframes(mj, model, joint_names)
+    from pbsim.io.mjcf_equality import equality_from_mjmodel
+
+    model.equality, eq_notes = equality_from_mjmodel(mj, model, joint_names, lambda k, i, d: _name(mj, k, i, d))
+    model.notes.extend(eq_notes)
+    model._k = None
     return model
 
 

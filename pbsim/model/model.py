@@ -19,7 +19,9 @@ KModel = namedtuple(
     "mimic_qs mimic_qm mimic_vs mimic_vm mimic_mult mimic_off "
     # tendons (pbsim.model.tendons; ten_nt = [tendons, spatial tendons])
     "ten_nt ten_kind ten_adr ten_wtype ten_wbody ten_dof ten_qadr ten_prm ten_pos ten_rot ten_side ten_sbody "
-    "ten_k ten_b ten_ls ten_range ten_lkp ten_lkd ten_fl",
+    "ten_k ten_b ten_ls ten_range ten_lkp ten_lkd ten_fl"
+    # equality constraints (pbsim.model.equality)
+    " eq_type eq_row eq_nrow eq_body eq_point eq_quat eq_jq eq_jv eq_ten_q eq_ten_v eq_ref eq_poly",
 )
 
 
@@ -74,6 +76,9 @@ class Model:
     body_group: np.ndarray | None = None
     # named states from the file (MJCF <keyframe>): name -> pbsim.model.keyframes.Keyframe
     keyframes: dict = field(default_factory=dict)
+    # equality constraints (MJCF <equality>): pbsim.model.equality.Equality, held exactly by the
+    # explicit steps (pbsim.dynamics.equality); only active ones reach the kernels
+    equality: list = field(default_factory=list)
     tendons: object = None  # pbsim.model.tendons.Tendons (MJCF <tendon>); None: none
 
     def __post_init__(self):
@@ -131,7 +136,7 @@ class Model:
                              self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
-                             self.mimic_off, **self._tendon_fields())
+                             self.mimic_off, **self._tendon_fields(), **self._equality_arrays())
         return self._k
 
     def _tendon_fields(self) -> dict:
@@ -143,6 +148,19 @@ class Model:
     def ntendon(self) -> int:
         """Number of tendons (MJCF ``<tendon>``, :mod:`pbsim.model.tendons`)."""
         return 0 if self.tendons is None else self.tendons.nt
+
+    def _equality_arrays(self) -> dict:
+        from pbsim.model.equality import check_equality, equality_arrays
+
+        check_equality(self)
+        return equality_arrays(self)
+
+    @property
+    def neq_rows(self) -> int:
+        """Rows of the active equality constraints (3 connect, 6 weld, 1 joint/tendon)."""
+        from pbsim.model.equality import equality_rows
+
+        return equality_rows(self.equality)
 
     # ------------------------------------------------------------------ mimic joints
     @property
@@ -302,6 +320,7 @@ class Model:
             "joint_names": list(self.joint_names),
             "joint_types": [self.joint_type_name(i) for i in range(self.nb)],
             "mimic": [{"joint": a, "master": b, "multiplier": c, "offset": d} for a, b, c, d in self.mimic],
+            "equality": [e.to_dict() for e in self.equality],
             "contact_pairs": contact_pair_rows(self),  # null: pbsim's default rules decide
             "contact_disabled": bool(self.contact_disabled),
             "notes": list(self.notes),
@@ -349,6 +368,9 @@ class Model:
         if self.nu:
             rows.append(f"  {self.nu} actuator(s)" + (f", {self.na} with activation dynamics" if self.na else "")
                         + ": " + ", ".join(self.actuator_names))
+        if self.equality:
+            rows.append(f"  {len(self.equality)} equality constraint(s), {self.neq_rows} row(s) active: "
+                        + "; ".join(e.describe() for e in self.equality))
         for n in self.notes:
             rows.append(f"  note: {n}")
         return "\n".join(rows)

@@ -15,7 +15,7 @@ from pbsim.integrators.explicit.step import TABLEAUS, RKExtra, euler_step, rk_st
 
 
 def _used(integrator, kc, ks):
-    return features_used(kc, ks)
+    return features_used(kc, ks, integrator.model.k)
 
 
 def _tableau(integrator, B):
@@ -29,12 +29,14 @@ class SemiImplicitEuler(Integrator):
 
     name = "euler"
     supports_mimic = True
+    supports_equality = True
     STEP = StepSpec(euler_step, features=FEATURES, used=_used)
 
 
 class _RungeKutta(Integrator):
     tableau = "rk4"
     supports_mimic = True
+    supports_equality = True
     STEP = StepSpec(rk_step, extra=_tableau, features=FEATURES, used=_used)
 
 

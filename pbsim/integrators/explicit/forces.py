@@ -17,14 +17,17 @@ FEATURES = {
     "spd_extra": ("spd_dense", "spd_sparse", "clamp_active_set", "preclip_explicit"),
     "contact": ("contact_generalized_forces",),  # penalty contact with the scene
     "body_contact": ("pair_generalized_forces",),  # penalty contact between bodies
+    # equality constraints (pbsim.dynamics.equality)
+    "equality": ("equality_accel", "equality_project", "equality_step_target", "equality_project_velocity"),
 }
 
 
-def features_used(kc, ks) -> dict:
-    """Which of :data:`FEATURES` a step with control arrays ``kc`` and scene arrays ``ks`` runs,
-    from the same flags ``forward_dynamics`` branches on."""
+def features_used(kc, ks, km=None) -> dict:
+    """Which of :data:`FEATURES` a step with control arrays ``kc``, scene arrays ``ks`` and model
+    arrays ``km`` runs, from the same flags ``forward_dynamics`` branches on."""
     return {"spd_extra": bool((kc.mode == SPD and kc.solver in (DF, SF)) or kc.clamp != 0),
-            "contact": bool(ks.npts > 0), "body_contact": bool(ks.nitem > 0)}
+            "contact": bool(ks.npts > 0), "body_contact": bool(ks.nitem > 0),
+            "equality": km is not None and km.eq_type.shape[0] > 0}
 
 
 @kernel

@@ -7,7 +7,11 @@ and free joints, so RK keeps its order with quaternions.
 
 Coupled mimic joints: every acceleration is the coupled one (``accel_solve``,
 :mod:`pbsim.dynamics.mimic`) and each step ends by setting the mimic joints' q and v from their
-masters (which also corrects an initial state that violates the coupling).
+masters (which also corrects an initial state that violates the coupling).  Equality
+constraints likewise (:mod:`pbsim.dynamics.equality`): constrained accelerations, and each step
+ends with one projection of (q, v) onto the constraints (RK); semi-implicit Euler aims the
+acceleration at the new position's constraint (:func:`~pbsim.dynamics.equality.equality_step_target`)
+and projects q alone (its velocity projection costs first-order accuracy).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import numpy as np
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
+from pbsim.dynamics.equality import equality_project, equality_step_target
 from pbsim.dynamics.mimic import mimic_project
 from pbsim.dynamics.passive import limit_project
 from pbsim.integrators.explicit.forces import forward_dynamics
@@ -37,11 +42,13 @@ def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
     """Semi-implicit Euler (paper 000 Eq. 3): v+ = v + dt qdd(q, v); q+ = q (+) dt v+."""
     qdd = sw.kv[b, 0]
     forward_dynamics(m, s, c, w, sw, b, q[b], v[b], dt, True, qdd)
+    equality_step_target(m, w, b, v[b], dt, qdd)  # equality constraints: held at the new position
     for j in range(m.nv):
         vn[b, j] = v[b, j] + dt * qdd[j]
         sw.dq[b, j] = dt * vn[b, j]
     integrate_config(m, q[b], sw.dq[b], qn[b], w.Rj[b])
     mimic_project(m, qn[b], vn[b])
+    equality_project(m, w, b, qn[b], vn[b], False)  # equality constraints: q back onto them (O(dt^3))
 
 
 @kernel
@@ -73,6 +80,7 @@ def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
     if ns == 1:  # explicit Euler moves q with the old v: no force can stop it within the step
         limit_project(m, q[b], qn[b], vn[b])
     mimic_project(m, qn[b], vn[b])  # coupled mimic joints: drop the round-off drift
+    equality_project(m, w, b, qn[b], vn[b], True)  # equality constraints: post-stabilisation
 
 
 RKExtra = namedtuple("RKExtra", "A wts")  # the Butcher tableau, the ``x`` of the RK step
