@@ -296,14 +296,6 @@ def _note_dropped(mj, notes: list[str]) -> None:
     import mujoco
 
     O = mujoco.mjtObj
-    if mj.neq:
-        eqs = [
-            f"{_name(mj, O.mjOBJ_EQUALITY, i, f'equality{i}')} ({mujoco.mjtEq(int(mj.eq_type[i])).name.removeprefix('mjEQ_').lower()})"
-            for i in range(mj.neq)
-        ]
-        notes.append(
-            f"{mj.neq} equality constraint(s) not imported (pbsim has no equality constraints): {_listed(eqs)}"
-        )
     if mj.nsensor:
         notes.append(
             f"{mj.nsensor} sensor(s) not imported: {_listed(_names(mj, O.mjOBJ_SENSOR, mj.nsensor, 'sensor'))}"
