@@ -255,7 +255,6 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     m = pbsim.load(write(tmp_path, MJCF_DROPPED, "d.xml"))
     notes = "\n".join(m.notes)
     for expected in [
-        "1 equality constraint(s) not imported (pbsim has no equality constraints): 'lock (joint)'",
         "1 sensor(s) not imported: 'hip_angle'",
         "3 contact pair(s) with unsupported geoms not simulated: 'ground-blob', 'ground-shin', 'ground-forearm'",
         "gravity compensation (gravcomp) of 1 body(ies) not imported: 'torso'",
@@ -266,6 +265,7 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     ]:
         assert expected in notes, f"missing note: {expected}\nnotes:\n{notes}"
     assert list(m.keyframes) == ["crouch"] and "keyframe" not in notes  # keyframes are imported (Model.keyframes)
+    assert [e.name for e in m.equality] == ["lock"] and "equality" not in notes  # tests/dynamics/test_equality.py
     assert m.ntendon == 2 and "tendon" not in notes  # imported (tests/dynamics/test_tendon.py)
     assert "2 tendon(s): coupling: fixed" in m.summary()  # what `pbsim info` prints
     # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
