@@ -108,13 +108,28 @@ def point_jt(m, w, b, body, px, py, pz, fx, fy, fz, v, out, scale):
     return dot
 
 
+@kernel(inline=True)
+def segments_cross(p1x, p1y, p2x, p2y, p3x, p3y, p4x, p4y):
+    """Whether 2-D segments p1-p2 and p3-p4 intersect."""
+    det = (p4y - p3y) * (p2x - p1x) - (p4x - p3x) * (p2y - p1y)
+    if abs(det) < MINVAL:
+        return False
+    u = ((p4x - p3x) * (p1y - p3y) - (p4y - p3y) * (p1x - p3x)) / det  # p1 + u (p2 - p1) = p3 + s (p4 - p3)
+    v = ((p2x - p1x) * (p1y - p3y) - (p2y - p1y) * (p1x - p3x)) / det
+    return 0.0 <= u <= 1.0 and 0.0 <= v <= 1.0
+
+
 @kernel
 def wrap_circle(ax, ay, bx, by, sx, sy, has_side, r):
     """The 2-D wrap of a string from ``a`` to ``b`` around the circle of radius ``r`` at the
-    origin: ``(ok, t0x, t0y, t1x, t1y, arc)``, ``t0``/``t1`` the tangent points, ``arc`` the arc
-    length.  No wrap (``ok`` False) when a point is inside the circle, or when the segment a-b
-    misses the circle and passes on the side of the side site ``s`` (or there is none).  The
-    string goes around the side of ``s`` when given, else the shorter way."""
+    origin, as MuJoCo decides it: ``(ok, t0x, t0y, t1x, t1y, arc)``, ``t0``/``t1`` the tangent
+    points, ``arc`` the arc length travelled from t0 to t1.
+
+    No wrap when a point is inside the circle, or when the segment a-b misses the circle and
+    (there is no side site ``s`` or the segment's point nearest the centre is on the side of
+    ``s``).  Of the two ways around (counter-clockwise, clockwise; tangent points ``t = r^2/l^2 a
+    +- r sqrt(l^2 - r^2)/l^2 perp(a)``) the one whose chord middle points toward ``s``, or without
+    ``s`` the shorter chord, and never one whose two straight pieces cross (then no wrap)."""
     la2 = ax * ax + ay * ay
     lb2 = bx * bx + by * by
     r2 = r * r
@@ -123,40 +138,46 @@ def wrap_circle(ax, ay, bx, by, sx, sy, has_side, r):
     dx = bx - ax
     dy = by - ay
     dd = dx * dx + dy * dy
-    tt = 0.0
-    if dd > MINVAL:
-        tt = -(ax * dx + ay * dy) / dd
-        tt = min(max(tt, 0.0), 1.0)
+    if dd < MINVAL:
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0
+    tt = min(max(-(ax * dx + ay * dy) / dd, 0.0), 1.0)
     cx = ax + tt * dx  # the segment's point nearest the centre
     cy = ay + tt * dy
-    if cx * cx + cy * cy >= r2 and (not has_side or cx * sx + cy * sy > 0.0):
+    if cx * cx + cy * cy > r2 and (not has_side or cx * sx + cy * sy >= 0.0):
         return False, 0.0, 0.0, 0.0, 0.0, 0.0
-    # tangent points: r^2/l^2 a +- r sqrt(l^2 - r^2)/l^2 perp(a), perp(a) = (-a_y, a_x)
     ha = r * math.sqrt(la2 - r2) / la2
     hb = r * math.sqrt(lb2 - r2) / lb2
-    best = -1.0
-    res = (False, 0.0, 0.0, 0.0, 0.0, 0.0)
-    for sgn in (1.0, -1.0):  # +1: counter-clockwise from t0 to t1, -1: clockwise
-        # ccw: t0 = ... - perp term (the string arrives along +perp(t0)); t1 = ... + perp term
-        t0x = r2 / la2 * ax + sgn * ha * ay
-        t0y = r2 / la2 * ay - sgn * ha * ax
-        t1x = r2 / lb2 * bx - sgn * hb * by
-        t1y = r2 / lb2 * by + sgn * hb * bx
-        ang = math.atan2(sgn * (t0x * t1y - t0y * t1x), t0x * t1x + t0y * t1y)  # angle travelled
-        if ang < 0.0:
-            ang += 2.0 * math.pi
-        if has_side:  # the arc's middle: t0 turned by ang/2 in the travelled sense
-            ca = math.cos(0.5 * ang)
-            sa = sgn * math.sin(0.5 * ang)
-            mx = ca * t0x - sa * t0y
-            my = sa * t0x + ca * t0y
-            score = mx * sx + my * sy + 4.0 * r * (r + math.sqrt(sx * sx + sy * sy))  # larger: nearer s
-        else:
-            score = 1.0 / (1.0 + ang)  # larger: shorter arc
-        if score > best:
-            best = score
-            res = (True, t0x, t0y, t1x, t1y, r * ang)
-    return res
+    best = -1e300
+    bsgn = 0.0
+    for sgn in (-1.0, 1.0):  # +1: counter-clockwise from t0 to t1, -1: clockwise
+        # ccw: t0 = c a + h perp(a) (the string arrives along perp(t0)), t1 = c b - h perp(b)
+        t0x = r2 / la2 * ax - sgn * ha * ay
+        t0y = r2 / la2 * ay + sgn * ha * ax
+        t1x = r2 / lb2 * bx + sgn * hb * by
+        t1y = r2 / lb2 * by - sgn * hb * bx
+        if has_side:  # the chord middle's direction toward s
+            mx = t0x + t1x
+            my = t0y + t1y
+            nm = math.sqrt(mx * mx + my * my)
+            good = (mx * sx + my * sy) / nm if nm > MINVAL else 0.0
+        else:  # the shorter chord
+            good = -((t0x - t1x) ** 2 + (t0y - t1y) ** 2)
+        if segments_cross(ax, ay, t0x, t0y, bx, by, t1x, t1y):
+            good = -1e4
+        if good >= best:  # a tie goes to the counter-clockwise way, as MuJoCo's
+            best = good
+            bsgn = sgn
+    sgn = bsgn
+    t0x = r2 / la2 * ax - sgn * ha * ay
+    t0y = r2 / la2 * ay + sgn * ha * ax
+    t1x = r2 / lb2 * bx + sgn * hb * by
+    t1y = r2 / lb2 * by - sgn * hb * bx
+    if segments_cross(ax, ay, t0x, t0y, bx, by, t1x, t1y):
+        return False, 0.0, 0.0, 0.0, 0.0, 0.0
+    ang = math.atan2(sgn * (t0x * t1y - t0y * t1x), t0x * t1x + t0y * t1y)  # angle travelled
+    if ang < 0.0:
+        ang += 2.0 * math.pi
+    return True, t0x, t0y, t1x, t1y, r * ang
 
 
 @kernel
@@ -585,3 +606,21 @@ def tendon_length(model, q):
 def tendon_moment(model, q):
     """The tendons' moment arms ``dL/dv`` at ``q``: (nt, nv) or (B, nt, nv)."""
     return tendon_state(model, q)[2]
+
+
+def spatial_force_tendons(model) -> list:
+    """Names of the spatial tendons that put a force on the model (stiffness, damping, friction,
+    a range, or an actuator through them): what the position-based methods refuse."""
+    t = getattr(model, "tendons", None)
+    if t is None or not t.nt:
+        return []
+    acts = getattr(model, "actuators", None)
+    driven = set() if acts is None else {int(x) for x in getattr(acts, "tendon", []) if x >= 0}
+    out = []
+    for i in range(t.nt):
+        if t.kind[i] != 1:
+            continue
+        if (t.stiffness[i] != 0 or t.damping[i] != 0 or t.frictionloss[i] != 0 or t.limit_kp[i] > 0
+                or i in driven):
+            out.append(t.names[i])
+    return out

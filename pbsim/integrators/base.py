@@ -150,6 +150,9 @@ class Integrator:
     # honours coupled mimic joints (Model.mimic: the explicit steps, through accel_solve and
     # pbsim.dynamics.mimic); a method that does not refuses a coupled model here
     supports_mimic = False
+    # applies the forces of spatial tendons (pbsim.dynamics.tendon: the explicit steps); a method
+    # that does not (the position-based ones: fixed tendons only) refuses such a model here
+    spatial_tendons = True
     # holds equality constraints (Model.equality: the explicit steps, pbsim.dynamics.equality); a
     # method that does not refuses a model with active ones here, naming them
     supports_equality = False
@@ -167,6 +170,14 @@ class Integrator:
             raise InputError(f"{self.name} cannot keep equality constraints ({len(active)} in model "
                              f"{model.name!r}: {', '.join(e.describe() for e in active[:4])}); use one of "
                              f"{', '.join(ok)}, or set them inactive (Equality.active = False)")
+        if not self.spatial_tendons:
+            from pbsim.dynamics.tendon import spatial_force_tendons
+
+            bad = spatial_force_tendons(model)
+            if bad:
+                raise InputError(f"{self.name} does not apply the forces of spatial tendons (tendon {bad[0]!r}: "
+                                 "stiffness, damping, a range or an actuator); use euler, rk4 or another "
+                                 "explicit method (fixed tendons work with every method)")
         self.model = model
         self.scene = scene if scene is not None else Scene()
         self.options = options

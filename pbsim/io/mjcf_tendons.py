@@ -5,7 +5,9 @@ with or without a side site) with stiffness, ``springlength`` (with its dead ban
 ``frictionloss`` and ``range``.  A site or geom on a MuJoCo body that pbsim merged into its
 parent (no joint) is placed in that parent's frame (from both models' kinematics at qpos0).
 Left out, and named in the notes: a tendon on a joint pbsim does not have, a side site inside
-its geom (MuJoCo's inside wrap), tendon armature, polynomial stiffness/damping, plasticity.
+its geom (MuJoCo's inside wrap), a cylinder with a side site (MuJoCo 4 wraps fewer of those than
+the 2-D rule that reproduces its spheres and side-less cylinders exactly), tendon armature,
+polynomial stiffness/damping, plasticity.
 The range is pbsim's limit spring-damper (:mod:`pbsim.model.tendons`), critically damped with
 MuJoCo's default 0.02 s time constant on the tendon's effective mass ``1 / (J M^-1 J^T)`` at
 qpos0, not MuJoCo's limit constraint.
@@ -89,9 +91,11 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
                 if side >= 0:
                     sb, sp, _ = local(mj.site_bodyid[side], d.site_xpos[side], d.site_xmat[side])
                     rel = _mat(d.geom_xmat[obj]).T @ (d.site_xpos[side] - d.geom_xpos[obj])
-                    inside = np.linalg.norm(rel if ty == int(W.mjWRAP_SPHERE) else rel[:2]) < r
-                    if inside:
+                    if np.linalg.norm(rel) < r:
                         why = "its side site is inside the wrapping geom (MuJoCo's inside wrap)"
+                        break
+                    if ty == int(W.mjWRAP_CYLINDER):  # measured: MuJoCo 4 decides these otherwise
+                        why = "a cylinder with a side site (MuJoCo 4's rule for it is not reproduced)"
                         break
                     el.update(sbody=sb, side=sp)
                 path.append(el)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pbsim
-from pbsim.dynamics.tendon import tendon_state
+from pbsim.dynamics.tendon import tendon_length, tendon_state
 
 FIXED = """<mujoco><option gravity="0 0 -9.81" timestep="0.001"/>
 <default><geom contype="0" conaffinity="0"/></default>
@@ -176,3 +176,126 @@ def test_tendon_range_holds(tmp_path, method, dt):
     m2, _ = _load(tmp_path, FIXED, "free.xml")
     L2 = tendon_state(m2, pbsim.rollout(m2, method, dt=dt, steps=int(round(0.5 / dt)), q0=q0, v0=v0).q)[0][:, 1]
     assert L2.max() > 0.35  # measured 0.458 (euler), 0.371 (pbad, 20 ms)
+
+
+# ---------------------------------------------------------------------- spatial tendons
+SPATIAL = """<mujoco><option gravity="0 0 -9.81"/>
+<default><geom contype="0" conaffinity="0"/></default>
+<worldbody>
+ <site name="anchor" pos="0 0 1.3"/>
+ <site name="pulley_site" pos="0.2 0.1 1.2"/>
+ <body name="a" pos="0 0 1"><joint name="j1" axis="0 1 0"/><joint name="j1b" axis="1 0 0"/>
+  <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+  <geom name="ball" type="sphere" pos="0.3 0 0" size="0.05" mass="0.1"/>
+  <geom name="cyl" type="cylinder" pos="0.15 0 0" zaxis="0 1 0" size="0.04 0.02" mass="0.1"/>
+  <site name="sa" pos="0.1 0 0.05"/>
+  <site name="side_ball" pos="0.3 0 0.2"/>
+  <site name="side_cyl" pos="0.15 0 -0.2"/>
+  <body name="b" pos="0.3 0 0"><joint name="j2" axis="0 1 0" damping="0.05"/>
+   <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+   <site name="sb" pos="0.2 0.02 0.03"/>
+   <body name="c" pos="0.3 0 0"><joint name="j3" type="slide" axis="1 0 0" damping="1"/>
+    <geom type="box" size="0.03 0.03 0.03" mass="0.5"/><site name="sc" pos="0.02 -0.03 0.02"/></body>
+  </body></body>
+</worldbody>
+<tendon>
+ <spatial name="plain" stiffness="30" damping="1" springlength="0.9">
+  <site site="anchor"/><site site="sa"/><site site="sb"/><site site="sc"/></spatial>
+ <spatial name="over_ball" stiffness="20" springlength="0.3"><site site="sa"/><geom geom="ball"/><site site="sb"/></spatial>
+ <spatial name="over_ball_side"><site site="sa"/><geom geom="ball" sidesite="side_ball"/><site site="sb"/></spatial>
+ <spatial name="over_cyl" damping="0.5"><site site="anchor"/><geom geom="cyl"/><site site="sb"/></spatial>
+ <spatial name="pulley"><site site="anchor"/><site site="sa"/><pulley divisor="2"/>
+  <site site="pulley_site"/><site site="sc"/></spatial>
+</tendon>
+</mujoco>"""
+
+WRAPPED = ("over_ball", "over_ball_side", "over_cyl")
+
+
+def test_spatial_tendon_length_velocity_moment_equal_mujocos(tmp_path):
+    """Sites, a pulley (divisor 2), a sphere with and without a side site, a cylinder: MuJoCo's
+    ten_length, ten_velocity and ten_J at 200 random states, wrapped and unwrapped both seen."""
+    import mujoco
+
+    m, mj = _load(tmp_path, SPATIAL)
+    assert m.tendons.names == ["plain", "over_ball", "over_ball_side", "over_cyl", "pulley"] and not m.notes
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(2)
+    seen = {n: set() for n in WRAPPED}
+    for _ in range(200):
+        q, v = rng.uniform(-1.5, 1.5, m.nq), rng.normal(size=m.nv)
+        d.qpos[:], d.qvel[:] = q, v
+        mujoco.mj_forward(mj, d)
+        L, Ld, J = tendon_state(m, q, v)
+        np.testing.assert_allclose(L, d.ten_length, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(Ld, d.ten_velocity, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(J, ten_J(mj, d), rtol=0, atol=1e-11)
+        for t, n in enumerate(m.tendons.names):
+            if n in seen:
+                seen[n].add(int(d.ten_wrapnum[t]))
+    assert all(s == {2, 4} for s in seen.values()), seen  # straight (2 points) and wrapped (4)
+
+
+def test_spatial_moment_arms_equal_finite_differences(tmp_path):
+    """J = dL/dq by central differences (1e-6) at random states away from a wrap switching on."""
+    m, _ = _load(tmp_path, SPATIAL)
+    rng = np.random.default_rng(3)
+    h, checked = 1e-6, 0
+    for _ in range(40):
+        q = rng.uniform(-1.5, 1.5, m.nq)
+        L, _, J = tendon_state(m, q)
+        Q = np.array([q + s * h * e for e in np.eye(m.nv) for s in (1, -1)])
+        Ls = tendon_length(m, Q).reshape(m.nv, 2, -1)
+        fd = ((Ls[:, 0] - Ls[:, 1]) / (2 * h)).T
+        ok = np.abs(Ls[:, 0] + Ls[:, 1] - 2 * L).max(axis=0) < 1e-9  # smooth there (no wrap switch)
+        np.testing.assert_allclose(J[ok], fd[ok], rtol=0, atol=1e-7)
+        checked += int(ok.sum())
+    assert checked > 150
+
+
+def test_spatial_tendon_passive_force_equals_mujocos(tmp_path):
+    """Stiffness (sites, sphere wrap) and damping (sites, cylinder wrap): J^T F equals MuJoCo's
+    qfrc_passive less the joint damping."""
+    import mujoco
+
+    m, mj = _load(tmp_path, SPATIAL)
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        q, v = rng.uniform(-1.5, 1.5, m.nq), rng.normal(size=m.nv)
+        d.qpos[:], d.qvel[:] = q, v
+        mujoco.mj_forward(mj, d)
+        np.testing.assert_allclose(tendon_torque(m, q, v), d.qfrc_passive + mj.dof_damping * v, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_spatial_tendon_trajectory_follows_mujoco(tmp_path, method):
+    import mujoco
+
+    m, mj = _load(tmp_path, SPATIAL)
+    q0, v0 = np.array([0.3, 0.2, -0.5, 0.05]), np.array([0.5, -0.5, 1.0, 0.0])
+    I = mujoco.mjtIntegrator
+    ref = _mujoco_rollout(mj, q0, v0, 1e-3, 1000, I.mjINT_EULER if method == "euler" else I.mjINT_RK4)
+    tr = pbsim.rollout(m, method, dt=1e-3, steps=1000, q0=q0, v0=v0)
+    err = np.abs(tr.q - ref).max()
+    assert err < 1e-3, err
+
+
+def test_spatial_tendons_refused_where_not_simulated(tmp_path):
+    """The position-based methods apply fixed tendons only: a spatial tendon with a force is
+    refused by name; a cylinder with a side site and a side site inside its geom are not imported
+    (named in the notes)."""
+    m, _ = _load(tmp_path, SPATIAL)
+    with pytest.raises(pbsim.InputError, match="pbad does not apply the forces of spatial tendons.*'plain'"):
+        pbsim.integrators.make("pbad", m)
+    xml = SPATIAL.replace('<geom geom="cyl"/>', '<geom geom="cyl" sidesite="side_cyl"/>').replace(
+        'sidesite="side_ball"', 'sidesite="sa"'
+    )
+    xml = xml.replace(
+        '<site name="sa" pos="0.1 0 0.05"/>', '<site name="sa" pos="0.1 0 0.05"/><site name="in" pos="0.3 0 0.01"/>'
+    )
+    xml = xml.replace('sidesite="sa"', 'sidesite="in"')
+    m2, _ = _load(tmp_path, xml, "refused.xml")
+    assert m2.tendons.names == ["plain", "over_ball", "pulley"]
+    (note,) = [n for n in m2.notes if "tendon" in n]
+    assert "over_ball_side (its side site is inside" in note and "over_cyl (a cylinder with a side site" in note

@@ -48,6 +48,7 @@ class PbdNmdp(PgmIntegrator):
 
     name = "pbd_nmdp"
     ZO = False
+    spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
     OPTIONS = _options(200, GAMMA0_FO)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,
                     used=PGM_USED)
