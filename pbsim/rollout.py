@@ -56,7 +56,9 @@ def rollout(
     sinking) go through ``Integrator.step`` as in the Python loop, with the same result bit for
     bit.  ``Trajectory.info["loop"]`` says which loop ran ("kernel" or "python");
     ``info["iterations"]`` / ``info["unconverged_steps"]``: solver iterations and unconverged
-    steps per trajectory, summed over the run (methods that report them).
+    steps per trajectory, summed over the run (methods that report them);
+    ``info["fallback_steps"]``: steps whose solver stalled and that the step kernel redid as
+    sub-steps (methods with that fallback, ``StepSpec.fallback``: pbfd, pbd_friction).
     """
     check_choice("on_nan", on_nan, ON_NAN)
     steps = check_int("steps", steps, 0)
@@ -108,6 +110,9 @@ def rollout(
     pen = np.zeros(B)  # deepest contact point so far, per trajectory
     iters = np.zeros(B)  # solver iterations, summed over the steps (methods that report them)
     unconv = np.zeros(B, np.int64)  # steps whose solver did not converge
+    fbs = np.zeros(B)  # steps the kernel redid as sub-steps (StepSpec.fallback)
+    spec = getattr(integ, "STEP", None)
+    fallback = spec is not None and spec.fallback is not None
     reports = [False]  # the method reports iterations
     warned = [False]
     bar = None
@@ -163,6 +168,8 @@ def rollout(
             iters[...] += diag.iterations
             if diag.converged is not None:
                 unconv[...] += ~np.asarray(diag.converged, bool)
+        if "substeps" in diag.extra:
+            fbs[...] += np.asarray(diag.extra["substeps"]) > 1
         if k % record_every == 0:
             r = k // record_every
             T[r], Q[r], V[r], E[r] = new.t, new.q, new.v, diag.energy
@@ -195,6 +202,7 @@ def rollout(
             diverged,
             pen,
             iters,
+            fbs,
             warned,
             on_nan,
             watch,
@@ -227,6 +235,7 @@ def rollout(
                 if reports[0] or (loop is not None and loop.reports)
                 else {}
             ),
+            **({"fallback_steps": int(fbs[0]) if single else fbs.astype(np.int64)} if fallback else {}),
         },
     )
 
@@ -284,6 +293,7 @@ class _KernelLoop:
         diverged,
         pen,
         iters,
+        fbs,
         warned,
         on_nan,
         watch,
@@ -338,6 +348,7 @@ class _KernelLoop:
                     maxpen,
                     pen,
                     iters,
+                    fbs,
                     stop,
                 )
 
@@ -345,7 +356,7 @@ class _KernelLoop:
         cap = max(1, steps // 50) if progress else steps
         while k < steps:
             n = min(chunk, cap, steps - k)
-            saved = (q.copy(), v.copy(), pen.copy(), iters.copy()) if B > 1 else None
+            saved = (q.copy(), v.copy(), pen.copy(), iters.copy(), fbs.copy()) if B > 1 else None
             call(k, n)
             hit = stop[stop > 0]
             if hit.size == 0:
@@ -355,7 +366,7 @@ class _KernelLoop:
                 continue
             kmin = int(hit.min())  # the first step the Python loop must take
             if saved is not None and not (stop == kmin).all():  # rewind every row to step kmin - 1
-                q[...], v[...], pen[...], iters[...] = saved
+                q[...], v[...], pen[...], iters[...], fbs[...] = saved
                 if kmin - 1 > k:
                     call(k, kmin - 1 - k)
                     if stop.any():  # pragma: no cover - deterministic kernels never get here

@@ -42,6 +42,8 @@ class CpuBatch:
         st = State.make(self.model, q, v, self.B)
         self.q[...], self.v[...] = st.q, st.v
         self.q0, self.v0 = self.q.copy(), self.v.copy()  # the run's start, for diverged()
+        if self.spec.fallback is not None:
+            self.x.fbn[...] = 0.0
 
     def set_control(self, control):
         self.c = (control if control is not None else Control()).kernel_arrays(self.model, self.B)
@@ -61,8 +63,15 @@ class CpuBatch:
         pass
 
     def solver_info(self):
-        """``(B, 4)`` [iterations, residual, converged, objective] of the last step (implicit methods)."""
+        """``(B, 4)`` [iterations, residual, converged, objective] of the last step (implicit methods);
+        ``(B, 5)`` for a method whose kernel sub-steps a stalled step (``StepSpec.fallback``), the
+        5th column the number of sub-steps the last step became (1: none)."""
         return None if self.spec.info is None else getattr(self.x, self.spec.info).copy()
+
+    def fallback_steps(self):
+        """``(B,)`` steps since :meth:`set_state` whose solver stalled and that the kernel redid as
+        sub-steps (``StepSpec.fallback``); None for a method without the fallback."""
+        return None if self.spec.fallback is None else self.x.fbn.astype(np.int64)
 
     def state(self):
         return self.q.copy(), self.v.copy()
@@ -122,9 +131,9 @@ class Stepper:
     :class:`~pbsim.Control` (not a callable; :meth:`set_control` changes it).  The step is the
     kernel :class:`~pbsim.integrators.StepSpec` names, the very one ``Integrator.step`` and
     ``rollout`` run, with the same result; what those add is not done here: the divergence rule,
-    the penetration check, energy, and a method's Python fallbacks (pbad's / pbfd's sub-steps of a
-    failed solve: check :attr:`info` [iterations, residual, converged, objective] of implicit
-    methods).  Inputs are copied into float64 buffers (a wrong length raises ValueError); NaN,
+    the penetration check, energy, and a method's Python fallbacks (pbad's sub-steps of a failed
+    solve; pbfd's are inside its kernel, so here too: check :attr:`info` [iterations, residual,
+    converged, objective(, sub-steps)] of implicit methods).  Inputs are copied into float64 buffers (a wrong length raises ValueError); NaN,
     inf and quaternion norms are not checked.  Methods without a step kernel (variational,
     pbad3/4) are an InputError."""
 

@@ -1072,6 +1072,10 @@ class CudaBatch(_Plan):
         super().__init__(model, integrator, scene, B, layout, options)
         if schedule == "launch" and self.spec.per_launch is None:
             raise InputError(f"integrator {integrator!r} has no per-launch (one iteration per launch) schedule")
+        if schedule == "launch" and self.spec.fallback is not None and int(getattr(self.x, self.spec.fallback)) > 0:
+            raise InputError(f"integrator {integrator!r}: the per-launch schedule has no sub-step fallback for a step "
+                             "whose solver stalls (the kernel schedule has it, as the CPU paths); give substep=0 "
+                             "or schedule='kernel'")
         self.schedule = schedule
         self.tpb = threads
         self.poll = max(1, int(poll))
@@ -1089,6 +1093,8 @@ class CudaBatch(_Plan):
         dev_put(st.q, self.layout, out=self.q)
         dev_put(st.v, self.layout, out=self.v)
         self.q0, self.v0 = st.q.copy(), st.v.copy()  # the run's start (host), for diverged()
+        if self.spec.fallback is not None:
+            dev_put(np.zeros(self.B), self.layout, out=self.x.fbn)
 
     def advance(self, nsteps: int, dt: float):
         """``nsteps`` steps of size ``dt`` (asynchronous on a real GPU)."""
@@ -1129,8 +1135,14 @@ class CudaBatch(_Plan):
 
     def solver_info(self):
         """``(B, 4)`` [iterations, residual, converged, objective] of the last step, for methods
-        with an iterative solver (``StepSpec.info``); None otherwise."""
+        with an iterative solver (``StepSpec.info``), ``(B, 5)`` with the sub-steps the last step
+        became for a method whose kernel sub-steps a stalled step (``StepSpec.fallback``); None otherwise."""
         return None if self.spec.info is None else dev_get(getattr(self.x, self.spec.info))
+
+    def fallback_steps(self):
+        """``(B,)`` steps since :meth:`set_state` that the kernel redid as sub-steps (as
+        :meth:`pbsim.backends.cpu.CpuBatch.fallback_steps`); None for a method without the fallback."""
+        return None if self.spec.fallback is None else dev_get(self.x.fbn).astype(np.int64)
 
     def state(self):
         """``(q, v)`` copied to the host (no energy evaluation)."""

@@ -234,9 +234,12 @@ class _Core:
             self.batch.set_control(c)
             self.batch.advance(self.frame_skip, self.dt)
             self.q[...], self.v[...] = self.batch.state()
+            self._fallback = self.batch.fallback_steps()  # set_state zeroed the count
         elif self.kernel:
+            f0 = self.batch.fallback_steps()
             self.batch.set_control(c)
             self.batch.advance(self.frame_skip, self.dt)
+            self._fallback = None if f0 is None else self.batch.fallback_steps() - f0
         else:
             st = self.__dict__.get("_state")
             if st is None or st.q.shape[0] != self.B:
@@ -281,6 +284,8 @@ class _Core:
         rew = np.where(nonfinite, 0.0, np.asarray(rew, np.float64))
         info = dict(info)
         info["diverged"] = bad
+        if self.__dict__.get("_fallback") is not None:  # steps the kernel redid as sub-steps (StepSpec.fallback)
+            info["fallback_steps"] = self._fallback
         return self.observe(q, v), rew, term, info
 
     def _fast_transition(self, action):
@@ -298,11 +303,14 @@ class _Core:
         if self._e_start is None:
             f.e_start[:] = reference_energy(self.model, SimpleNamespace(q=self.q_start, v=self.v_start))
             self._e_start = f.e_start
+        f0 = self.batch.fallback_steps()
         f(a, self.frame_skip, self.dt, self.dt * self.frame_skip)
         out = f.out
         bad = out[:, 2] > 0.5
         info = {k: out[:, 3 + i].copy() for i, k in enumerate(self.info_names)}
         info["diverged"] = bad
+        if f0 is not None:  # steps the kernel redid as sub-steps (StepSpec.fallback)
+            info["fallback_steps"] = self.batch.fallback_steps() - f0
         return f.obs.copy(), out[:, 0].copy(), out[:, 1] > 0.5, info
 
     def observe(self, q=None, v=None):

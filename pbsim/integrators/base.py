@@ -112,7 +112,13 @@ class StepSpec:
     and ``used(integrator, kc, ks)`` which of them a run needs.
     ``per_launch``: optional ``(begin, iterate, end, n_iter)`` kernels of the same signature for
     the GPU's one-solver-iteration-per-launch schedule (``done``: a (B,) field of ``x`` set to 1
-    when a trajectory's solver has stopped)."""
+    when a trajectory's solver has stopped).
+    ``fallback``: the name of the int field of ``x`` holding the levels of the sub-step fallback
+    the step kernel runs itself (:func:`pbsim.optim.substep.substep_step`: a step whose solver
+    stalls is redone as halves, recursively, inside the kernel, so every driver gives the same
+    step); ``info`` then has a 5th column, the number of sub-steps the step became (1: none),
+    and ``x.fbn`` (B,) counts the steps that fell back.  The per-launch schedule has no fallback:
+    ``CudaBatch(schedule="launch")`` refuses a run whose levels are not 0."""
 
     step: object
     extra: Callable | None = None
@@ -122,6 +128,7 @@ class StepSpec:
     used: Callable | None = None
     per_launch: tuple | None = None
     done: str | None = None
+    fallback: str | None = None
 
     def make_extra(self, integrator, B: int):
         x = self.extra(integrator, B) if self.extra is not None else None
@@ -240,6 +247,10 @@ class Integrator:
             d.iterations, d.residual = info[:, 0].astype(int), info[:, 1].copy()
             d.converged = (info[:, 2] > 0.5) & ~nan
             d.extra["objective"] = info[:, 3].copy()
+            if spec.fallback is not None:  # the kernel's sub-step fallback: sub-steps of each step (1: none)
+                sub = info[:, 4].astype(int)
+                d.extra["substeps"] = sub
+                d.extra["stalled"] = (sub > 1) | ~d.converged  # the full step did not converge
         return State(qn, vn, state.t + dt, q_prev=state.q.copy()), d
 
 

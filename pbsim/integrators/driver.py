@@ -99,6 +99,7 @@ def rollout_batch(
     maxpen,
     pen,
     iters,
+    fbs,
     stop,
 ):
     """Steps ``k0 + 1 .. k0 + nsteps`` of every trajectory, the state kept in (q, v) and every
@@ -115,7 +116,9 @@ def rollout_batch(
     objective] or ones), or, with ``deep``, a contact point deeper than ``maxpen`` (contact points:
     the deepest point is measured after every step, ``pen[b]`` keeps the largest of the live
     rows).  A row already diverged (on_nan="stop") that diverges again keeps its state and
-    records NaN energy, as the Python loop does.  ``iters[b]`` adds up ``info[b, 0]``."""
+    records NaN energy, as the Python loop does.  ``iters[b]`` adds up ``info[b, 0]``, ``fbs[b]``
+    the steps whose kernel ran the sub-step fallback (``info[b, 4]`` > 1, methods with
+    ``StepSpec.fallback``)."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
         stop[b] = 0
@@ -138,6 +141,8 @@ def rollout_batch(
                 if d > pen[b]:
                     pen[b] = d
             iters[b] += info[b, 0]
+            if info.shape[1] > 4 and info[b, 4] > 1.5:
+                fbs[b] += 1.0
             if gone:  # a diverged row stays frozen at its last good state
                 en = np.nan
             else:

@@ -1,7 +1,8 @@
 """Sub-stepping on failure, written once: re-run the trajectories of a batch step whose solver
-failed as shorter sub-steps (host level, numpy).
+failed as shorter sub-steps, inside the step kernel (:func:`substep_step`, the contract's
+robustness fallback) or at host level (numpy, :func:`substep`).
 
-Two schedules, both in use (the helper keeps each one's results):
+Two schedules, both in use (the helpers keep each one's results):
 
 - ``halves=True`` (pbad3/4): the failed step is redone as two half steps through the method's
   own step at the next level, which may split its failures again (the recursion goes through
@@ -21,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from pbsim.backends.kernel import kernel
 
 
 @dataclass
@@ -71,3 +74,83 @@ def substep(step, start, dt: float, levels: int, level: int = 0, halves: bool = 
         for key in maxima:
             mx[key] = np.maximum(mx[key], d.extra[key])
     return Substepped(x, q0, h, its, ok, res, d.energy, count, mx)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same fallback inside a step kernel (one trajectory, allocation-free, a CUDA twin like any
+# kernel): what every driver of the integrator contract runs, so that Integrator.step, rollout's
+# compiled loop, CpuBatch, CudaBatch and the vector env treat a stalled step alike
+
+def _attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """The method's plain step kernel (rebound by ``specialize(substep_step, tag, _attempt=...)``)."""
+    raise NotImplementedError("bind the step with pbsim.backends.kernel.specialize")
+
+
+@kernel
+def trailing_zeros(t, levels):
+    """The number of trailing zero bits of ``t`` > 0 (at most ``levels``)."""
+    k = 0
+    while k < levels and t % 2 == 0:
+        t //= 2
+        k += 1
+    return k
+
+
+@kernel
+def copy_row(src, dst, b, n):
+    for j in range(n):
+        dst[b, j] = src[b, j]
+
+
+@kernel
+def substep_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """A step kernel with the sub-step fallback: the method's step ``_attempt`` over ``dt``; if its
+    solver did not converge (``x.info[b, 2]`` < 0.5) and ``x.levels`` > 0, the step is redone as
+    two halves, each of which splits again while it does not converge, down to ``dt / 2**levels``
+    (a sub-step of the last level is kept converged or not) -- the host schedule of
+    :func:`substep` with ``halves=True``, run depth first (no recursion), hence the very same
+    sub-steps in the same order.  The sub-steps' start is kept in ``x.qs[b]``, ``x.vs[b]``.
+
+    ``x.info[b]`` (5 columns) afterwards: [iterations of every attempt, the largest residual of
+    the kept sub-steps, all of them converged, the objective of the last attempt, the number of
+    sub-steps the step became (1: no fallback)]; ``x.fbn[b]`` counts the steps that fell back
+    (the drivers zero it: CpuBatch.set_state, CudaBatch.set_state)."""
+    info = x.info[b]
+    _attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+    info[4] = 1.0
+    levels = x.levels
+    if info[2] > 0.5 or levels <= 0:
+        return
+    x.fbn[b] += 1.0
+    its = info[0]
+    res = 0.0
+    conv = True
+    nsub = 0
+    copy_row(q, x.qs, b, m.nq)
+    copy_row(v, x.vs, b, m.nv)
+    full = 1 << levels  # the step in units of the smallest sub-step dt / 2**levels
+    t = 0
+    lev = 1
+    while t < full:
+        h = dt
+        for _k in range(lev):
+            h = h / 2.0  # exact, as the host's dt / 2 / 2 ...
+        _attempt(m, s, c, w, sw, x, b, x.qs, x.vs, h, qn, vn)
+        its += info[0]
+        ok = info[2] > 0.5
+        if ok or lev >= levels:  # kept: the next sub-step starts here
+            copy_row(qn, x.qs, b, m.nq)
+            copy_row(vn, x.vs, b, m.nv)
+            if info[1] > res or not (info[1] == info[1]):
+                res = info[1]
+            conv = conv and ok
+            nsub += 1
+            t += 1 << (levels - lev)
+            if t < full:
+                lev = levels - trailing_zeros(t, levels)  # the largest sub-step aligned at t
+        else:
+            lev += 1
+    info[0] = its
+    info[1] = res
+    info[2] = 1.0 if conv else 0.0
+    info[4] = float(nsub)

@@ -3,9 +3,13 @@ against the CPU integrator, in two halves (as tests/contact/_cudasim_pbad_contac
 
 - :func:`cpu_outputs` runs ``make("pbfd", ...).step`` (compiled CPU kernels) in the pytest process;
 - ``python _cudasim_pbfd.py CPU.npz [METHOD C_PAR]`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the
-  same inputs, with both GPU schedules (whole steps in the kernel; one LM iteration per launch),
-  and prints ``DIFF name value`` lines (relative max differences) and ``ITER same|differ``
-  (JTJ-LM iterations of the last step); the launch schedule's names end in ``_launch``.
+  same inputs, with both GPU schedules (whole steps in the kernel; one LM iteration per launch,
+  which has no sub-step fallback: substep=0 there, refused otherwise), and prints ``DIFF name
+  value`` lines (relative max differences) and ``ITER same|differ`` (JTJ-LM iterations of the
+  last step); the launch schedule's names end in ``_launch``.  For pbfd also the in-kernel
+  sub-step fallback (issue 30: an iteration cap of 2, every step stalls and is redone as halves):
+  names ending in ``_fallback``, ``SUBSTEPS same|differ`` (sub-steps of the last step), and
+  ``REFUSED launch`` when the per-launch schedule refuses the default ``substep``.
 
 ``METHOD``: ``pbfd`` (default) or ``pbd_friction`` (the PBD baseline's LM kernels, whose
 per-launch phases are PBAD's), with its ``C_PAR``.
@@ -27,6 +31,7 @@ from cudasim_steps import cpu_steps, gpu_steps, print_diffs  # noqa: E402
 from pbsim.contact import HeightField, make_scene  # noqa: E402
 
 DT, STEPS, CPAR = 0.05, 2, 1e6
+FALLBACK = dict(max_iterations=2, substep=2)  # pbfd: every step stalls and falls back
 
 
 def setup():
@@ -67,14 +72,36 @@ def cpu_outputs(method="pbfd", cpar=CPAR) -> dict:
 
     m, scene, q, v = setup()
     assert (contact_query(m, scene, q)["d"] > 0).any(axis=1).all()  # both start in contact
-    return cpu_steps(method, m, scene, q, v, STEPS, DT,
-                     lambda d: d.converged.all() and (d.iterations >= 2).all() and not d.extra["stalled"].any(),
-                     c_friction=cpar)  # fmt: skip
+    out = cpu_steps(method, m, scene, q, v, STEPS, DT,
+                    lambda d: d.converged.all() and (d.iterations >= 2).all() and not d.extra["stalled"].any(),
+                    c_friction=cpar)  # fmt: skip
+    if method == "pbfd":
+        subs = []
+        fb = cpu_steps(method, m, scene, q, v, STEPS, DT, lambda d: subs.append(d.extra["substeps"]) or True,
+                       c_friction=cpar, **FALLBACK)  # fmt: skip
+        assert (subs[-1] > 1).all()
+        out.update({k + "_fallback": a for k, a in fb.items()}, sub_fallback=np.asarray(subs[-1], float))
+    return out
 
 
-def gpu_outputs(schedule="kernel", method="pbfd", cpar=CPAR) -> dict:
+def gpu_outputs(schedule="kernel", method="pbfd", cpar=CPAR, **options) -> dict:
     m, scene, q, v = setup()
-    return gpu_steps(method, m, scene, q, v, STEPS, DT, c_friction=cpar, schedule=schedule)
+    if schedule == "launch":  # no sub-step fallback in this schedule (refused unless substep=0)
+        options.setdefault("substep", 0)
+    return gpu_steps(method, m, scene, q, v, STEPS, DT, c_friction=cpar, schedule=schedule, **options)
+
+
+def refused_launch(method, cpar):
+    """Whether CudaBatch's per-launch schedule refuses the default substep (it has no fallback)."""
+    from pbsim.backends.cuda import CudaBatch
+    from pbsim.errors import InputError
+
+    m, scene, q, v = setup()
+    try:
+        CudaBatch(m, method, scene=scene, batch=2, schedule="launch", c_friction=cpar)
+    except InputError as e:
+        return "sub-step fallback" in str(e)
+    return False
 
 
 if __name__ == "__main__":
@@ -83,3 +110,18 @@ if __name__ == "__main__":
     method, cpar = (sys.argv[2], float(sys.argv[3])) if len(sys.argv) > 3 else ("pbfd", CPAR)
     for schedule, tag in (("kernel", ""), ("launch", "_launch")):
         print_diffs(cpu, gpu_outputs(schedule, method, cpar), tag)
+    if "q_fallback" in cpu:
+        ref = {k[: -len("_fallback")]: a for k, a in cpu.items() if k.endswith("_fallback")}
+        from pbsim.backends import cuda as pc
+
+        m, scene, q, v = setup()
+        g = pc.CudaBatch(m, method, scene=scene, batch=len(q), c_friction=cpar, **FALLBACK)
+        g.set_state(q, v)
+        g.advance(STEPS, DT)
+        qg, vg, eg = g.record()
+        info = g.solver_info()
+        print_diffs(ref, dict(q=qg, v=vg, e=eg, it=info[:, 0]), "_fallback")
+        print("SUBSTEPS", "same" if np.array_equal(info[:, 4], ref["sub"]) else f"differ {info[:, 4]} {ref['sub']}")
+        print("FALLBACK_STEPS", g.fallback_steps().tolist())
+    if refused_launch(method, cpar):
+        print("REFUSED launch")

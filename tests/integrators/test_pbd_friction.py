@@ -271,3 +271,4 @@ def test_pbd_friction_step_on_cuda_backend_cudasim(tmp_path):
     assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, out
     assert max(diffs.values()) <= 1e-10, diffs
     assert "ITER same" in out and "ITER_launch same" in out, out
+    assert "REFUSED launch" in out, out  # the per-launch schedule has no sub-step fallback (issue 30)

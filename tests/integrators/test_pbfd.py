@@ -370,8 +370,13 @@ def test_pbfd_step_on_cuda_backend_cudasim(tmp_path):
     """The step kernel through the CUDA backend (CudaBatch, the cuda_twin of pbfd_step; numba's CUDA
     simulator in a subprocess) equals the CPU integrator's step, JTJ-LM iterations included, with
     both schedules (whole steps in the kernel; one LM iteration per launch, paper 003 Fig. 3):
-    boxes sliding on two facets of a heightfield (_cudasim_pbfd.py; measured: identical)."""
+    boxes sliding on two facets of a heightfield (_cudasim_pbfd.py; measured: identical).  The
+    in-kernel sub-step fallback (issue 30) on the CUDA twin too: with an iteration cap of 2 every
+    step stalls and is redone as halves, the same sub-steps as the CPU; the per-launch schedule,
+    which has no fallback, refuses the default substep by name."""
     diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_pbfd.py"), tmp_path / "pbfd_cpu.npz")
-    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch"}, out
+    assert set(diffs) == {"q", "v", "e", "q_launch", "v_launch", "e_launch", "q_fallback", "v_fallback",
+                          "e_fallback"}, out  # fmt: skip
     assert max(diffs.values()) <= 1e-10, diffs
-    assert "ITER same" in out and "ITER_launch same" in out, out
+    assert "ITER same" in out and "ITER_launch same" in out and "ITER_fallback same" in out, out
+    assert "SUBSTEPS same" in out and "REFUSED launch" in out, out

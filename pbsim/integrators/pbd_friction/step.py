@@ -18,6 +18,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from collections import namedtuple
+
 from pbsim.backends.kernel import kernel, specialize
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
@@ -31,6 +33,7 @@ from pbsim.integrators.pbfd.solve import STEP_FRAC, lbfgs_trust
 from pbsim.integrators.pbfd.step import BODY
 from pbsim.integrators.pbfd.step import STEP as PBFD_STEP
 from pbsim.integrators.pbfd.step import make_pbfd_x
+from pbsim.optim.substep import substep_step
 
 
 @kernel
@@ -65,12 +68,21 @@ pbd_lbfgs = specialize(pbad2_lbfgs, "pbd_friction", **PBD)
 
 
 @kernel
-def pbd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+def pbd_lbfgs_attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """One step by LBFGS on E (PBAD's loop on the energy form): poses, the solve, (qn, vn)."""
     pw = x.pw
     pbad2_prepare(m, s, w, pw, b, q, v, dt)
     pbd_lbfgs(m, s, x.pm, c, w, x.wf, pw, b, q, v, dt, x.maxit, x.gtol, x.xtol, x.info[b])
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
+
+
+# the contract's step kernels: each attempt with the sub-step fallback of a stalled step inside
+# (pbsim.optim.substep.substep_step), as pbfd's
+pbd_lm_fb_step = specialize(substep_step, "pbd_lm_step", _attempt=pbd_lm_step)
+pbd_lbfgs_step = specialize(substep_step, "pbd_lbfgs_step", _attempt=pbd_lbfgs_attempt)
+
+# PBAD's step scratch + the fallback's (pbsim.integrators.pbfd.step.PbfdX's qs, vs, levels, fbn)
+PbdX = namedtuple("PbdX", PbadX._fields + ("qs", "vs", "levels", "fbn"))
 
 
 def _batch_only(integrator, opt):
@@ -79,21 +91,24 @@ def _batch_only(integrator, opt):
                          "(jtj, lbfgs: use the integrator's step)")
 
 
-def pbd_lm_extra(integrator, B, check=True) -> PbadX:
-    """PBAD's step ``x`` for ``B`` trajectories of a made pbd_friction integrator (LM on E)."""
+def pbd_lm_extra(integrator, B, check=True) -> PbdX:
+    """PBAD's step ``x`` for ``B`` trajectories of a made pbd_friction integrator (LM on E), with
+    the fallback's scratch (info: 5 columns)."""
     I = integrator
     if check:
         _batch_only(I, "lm")
     pw = make_pbad_work(I.model, I.pm, B, 2, lbfgs_m=1)
     z = np.zeros
     pw = pw._replace(J=z((B, 1, 1)))
-    return PbadX(I.pm, pw, z((B, 8)), z((B, 4)), z(B), int(I.maxit), float(I.gtol), float(I.xtol),
-                 I.hessian == "exact")
+    info = z((B, 5))
+    info[:, 4] = 1.0
+    return PbdX(I.pm, pw, z((B, 8)), info, z(B), int(I.maxit), float(I.gtol), float(I.xtol), I.hessian == "exact",
+                z((B, I.model.nq)), z((B, I.model.nv)), int(I.substeps_on_failure), z(B))
 
 
-STEP_LM = StepSpec(pbd_lm_step, extra=pbd_lm_extra, batched=PBAD_BATCHED, info="info",
-                   per_launch=(pbd_begin, pbd_iterate, pbd_end, None), done="done", **BODY)
+STEP_LM = StepSpec(pbd_lm_fb_step, extra=pbd_lm_extra, batched=PBAD_BATCHED + ("qs", "vs", "fbn"), info="info",
+                   per_launch=(pbd_begin, pbd_iterate, pbd_end, None), done="done", fallback="levels", **BODY)
 STEP_JTJ = replace(PBFD_STEP, extra=lambda I, B: make_pbfd_x(I, B, False))
 STEP_LBFGS = StepSpec(pbd_lbfgs_step, extra=lambda I, B: make_pbfd_x(I, B, True), batched=PBFD_STEP.batched,
-                      info="info", **BODY)
+                      info="info", fallback="levels", **BODY)
 

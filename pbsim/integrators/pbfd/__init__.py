@@ -75,12 +75,13 @@ class Pbfd(Integrator):
     """Position-based frictional dynamics (paper 003): the unknown is q_{k+1}, the step is a root of
     Eq. 13's residual found by JTJ-LM (default) or LBFGS on GE = |r|^2 / 2.
 
-    A step whose solver stalls with ``r != 0`` (a stationary point of GE that is no root: the
-    note's pitfall 2) is redone as two half steps, recursively, up to ``substep`` levels
-    (:mod:`pbsim.optim.substep`); ``Diagnostics.extra``: ``stalled`` (the full step stalled),
-    ``substeps`` (the number of sub-steps it became, 1 = none), ``objective`` (GE).  The batch
-    drivers (CpuBatch, device='cuda') run the step kernel alone: no fallback there, a stalled step
-    is reported unconverged in ``solver_info``."""
+    A step whose solver stalls with ``r != 0`` (paper 003's Lemma 4.2 does not hold there:
+    docs/benchmarks/pbfd.md, "Stalled steps") is redone as two half steps, recursively, up to
+    ``substep`` levels, inside the step kernel (:func:`pbsim.optim.substep.substep_step`), so
+    ``Integrator.step``, rollout, CpuBatch, CudaBatch and the vector env give the same step;
+    ``Diagnostics.extra``: ``stalled`` (the full step stalled), ``substeps`` (the number of
+    sub-steps it became, 1 = none), ``objective`` (GE); ``solver_info()`` column 4 and
+    ``fallback_steps()`` of the batch drivers, ``Trajectory.info["fallback_steps"]``."""
 
     name = "pbfd"
     implicit = True
@@ -176,6 +177,9 @@ class Pbfd(Integrator):
         return qn, vn, e, x.info.copy()
 
     def _step(self, state, control, dt, level=0):
+        if self.STEP.fallback is not None:  # the step kernel sub-steps a stalled step itself
+            return Integrator._step(self, state, control, dt)
+        # a step kernel without the fallback (none at present): the host's sub-steps
         from pbsim.integrators.pbad import _sub_control
 
         qn, vn, e, info = self._run(state, control, dt)
