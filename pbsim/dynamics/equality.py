@@ -36,7 +36,7 @@ from numba import prange
 from pbsim.backends.kernel import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
-from pbsim.dynamics.minv import minv_solve
+from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.spatial import motion_to_child
 from pbsim.dynamics.workspace import make_work
 
@@ -491,3 +491,87 @@ def equality_step_target(m, w, b, v, dt, qdd):
         lr = lam[r]
         for j in range(m.nv):
             qdd[j] += Y[r, j] * lr
+
+
+# The position-based steps' constraint term: a stiff penalty kc/2 |phi|^2 with
+# kc = EQ_PENALTY * (total mass) / dt^2 per row, i.e. EQ_PENALTY times the inertial term's own
+# stiffness M/dt^2: the violation is about (constraint force) / kc (docs/robots.md).
+EQ_PENALTY = 1e4
+
+
+@kernel
+def equality_penalty(m, w, b, q, v, dt, want_g, want_h, g, H):
+    """``E_c = kc/2 |phi(q)|^2`` of the active equality constraints at configuration ``q``, added
+    to a step objective: returns E_c, adds ``kc J^T phi`` to the tangent gradient ``g`` and the
+    Gauss-Newton ``kc J^T J`` to ``H`` (``kc``: :data:`EQ_PENALTY`).  Overwrites the poses in w."""
+    K = w.eJ.shape[1]
+    if K == 0:
+        return 0.0
+    fk_state(m, w, b, q)
+    equality_rows(m, w, b, q, v, False)
+    mt = 0.0
+    for i in range(m.nb):
+        mt += m.mass[i]
+    kc = EQ_PENALTY * mt / (dt * dt)
+    J = w.eJ[b]
+    phi = w.er[b]
+    e = 0.0
+    for r in range(K):
+        e += 0.5 * kc * phi[r] * phi[r]  # kc/2 |phi|^2
+    if want_g:
+        for j in range(m.nv):
+            s = 0.0
+            for r in range(K):
+                s += J[r, j] * phi[r]
+            g[j] += kc * s  # kc J^T phi
+    if want_h:
+        for a in range(m.nv):
+            for c in range(a + 1):
+                s = 0.0
+                for r in range(K):
+                    s += J[r, a] * J[r, c]
+                H[a, c] += kc * s  # kc J^T J
+                if c != a:
+                    H[c, a] += kc * s
+    return e
+
+
+@kernel
+def equality_project_mass(m, w, b, q, iters):
+    """Newton steps of ``phi(q) = 0`` in the mass metric, in place: ``q <- q (+) M^-1 J^T lambda``,
+    ``(J M^-1 J^T) lambda = -phi(q)`` with M's own factor at q (:func:`minv_factor`), ``iters``
+    times (the position-based steps' end-of-step projection; their penalty keeps it small).
+    Scratch: ``w.edq`` (zeros), ``w.mt`` (the step; free: mimic joints exclude equalities)."""
+    K = w.eJ.shape[1]
+    if K == 0:
+        return
+    zero = w.edq[b]
+    dq = w.mt[b]
+    Y = w.eY[b]
+    Km = w.eK[b]
+    lam = w.el[b]
+    for j in range(m.nv):
+        zero[j] = 0.0
+    for _it in range(iters):
+        minv_factor(m, w, b, q, zero, zero)
+        world_pass(m, w, b)
+        equality_rows(m, w, b, q, zero, False)
+        J = w.eJ[b]
+        for r in range(K):
+            minv_solve(m, w, b, J[r], Y[r])
+        for a in range(K):
+            for c in range(a + 1):
+                s = 0.0
+                for j in range(m.nv):
+                    s += J[a, j] * Y[c, j]
+                Km[a, c] = s
+                Km[c, a] = s
+            lam[a] = -w.er[b, a]
+        eq_factor(Km, w.ed[b], K)
+        eq_solve(Km, w.ed[b], lam, K)
+        for j in range(m.nv):
+            s = 0.0
+            for r in range(K):
+                s += Y[r, j] * lam[r]
+            dq[j] = s
+        integrate_config(m, q, dq, q, w.Rj[b])

@@ -136,6 +136,7 @@ class Pbad2(_PbadBase):
 
     name = "pbad"
     STEP = STEP  # LM, the solver loop inside the step kernel (CpuBatch, GPU)
+    supports_equality = True  # a stiff penalty in Eq. 5 (pbsim.dynamics.equality.equality_penalty)
 
     def _run(self, state, control, dt):
         B = state.batch
@@ -146,7 +147,8 @@ class Pbad2(_PbadBase):
         e = np.empty((B, 2))
         info = np.zeros((B, 4))
         lm = self.optimizer == "lm"
-        run = PBAD2(points=self.pm.npts > 0, contact=self.ks.npts > 0, body_contact=self.ks.nitem > 0, lm=lm, lbfgs=not lm)
+        run = PBAD2(points=self.pm.npts > 0, contact=self.ks.npts > 0, body_contact=self.ks.nitem > 0, lm=lm, lbfgs=not lm,
+                    equality=self.model.k.eq_type.shape[0] > 0)
         run(self.model.k, self.ks, self.pm, kc, w, w if self._wf is None else self._wf, pw, state.q, state.v, dt, self.maxit,
             self.gtol, self.xtol, 0 if lm else 1, self.hessian == "exact", qn, vn, e, info)
         return qn, vn, e, info

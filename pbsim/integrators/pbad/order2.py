@@ -19,6 +19,7 @@ from numba import prange
 
 from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
 from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.equality import equality_penalty, equality_project_mass
 from pbsim.dynamics.joints import FREE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve
@@ -104,6 +105,8 @@ def pbad2_eval(m, s, pm, c, w, pw, b, q, qk, vk, dt, want_g, want_h, exact_h, g,
     if s.nitem > 0:  # contact between bodies: through the relative Jacobian, after G's terms
         e += pair_terms(m, pm, s, T, Tk, pw.xi[b, 0], dt, want_g, want_h, exact_h, g, H, pw.pF[b], pw.pK[b],
                         pw.pW[b], pw.pG[b], pw.pr[b])
+    if m.eq_type.shape[0] > 0:  # equality constraints: a stiff penalty (pbsim.dynamics.equality)
+        e += equality_penalty(m, w, b, q, vk, dt, want_g, want_h, g, H)
     return e
 
 
@@ -275,7 +278,10 @@ def pbad2_finish(m, w, pw, b, q, dt, qn, vn):
     its body frame, so it is re-expressed in the body frame at q_{k+1} (rotated by exp(-theta),
     theta the step's rotation): without it a body translating while it spins kept a constant
     body-frame velocity and moved on a circle (a box at 1 m/s spinning at 2 rad/s ended 0.23 m
-    off its straight line after 0.5 s)."""
+    off its straight line after 0.5 s).  Equality constraints: the iterate is first projected onto
+    them (two Newton steps in the mass metric, :func:`pbsim.dynamics.equality.equality_project_mass`)."""
+    if m.eq_type.shape[0] > 0:
+        equality_project_mass(m, w, b, pw.qn[b, 2], 2)
     for k in range(m.nq):
         qn[b, k] = pw.qn[b, 2, k]
     difference_config(m, q[b], qn[b], vn[b], w.Rj[b])
@@ -346,6 +352,7 @@ PBAD2 = Variants(pbad2_batch, {
     "points": {"point_terms": unused_float, "point_hessian": unused},
     "contact": {"contact_terms": unused_float, "contact_hessian": unused, "contact_step_limit": unused_float},
     "body_contact": BODY_CONTACT,
+    "equality": {"equality_penalty": unused_float, "equality_project_mass": unused},
     "lm": ("pbad2_lm",),
     "lbfgs": ("pbad2_lbfgs",),
 })
