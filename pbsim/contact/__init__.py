@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from pbsim.contact.environment import (Box, Capsule, ContactInputError, EmptyMeshError, GridBudgetError,
-                                       HeightField, MeshTerrain, OpenMeshError, Plane, Sphere,
+from pbsim.contact.environment import (Box, Capsule, ContactInputError, Cylinder, Ellipsoid, EmptyMeshError,
+                                       GridBudgetError, HeightField, MeshTerrain, OpenMeshError, Plane, Sphere,
                                        world_environment)
 from pbsim.errors import check_options
 from pbsim.contact.points import ContactPoints, sample_contact_points
 from pbsim.contact.scene import KScene, Scene
 
-WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh")  # world geoms with an environment shape
-BODY_SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh")  # shapes on bodies with contact points
+# world geoms with an environment shape
+WORLD_SHAPES = ("plane", "box", "sphere", "capsule", "mesh", "cylinder", "ellipsoid", "hfield")
+BODY_SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh", "ellipsoid")  # shapes on bodies with contact points
 
-__all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "HeightField", "MeshTerrain", "ContactPoints",
+__all__ = ["Scene", "KScene", "Plane", "Sphere", "Box", "Capsule", "Cylinder", "Ellipsoid", "HeightField", "MeshTerrain", "ContactPoints",
            "sample_contact_points", "make_scene", "default_scene", "world_environment", "contact_query", "pair_contacts",
            "contact_diagnostics", "up_rotation",
            "ContactInputError", "EmptyMeshError", "OpenMeshError", "GridBudgetError"]
@@ -42,7 +43,8 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
                open_mesh: str = "height", terrain_offset=(0.0, 0.0, 0.0), exact_band: float | None = None,
                points: ContactPoints | None = None, environment=(), body_contact: bool = True,
                self_collision: bool = False, self_collision_parents: str = "exclude_parent", exclude=(),
-               include=(), initial_overlaps: str = "exclude", friction: str = "scene", **point_options) -> Scene:
+               include=(), initial_overlaps: str = "exclude", friction: str = "scene", hfield_data=None,
+               **point_options) -> Scene:
     """A contact scene for ``model``.
 
     ``ground``: "auto" (default: the model's world geometry -- MJCF worldbody geoms, see
@@ -63,7 +65,9 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     body (link) name pairs ``exclude``/``include``); the shapes added here (plane, terrain, ``environment``) touch
     every collision shape; ``body_contact=False`` keeps the environment contacts only.
     ``friction``: "scene" (``mu`` everywhere, default) or "model" (body-body pairs take the file's
-    friction, MuJoCo's ``max`` of the two geoms' or the ``<pair>``'s)."""
+    friction, MuJoCo's ``max`` of the two geoms' or the ``<pair>``'s).  ``hfield_data``: ``{hfield
+    name: (nrow, ncol) elevations}`` replacing the file's (MuJoCo's run-time data,
+    :func:`pbsim.io.mjcf.load_mjcf`)."""
     from pbsim.contact.filter import ContactRules, contact_rules
 
     if point_options:  # the only keywords beyond make_scene's own: sample_contact_points' options
@@ -112,7 +116,8 @@ def make_scene(model, ground: str | None = "auto", terrain=None, mu: float = 0.8
     src = []
     if world_geoms:
         world, _ = world_environment(model, spacing=spacing, padding=padding, max_bytes=max_bytes,
-                                     open_mesh=open_mesh, exact_band=exact_band, geoms=world_geoms, sources=src)
+                                     open_mesh=open_mesh, exact_band=exact_band, geoms=world_geoms, sources=src,
+                                     hfield_data=hfield_data)
         env.extend(world)
     world_index = {g: len(environment) + i for i, g in enumerate(src)}  # world geom -> its shape in env
     if ground == "plane":

@@ -112,16 +112,65 @@ class Capsule:
         self.radius = _pos(self.radius, "capsule radius")
 
 
+def _rotation(R, what):
+    R = np.asarray(R, np.float64)
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)) or not np.allclose(R.T @ R, np.eye(3), atol=1e-9) \
+            or np.linalg.det(R) < 0:
+        raise ContactInputError(f"{what} rotation R must be a 3x3 rotation matrix, got {np.asarray(R).tolist()}")
+    return np.ascontiguousarray(R)
+
+
+@dataclass
+class Cylinder:
+    """Solid cylinder of ``radius``, half height ``half_height`` along its frame's z, pose ``(R, p)``
+    in the world (MuJoCo's cylinder geom)."""
+
+    radius: float
+    half_height: float
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self):
+        self.radius = _pos(self.radius, "cylinder radius")
+        self.half_height = _pos(self.half_height, "cylinder half height")
+        self.R = _rotation(self.R, "cylinder")
+        self.p = _vec(self.p, 3, "cylinder position")
+
+
+@dataclass
+class Ellipsoid:
+    """Solid ellipsoid of semi-axes ``radii`` along its frame's x, y, z, pose ``(R, p)`` in the world
+    (MuJoCo's ellipsoid geom); its exact distance by Newton's method (:mod:`pbsim.contact.sdf`)."""
+
+    radii: np.ndarray
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __post_init__(self):
+        self.radii = _vec(self.radii, 3, "ellipsoid semi-axes")
+        if np.any(self.radii <= 0):
+            raise ContactInputError(f"ellipsoid semi-axes must be > 0, got {self.radii.tolist()}")
+        self.R = _rotation(self.R, "ellipsoid")
+        self.p = _vec(self.p, 3, "ellipsoid position")
+
+
 @dataclass
 class HeightField:
     """``heights[i, j]`` is the ground height at ``(x0 + i dx, y0 + j dy)`` over ``extents =
     (x0, x1, y0, y1)``; bilinear in between, edge values extended outside.
 
     ``phi = (z - h(x, y)) / sqrt(1 + |grad h|^2)``: the vertical gap projected on the normal
-    ``(-h_x, -h_y, 1)/norm`` (exact on planar patches; first order elsewhere)."""
+    ``(-h_x, -h_y, 1)/norm`` (exact on planar patches; first order elsewhere).
+
+    ``R``, ``p``: the pose of the frame the heights and extents are given in (None: the world's);
+    ``bounded``: no contact outside the x-y extents (MuJoCo's hfield) instead of the edge heights
+    extended.  MJCF ``<hfield>`` geoms: :meth:`from_mjcf`."""
 
     heights: np.ndarray
     extents: tuple = (0.0, 1.0, 0.0, 1.0)
+    R: np.ndarray | None = None
+    p: np.ndarray | None = None
+    bounded: bool = False
 
     def __post_init__(self):
         H = np.asarray(self.heights, np.float64)
@@ -133,6 +182,33 @@ class HeightField:
             raise ContactInputError(f"heightfield extents need x1 > x0 and y1 > y0, got {ext.tolist()}")
         self.heights = np.ascontiguousarray(H)
         self.extents = tuple(ext)
+        if self.R is not None or self.p is not None:
+            self.R = _rotation(np.eye(3) if self.R is None else self.R, "heightfield")
+            self.p = _vec(np.zeros(3) if self.p is None else self.p, 3, "heightfield position")
+        self.bounded = bool(self.bounded)
+
+    @classmethod
+    def from_mjcf(cls, size, data, R=None, p=None) -> "HeightField":
+        """MuJoCo's hfield: ``size = (radius_x, radius_y, elevation_z, base_z)``, ``data`` (nrow, ncol)
+        elevations (row 0 at ``y = -radius_y``, columns along x), the surface ``elevation_z * data``
+        above the geom frame ``(R, p)``; bounded to its rectangle.  MuJoCo triangulates each cell,
+        pbsim interpolates it bilinearly: the two differ inside a cell by at most a quarter of
+        ``|h00 - h10 - h01 + h11|`` (none on planar cells); MuJoCo's solid ends ``base_z`` under the
+        frame, pbsim's does not."""
+        size = _vec(size, 4, "hfield size (radius_x, radius_y, elevation_z, base_z)")
+        if np.any(size[:2] <= 0) or size[2] < 0:
+            raise ContactInputError(f"hfield size needs radius_x, radius_y > 0 and elevation_z >= 0, got "
+                                    f"{size.tolist()}")
+        D = np.asarray(data, np.float64)
+        if D.ndim != 2:
+            raise ContactInputError(f"hfield data must be a 2-D (nrow, ncol) array, got shape {D.shape}")
+        H = size[2] * D.T  # heights[i, j] at (x_i, y_j)
+        ext = (-size[0], size[0], -size[1], size[1])
+        R = np.eye(3) if R is None else np.asarray(R, np.float64)
+        p = np.zeros(3) if p is None else np.asarray(p, np.float64)
+        if np.array_equal(R, np.eye(3)):  # axis-aligned: shift, no pose
+            return cls(H + p[2], (ext[0] + p[0], ext[1] + p[0], ext[2] + p[1], ext[3] + p[1]), bounded=True)
+        return cls(H, ext, R, p, bounded=True)
 
     @classmethod
     def from_image(cls, path, extents, z_scale: float = 1.0, z_offset: float = 0.0) -> "HeightField":
@@ -286,12 +362,13 @@ def envelope_faces(V, F, tol: float = 1e-6, eps: float = 1e-4):
     return F[keep]
 
 
-SHAPES_ENV = (Plane, Sphere, Box, Capsule, HeightField, MeshTerrain)
+SHAPES_ENV = (Plane, Sphere, Box, Capsule, HeightField, MeshTerrain, Cylinder, Ellipsoid)
 
 
 def pack_environment(items) -> dict:
     """Arrays for :class:`pbsim.contact.scene.KScene` from a list of environment shapes."""
     pl, sp, bx, cp, hfm, hfg, hfd, grm, grg, grd = [], [], [], [], [], [], [], [], [], []
+    cy, el = [], []
     hoff = goff = 0
     for it in items:
         if isinstance(it, Plane):
@@ -305,8 +382,10 @@ def pack_environment(items) -> dict:
         elif isinstance(it, HeightField):
             nx, ny = it.heights.shape
             x0, x1, y0, y1 = it.extents
-            hfm.append([hoff, nx, ny])
-            hfg.append([x0, y0, (x1 - x0) / (nx - 1), (y1 - y0) / (ny - 1)])
+            posed = it.R is not None
+            hfm.append([hoff, nx, ny, (1 if posed else 0) | (2 if it.bounded else 0)])
+            hfg.append([x0, y0, (x1 - x0) / (nx - 1), (y1 - y0) / (ny - 1),
+                        *(it.R.reshape(-1) if posed else np.zeros(9)), *(it.p if posed else np.zeros(3))])
             hfd.append(it.heights.reshape(-1))
             hoff += nx * ny
         elif isinstance(it, MeshTerrain):
@@ -315,6 +394,10 @@ def pack_environment(items) -> dict:
             grg.append([*it.origin, it.spacing])
             grd.append(it.phi.reshape(-1))
             goff += nx * ny * nz
+        elif isinstance(it, Cylinder):
+            cy.append([*it.R.reshape(-1), *it.p, it.radius, it.half_height])
+        elif isinstance(it, Ellipsoid):
+            el.append([*it.R.reshape(-1), *it.p, *it.radii])
         else:
             raise ContactInputError(f"unknown environment item {it!r}; expected one of "
                                     f"{[c.__name__ for c in SHAPES_ENV]}")
@@ -324,21 +407,23 @@ def pack_environment(items) -> dict:
 
     return dict(
         env_plane=arr(pl, 4), env_sphere=arr(sp, 4), env_box=arr(bx, 15), env_capsule=arr(cp, 7),
-        hf_meta=arr(hfm, 3, np.int64), hf_geom=arr(hfg, 4),
+        hf_meta=arr(hfm, 4, np.int64), hf_geom=arr(hfg, 16),
         hf_data=np.concatenate(hfd) if hfd else np.zeros(1),
         gr_meta=arr(grm, 4, np.int64), gr_geom=arr(grg, 4),
         gr_data=(grd[0] if len(grd) == 1 else np.concatenate(grd).astype(np.float32)) if grd
-        else np.zeros(1, np.float32))
+        else np.zeros(1, np.float32),
+        env_cylinder=arr(cy, 14), env_ellipsoid=arr(el, 15))
 
 
-_PACK_KINDS = ("env_plane", "env_sphere", "env_box", "env_capsule", "hf_meta", "gr_meta")
+_PACK_KINDS = ("env_plane", "env_sphere", "env_box", "env_capsule", "hf_meta", "gr_meta", "env_cylinder",
+               "env_ellipsoid")
 
 
 def packed_order(items) -> list[int]:
     """The position of each of ``items`` in :func:`pack_environment`'s order (planes, spheres,
-    boxes, capsules, heightfields, grids; list order within a kind): the bit of an environment
-    mask (:func:`pbsim.contact.query.env_sdf`)."""
-    kinds = (Plane, Sphere, Box, Capsule, HeightField, MeshTerrain)
+    boxes, capsules, heightfields, grids, cylinders, ellipsoids; list order within a kind): the bit
+    of an environment mask (:func:`pbsim.contact.query.env_sdf`)."""
+    kinds = SHAPES_ENV
     kind = [next(i for i, c in enumerate(kinds) if isinstance(it, c)) for it in items]
     order = sorted(range(len(items)), key=lambda i: (kind[i], i))
     pos = [0] * len(items)
@@ -354,7 +439,8 @@ def environment_size(packed: dict) -> int:
 
 def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_bytes: int = 512 * 2**20,
                       open_mesh: str = "height", exact_band: float = 0.1,
-                      roles=("collision",), geoms=None, sources: list | None = None) -> tuple[list, list]:
+                      roles=("collision",), geoms=None, sources: list | None = None,
+                      hfield_data=None) -> tuple[list, list]:
     """Environment shapes from the model's world geometry (``model.geoms`` with ``body < 0`` declared
     on the world itself, e.g. MJCF worldbody geoms; shapes of robot links welded to the world by a
     fixed base are not environment), placed by their ``(R, p)`` in world coordinates.
@@ -363,15 +449,35 @@ def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_by
     as infinite planes; their size is only for rendering); box -> :class:`Box`; sphere ->
     :class:`Sphere`; capsule (radius, half length along local z) -> :class:`Capsule`; mesh ->
     :class:`MeshTerrain` (signed-distance grid, ``spacing``/``padding``/``max_bytes``/``open_mesh``
-    ``exact_band`` as :meth:`MeshTerrain.from_mesh`).  Returns ``(shapes, skipped)`` with ``skipped`` naming the
-    geoms that have no environment counterpart (cylinders; heightfields are not imported by the
-    MJCF reader).  ``geoms``: the indices in ``model.geoms`` to turn into shapes, in this order,
+    ``exact_band`` as :meth:`MeshTerrain.from_mesh`); cylinder -> :class:`Cylinder`; ellipsoid ->
+    :class:`Ellipsoid`; hfield -> :meth:`HeightField.from_mjcf` (its data replaced by
+    ``hfield_data[asset name]`` when given: MuJoCo's run-time data, :func:`pbsim.io.mjcf.load_mjcf`).
+    Returns ``(shapes, skipped)`` with ``skipped`` naming the geoms that have no environment
+    counterpart.  ``geoms``: the indices in ``model.geoms`` to turn into shapes, in this order,
     instead of the rule above (the contact rules' world geoms: :mod:`pbsim.contact.filter`);
     ``sources``: a list that gets the geom index of every shape made."""
     import trimesh
 
     env, skipped = [], []
     picked = geoms is not None
+    given = {}
+    if hfield_data is not None:
+        if not isinstance(hfield_data, dict):
+            raise ContactInputError(f"hfield_data must be a dict {{hfield name: elevations}}, got {hfield_data!r}")
+        known = {g.hfield[0] for g in model.geoms if g.shape == "hfield" and g.hfield is not None}
+        for k, v in hfield_data.items():
+            if k not in known:
+                raise ContactInputError(f"hfield_data names hfield {k!r}; model {model.name!r} has "
+                                        f"{sorted(known) or 'none'}")
+            try:
+                given[k] = np.asarray(v, np.float64)
+            except (TypeError, ValueError):
+                raise ContactInputError(f"hfield_data[{k!r}] is not an array of numbers") from None
+        for k, v in list(given.items()):
+            shp = next(g.hfield[1].shape for g in model.geoms if g.shape == "hfield" and g.hfield
+                       and g.hfield[0] == k)
+            if v.size == shp[0] * shp[1] and v.ndim == 1:
+                given[k] = v.reshape(shp)
     for gi in (geoms if picked else range(len(model.geoms))):
         g = model.geoms[gi]
         if not picked and (g.body >= 0 or g.role not in roles):
@@ -390,6 +496,18 @@ def world_environment(model, spacing: float = 0.02, padding: float = 0.2, max_by
             env.append(Sphere(p, s[0]))
         elif g.shape == "capsule":
             env.append(Capsule(p - s[1] * R[:, 2], p + s[1] * R[:, 2], s[0]))
+        elif g.shape == "cylinder":
+            env.append(Cylinder(s[0], s[1], R, p))
+        elif g.shape == "ellipsoid":
+            env.append(Ellipsoid(s[:3], R, p))
+        elif g.shape == "hfield" and g.hfield is not None:
+            name, data = g.hfield
+            if name in given:
+                data = given[name]
+                if np.shape(data) != np.shape(g.hfield[1]) or not np.all(np.isfinite(data)):
+                    raise ContactInputError(f"hfield_data[{name!r}] must be {np.shape(g.hfield[1])} finite numbers "
+                                            f"(nrow, ncol), got shape {np.shape(data)}")
+            env.append(HeightField.from_mjcf(s, data, R, p))
         elif g.shape == "mesh":
             try:
                 mesh = g.load_mesh()  # placed by (R, p): world coordinates for a world geom

@@ -16,8 +16,8 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
-from pbsim.contact.sdf import (_normalize, sdf_box, sdf_capsule, sdf_cylinder, sdf_heightfield,  # noqa: F401
-                               sdf_hull, sdf_sphere)
+from pbsim.contact.sdf import (_normalize, sdf_box, sdf_capsule, sdf_cylinder, sdf_ellipsoid,  # noqa: F401
+                               sdf_heightfield, sdf_heightfield_posed, sdf_hull, sdf_sphere)
 from pbsim.contact.sdf_grid import grid_sample
 from pbsim.dynamics.kinematics import fk_state
 
@@ -28,7 +28,8 @@ BIG = 1.0e30
 def env_sdf(s, x, y, z, mask):
     """Union of the environment shapes at (x, y, z) that ``mask`` lets in: (phi, nx, ny, nz); phi =
     BIG if none.  ``mask`` (W,) int64: bit ``e & 63`` of word ``e >> 6`` for the e-th shape in the
-    packed order (planes, spheres, boxes, capsules, heightfields, grids); ``s.env_all`` lets every
+    packed order (planes, spheres, boxes, capsules, heightfields, grids, cylinders, ellipsoids);
+    ``s.env_all`` lets every
     shape in (the contact rules: :mod:`pbsim.contact.filter`)."""
     best, bx, by, bz = BIG, 0.0, 0.0, 1.0
     e = 0
@@ -59,7 +60,10 @@ def env_sdf(s, x, y, z, mask):
         e += 1
     for i in range(s.hf_meta.shape[0]):
         if (mask[e >> 6] >> (e & 63)) & 1:
-            phi, nx, ny, nz = sdf_heightfield(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
+            if s.hf_meta[i, 3] == 0:
+                phi, nx, ny, nz = sdf_heightfield(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
+            else:  # posed and/or bounded (MJCF hfields)
+                phi, nx, ny, nz = sdf_heightfield_posed(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
             if phi < best:
                 best, bx, by, bz = phi, nx, ny, nz
         e += 1
@@ -71,6 +75,18 @@ def env_sdf(s, x, y, z, mask):
             if phi < best:
                 best = phi
                 bx, by, bz = _normalize(gx, gy, gz)
+        e += 1
+    for i in range(s.env_cylinder.shape[0]):
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_cylinder(s.env_cylinder[i], x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
+        e += 1
+    for i in range(s.env_ellipsoid.shape[0]):
+        if (mask[e >> 6] >> (e & 63)) & 1:
+            phi, nx, ny, nz = sdf_ellipsoid(s.env_ellipsoid[i], x, y, z)
+            if phi < best:
+                best, bx, by, bz = phi, nx, ny, nz
         e += 1
     return best, bx, by, bz
 
@@ -89,6 +105,8 @@ def shape_sdf(s, j, x, y, z):
         return sdf_capsule(e, x, y, z)
     if kind == 3:
         return sdf_cylinder(e, x, y, z)
+    if kind == 5:
+        return sdf_ellipsoid(e, x, y, z)
     return sdf_hull(s.hull_plane, int(e[0]), int(e[1]), x, y, z)
 
 

@@ -24,7 +24,7 @@ from pbsim.contact.points import ContactPoints
 KScene = namedtuple(
     "KScene",
     "npts pt_body pt_local pt_radius pt_k pt_c mu friction_eps "
-    "env_plane env_sphere env_box env_capsule hf_meta hf_geom hf_data gr_meta gr_geom gr_data "
+    "env_plane env_sphere env_box env_capsule hf_meta hf_geom hf_data gr_meta gr_geom gr_data env_cylinder env_ellipsoid "
     # which environment shapes each point may touch (pbsim.contact.filter; query.env_sdf's mask)
     "pt_envmask env_all "
     # body-body contact items, their points and the shapes on bodies (pbsim.contact.pairs)

@@ -11,6 +11,7 @@ Kinds (``shp_kind``) and rows (``shp_row``, 15 wide; :mod:`pbsim.contact.sdf`):
 | ``BOX`` | ``[R (9), p (3), half (3)]`` |
 | ``CYLINDER`` | ``[R (9), p (3), r, h]`` |
 | ``HULL`` | ``[first plane, number of planes]`` into ``hull_plane`` (n, d) rows: a mesh as its convex hull, as MuJoCo collides it |
+| ``ELLIPSOID`` | ``[R (9), p (3), a, b, c]`` (the exact distance by Newton's method, :func:`pbsim.contact.sdf.sdf_ellipsoid`) |
 
 Points for body-body contact (:func:`pair_points`), denser than the environment's
 (:mod:`pbsim.contact.points`): a box gets its 8 corners, its 12 edge midpoints and 4 inset points
@@ -18,7 +19,8 @@ per face (at +-half/2: two equal boxes stacked face to face put their corners ex
 other's edges, where the box distance is 0 with a sideways normal; the inset points carry the
 load); a capsule gets axis points at most a radius apart (so two crossing capsules are sensed
 within 0.14 r of their true depth); a cylinder its two rims (8 points each) and the caps'
-centres; a mesh the vertices of its convex hull (at most ``mesh_points``, farthest-point
+centres; an ellipsoid up to 25 inscribed spheres
+(:func:`pbsim.contact.points.ellipsoid_points`); a mesh the vertices of its convex hull (at most ``mesh_points``, farthest-point
 sampled); a sphere its centre.
 """
 from __future__ import annotations
@@ -26,10 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from pbsim.contact.environment import ContactInputError
-from pbsim.contact.points import farthest_points
+from pbsim.contact.points import ellipsoid_points, farthest_points
 
-SPHERE, CAPSULE, BOX, CYLINDER, HULL = 0, 1, 2, 3, 4
-KIND = {"sphere": SPHERE, "capsule": CAPSULE, "box": BOX, "cylinder": CYLINDER, "mesh": HULL}
+SPHERE, CAPSULE, BOX, CYLINDER, HULL, ELLIPSOID = 0, 1, 2, 3, 4, 5
+KIND = {"sphere": SPHERE, "capsule": CAPSULE, "box": BOX, "cylinder": CYLINDER, "mesh": HULL, "ellipsoid": ELLIPSOID}
 ROUND = ("sphere", "capsule")  # exact as points with a radius: touch the other shape one way only
 
 
@@ -68,6 +70,9 @@ def shape_row(g, hull_planes: list) -> tuple[int, np.ndarray, np.ndarray, float]
     if g.shape == "cylinder":
         row[:14] = [*R.reshape(-1), *p, s[0], s[1]]
         return CYLINDER, row, p, float(np.hypot(s[0], s[1]))
+    if g.shape == "ellipsoid":
+        row[:] = [*R.reshape(-1), *p, *s[:3]]
+        return ELLIPSOID, row, p, float(s[:3].max())
     if g.shape == "mesh":
         V, planes = _hull(g)
         row[:2] = [sum(len(h) for h in hull_planes), len(planes)]
@@ -132,6 +137,9 @@ def pair_points(g, mesh_points: int = 32) -> tuple[np.ndarray, np.ndarray]:
         top[:, 2], bot[:, 2] = s[1], -s[1]
         loc = np.concatenate([top, bot, [[0, 0, s[1]], [0, 0, -s[1]]]])
         return loc @ R.T + p, np.zeros(len(loc))
+    if g.shape == "ellipsoid":
+        loc, rad = ellipsoid_points(s)
+        return loc @ R.T + p, rad
     if g.shape == "mesh":
         V, _ = _hull(g)
         V = V[farthest_points(V, int(mesh_points))]

@@ -232,7 +232,7 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     geom_el = {}
     for idx, g in enumerate(model.geoms):
         sz = np.asarray(g.size, float)
-        if g.shape in ("box", "sphere", "capsule", "cylinder") and not np.all(sz > 0):
+        if g.shape in ("box", "sphere", "capsule", "cylinder", "ellipsoid") and not np.all(sz > 0):
             report.append(f"MJCF: {g.shape} {g.name!r} has size {sz.tolist()}; MuJoCo needs positive sizes, skipped")
             continue
         el = geom_el[idx] = etree.SubElement(body_el[int(g.body)], "geom", name=geoms.take(g.name))
@@ -243,6 +243,23 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
         elif g.shape in ("capsule", "cylinder"):
             el.set("type", g.shape)
             el.set("size", fmt(sz[0], sz[1]))
+        elif g.shape == "ellipsoid":
+            el.set("type", "ellipsoid")
+            el.set("size", fmt(*sz[:3]))
+        elif g.shape == "hfield":
+            hname, data = g.hfield
+            data = np.asarray(data, float)
+            hf = etree.SubElement(asset, "hfield", name=hname, nrow=str(data.shape[0]), ncol=str(data.shape[1]))
+            hf.set("size", fmt(*sz[:4]))
+            if np.ptp(data) > 0:  # MuJoCo normalises file elevations to [0, 1]: data outside it is rescaled
+                hf.set("elevation", " ".join(fmt(*data[::-1].reshape(-1)).split()))  # file rows run from +y
+                if data.min() != 0 or data.max() != 1:
+                    report.append(
+                        f"MJCF: hfield {hname!r}: MuJoCo rescales file elevations to [0, 1]; its "
+                        f"data spans [{data.min():g}, {data.max():g}]"
+                    )
+            el.set("type", "hfield")
+            el.set("hfield", hname)
         elif g.shape == "plane":
             el.set("type", "plane")
             el.set("size", fmt(sz[0] if sz.size else 0, sz[1] if sz.size > 1 else 0, 0.1))

@@ -366,8 +366,8 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
                         etree.SubElement(mat, "color", rgba=fmt(*g.rgba))
                     link_el[host].append(el)
                 continue
-        if g.shape == "plane":  # urdfdom (ROS, Pinocchio) refuses unknown geometry: drop it
-            report.append(f"URDF: plane {g.name!r} dropped (URDF has no plane geometry)")
+        if g.shape in ("plane", "ellipsoid", "hfield"):  # urdfdom (ROS, Pinocchio) refuses unknown geometry
+            report.append(f"URDF: {g.shape} {g.name!r} dropped (URDF has no {g.shape} geometry)")
             continue
         el = etree.Element(role, name=g.name) if g.name else etree.Element(role)
         _origin(el, R, p)

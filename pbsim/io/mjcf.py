@@ -13,7 +13,9 @@ Mapping:
   collision shape, every other one visual; ``<flag contact="disable"/>`` sets
   ``Model.contact_disabled``; every geom keeps its contype, conaffinity, margin, friction and
   MuJoCo geom id (``Geometry.source_index``); worldbody geoms are attached to the world (body -1)
-  and become environment geometry;
+  and become environment geometry; ``<hfield>`` geoms keep their asset's data as MuJoCo compiled
+  it (``Geometry.hfield``: name and ``(nrow, ncol)`` elevations, size ``(radius_x, radius_y,
+  elevation_z, base_z)``), or the data given at load time (``hfield_data``);
 - joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
   ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
 - ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
@@ -21,7 +23,7 @@ Mapping:
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
   dropped silently: equality constraints, sensors, actuator activations, flexes, plugins, gravity
   compensation, fluid forces, limits of ball joints, stiffness of ball/free joints,
-  hfield/ellipsoid/SDF geoms and the contact pairs they would be in, contact gaps (sites,
+  hfields on moving bodies, SDF geoms and the contact pairs they would be in, contact gaps (sites,
   cameras, lights, materials and textures are not dynamics and are ignored);
 - a value the compiler accepts but that is NaN or inf (MuJoCo only warns) is a ParseError naming
   the body, joint or geom.
@@ -34,7 +36,7 @@ import re
 
 import numpy as np
 
-from pbsim.errors import ParseError
+from pbsim.errors import InputError, ParseError
 from pbsim.io.mjcf_contact import contact_pairs_from_mjmodel, geom_contact_fields
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.geometry import Geometry
@@ -52,7 +54,7 @@ def _geom_rgba(mj, g) -> np.ndarray:
     return rgba
 
 
-_SHAPES = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
+_SHAPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
 
 
 def _quat_to_rot(q):
@@ -100,9 +102,13 @@ def _name(mj, kind, i, default):
     return n if n else default
 
 
-def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, fix_inertia: bool = False):
-    """Convert a compiled ``mujoco.MjModel``."""
+def model_from_mjmodel(
+    mj, source: str = "", floating_base: bool | None = None, fix_inertia: bool = False, hfield_data=None
+):
+    """Convert a compiled ``mujoco.MjModel``; ``hfield_data``: see :func:`load_mjcf`."""
     import mujoco
+
+    hfield_data = _check_hfield_data(mj, hfield_data, source)
 
     OBJ_BODY, OBJ_JOINT, OBJ_GEOM = mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_GEOM
     b = ModelBuilder(
@@ -188,7 +194,17 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
         body = int(mj.geom_bodyid[g])
         size = np.array(mj.geom_size[g], float)
         shape = _SHAPES[gt]
+        if shape == "hfield" and int(mj.body_weldid[body]) != 0:
+            b.notes.append(
+                f"hfield geom {_name(mj, OBJ_GEOM, g, str(g))!r} is on a moving body: not imported "
+                "(pbsim's heightfields are static)"
+            )
+            continue
+        if shape == "hfield":
+            size = np.array(mj.hfield_size[mj.geom_dataid[g]], float)
         size = {
+            "hfield": size,
+            "ellipsoid": size,
             "box": size,
             "sphere": size[:1],
             "capsule": size[:2],
@@ -212,6 +228,8 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
             va, vn = mj.mesh_vertadr[mid], mj.mesh_vertnum[mid]
             fa, fn = mj.mesh_faceadr[mid], mj.mesh_facenum[mid]
             geom.mesh_data = (np.array(mj.mesh_vert[va : va + vn], float), np.array(mj.mesh_face[fa : fa + fn], int))
+        if shape == "hfield":
+            geom.hfield = _hfield(mj, int(mj.geom_dataid[g]), hfield_data, source, b.notes)
         if body == 0:
             geom.link = "world"
             b.world_geoms.append(geom)
@@ -240,6 +258,58 @@ def model_from_mjmodel(mj, source: str = "", floating_base: bool | None = None, 
     model.notes.extend(eq_notes)
     model._k = None
     return model
+
+
+def _hfield_names(mj) -> list[str]:
+    import mujoco
+
+    return [_name(mj, mujoco.mjtObj.mjOBJ_HFIELD, h, f"hfield{h}") for h in range(mj.nhfield)]
+
+
+def _check_hfield_data(mj, hfield_data, source: str) -> dict:
+    """``hfield_data`` (:func:`load_mjcf`) checked against the file's ``<hfield>`` assets: ``{hfield
+    id: (nrow, ncol) float array}``."""
+    if hfield_data is None:
+        return {}
+    if not isinstance(hfield_data, dict):
+        raise InputError(f"{source}: hfield_data must be a dict {{hfield name: elevations}}, got {hfield_data!r}")
+    names = _hfield_names(mj)
+    out = {}
+    for key, val in hfield_data.items():
+        if key not in names:
+            raise InputError(
+                f"{source}: hfield_data names hfield {key!r}, but the file's <hfield> assets are {names or 'none'}"
+            )
+        h = names.index(key)
+        nrow, ncol = int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])
+        try:
+            a = np.asarray(val, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is None or a.size != nrow * ncol or a.ndim not in (1, 2) or (a.ndim == 2 and a.shape != (nrow, ncol)):
+            raise InputError(
+                f"{source}: hfield_data[{key!r}] must be {nrow}x{ncol} numbers (nrow x ncol), got {np.shape(val)}"
+            )
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"{source}: hfield_data[{key!r}] has NaN or inf values")
+        out[h] = a.reshape(nrow, ncol).copy()
+    return out
+
+
+def _hfield(mj, h: int, given: dict, source: str, notes: list) -> tuple:
+    """``(name, (nrow, ncol) elevations)`` of hfield asset ``h``: the data given at load time, else
+    MuJoCo's compiled ``hfield_data`` (row 0 at -y, columns along x)."""
+    name = _hfield_names(mj)[h]
+    if h in given:
+        return name, given[h]
+    nrow, ncol, adr = int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h]), int(mj.hfield_adr[h])
+    data = np.array(mj.hfield_data[adr : adr + nrow * ncol], float).reshape(nrow, ncol)
+    if not np.any(data) and not any(f"hfield {name!r}" in n for n in notes):
+        notes.append(
+            f"hfield {name!r} is flat (all {nrow}x{ncol} elevations 0: data MuJoCo sets at run time?): "
+            f"give it with pbsim.load(..., hfield_data={{{name!r}: array}}) or make_scene(..., hfield_data=...)"
+        )
+    return name, data
 
 
 def _keyframes(mj, model, joint_names) -> dict:
@@ -400,11 +470,19 @@ def _check_finite(mj, source: str) -> None:
         bad(O.mjOBJ_GEOM, g, "geom", [("pos", mj.geom_pos[g]), ("quat", mj.geom_quat[g]), ("size", mj.geom_size[g])])
 
 
-def load_mjcf(path, floating_base: bool | None = None, fix_inertia: bool = False):
-    """Read an MJCF file into a :class:`pbsim.Model` (see module doc for the mapping)."""
+def load_mjcf(path, floating_base: bool | None = None, fix_inertia: bool = False, hfield_data=None):
+    """Read an MJCF file into a :class:`pbsim.Model` (see module doc for the mapping).
+
+    ``hfield_data``: ``{hfield asset name: elevations}`` replacing the data of those ``<hfield>``
+    assets, as MuJoCo users set ``mjModel.hfield_data`` at run time (an ``nrow`` x ``ncol`` hfield
+    declared without ``file`` or ``elevation``): an ``(nrow, ncol)`` array (or ``nrow * ncol``
+    numbers) in MuJoCo's layout -- row ``r`` at ``y = -size[1] + 2 size[1] r / (nrow - 1)``,
+    column ``c`` along x -- used as given (MuJoCo normalises file data to [0, 1], not run-time
+    data); the surface is ``size[2] * data`` above the geom's frame.  ``make_scene(...,
+    hfield_data=...)`` does the same for one scene."""
     mj = compile_mjcf(path)
     try:
-        return model_from_mjmodel(mj, str(path), floating_base, fix_inertia)
+        return model_from_mjmodel(mj, str(path), floating_base, fix_inertia, hfield_data)
     except ParseError as e:
         if str(e).startswith(str(path)):
             raise

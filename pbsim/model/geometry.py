@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh", "plane")
+SHAPES = ("box", "sphere", "capsule", "cylinder", "mesh", "plane", "ellipsoid", "hfield")
 
 
 @dataclass
@@ -14,7 +14,9 @@ class Geometry:
 
     ``size`` by shape: box -> half extents (3,); sphere -> (radius,); capsule and
     cylinder -> (radius, half length) along the local z axis; mesh -> scale (3,);
-    plane -> (half x, half y) or (0, 0) for infinite.
+    plane -> (half x, half y) or (0, 0) for infinite; ellipsoid -> semi-axes (3,) along the local
+    x, y, z; hfield -> MuJoCo's (radius_x, radius_y, elevation_z, base_z), its elevations in
+    ``hfield`` (static shapes only).
     """
 
     name: str
@@ -35,6 +37,9 @@ class Geometry:
     margin: float = 0.0  # [m] the surface offset of MuJoCo's margin (contact at distance < margin)
     friction: float | None = None  # sliding friction from the file (None: the scene's mu)
     source_index: int = -1  # the geom's index in its file's compiled model (MJCF: MuJoCo's geom id)
+    # hfield shapes: (asset name, (nrow, ncol) elevations in [0, 1] as MuJoCo keeps them; row 0 at -y,
+    # columns along x; the surface is size[2] * elevation above the shape's frame)
+    hfield: tuple | None = None
 
     def load_mesh(self):
         """The mesh as a ``trimesh.Trimesh`` in the body frame (mesh shapes only)."""

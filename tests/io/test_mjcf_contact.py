@@ -314,15 +314,14 @@ def test_contact_disabled(tmp_path):
 
 def test_table_welded_to_the_world(tmp_path):
     """The table's geoms are static (body -1 in pbsim, MuJoCo's weld body 0): they pair with the
-    cubes, never with the floor; the ellipsoid's pairs are named in one note."""
+    cubes, never with the floor; the ellipsoid is imported (issue 29) and in its five pairs."""
     model, mj = check_against_mujoco(write(tmp_path, TABLE))
     assert names(model) == P(
-        "floor-c1", "floor-c2", "top-c1", "top-c2", "leg-c1", "leg-c2", "lamp_g-c1", "lamp_g-c2", "c1-c2"
-    )
+        "floor-c1", "floor-c2", "top-c1", "top-c2", "leg-c1", "leg-c2", "lamp_g-c1", "lamp_g-c2", "c1-c2",
+        "floor-egg", "top-egg", "leg-egg", "lamp_g-egg", "c1-egg",
+    )  # fmt: skip
     assert {g.name for g in model.geoms if g.body < 0} == {"floor", "top", "leg", "lamp_g"}
-    note = [n for n in model.notes if "unsupported geoms" in n]
-    assert len(note) == 1 and note[0].startswith("5 contact pair(s) with unsupported geoms not simulated:"), note
-    assert "'floor-egg'" in note[0] and "'c1-egg'" in note[0]
+    assert not [n for n in model.notes if "unsupported geoms" in n]
 
 
 def test_mocap_bodies(tmp_path):
