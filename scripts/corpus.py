@@ -1,10 +1,13 @@
-"""Every robot file shipped by pybullet_data and gymnasium through pbsim's loaders.
+"""Every robot file of the corpus through pbsim's loaders.
 
-    python scripts/corpus.py            # table of counts, then every refusal with its reason
+    python scripts/corpus.py            # counts, the MJCF table, every refusal, what is dropped
     python scripts/corpus.py -v         # also every file that loaded with a warning
+    python scripts/corpus.py --mjcf     # MJCF files only (about 10 s)
 
-For each URDF under ``pybullet_data`` and each MJCF under gymnasium's ``envs/mujoco/assets`` and
-``pybullet_data/mjcf``: ``pbsim.load`` with default options, then ABA and CRBA at 3 random states
+The corpus: each URDF under ``pybullet_data``; each MJCF under gymnasium's ``envs/mujoco/assets``,
+``pybullet_data/mjcf``, MuJoCo MJX's ``test_data`` (an installed ``mujoco.mjx``, else the cache the
+tests fill: ``tests/conftest.py: mjx_test_data``) and ``../shared/robots`` (URDF and MJCF) when
+present.  For each file: ``pbsim.load`` with default options, then ABA and CRBA at 3 random states
 (finite?), the reference parser (Pinocchio's ``buildModelFromUrdf`` for URDF, MuJoCo's
 ``MjModel.from_xml_path`` for MJCF) and, where both load, the mass matrix against the
 reference's (Pinocchio's CRBA / MuJoCo's ``mj_fullM``) at the same states.  A file pbsim refuses
@@ -13,11 +16,17 @@ must raise a :class:`pbsim.PbsimError` naming the file; any other exception is a
 Files the reference loads but pbsim refuses by default are allowed only for the reasons in
 ``RETRY`` (documented in docs/robots.md), and only if they load with the option named there.
 ``tests/io/test_corpus.py`` runs the same checks and asserts them; counts go to docs/robots.md.
+
+The MJCF table has one row per file: its bodies and DOF in pbsim, what pbsim still does not
+simulate (``Model.notes``, one short phrase each) or why it was refused; the counts at the end say
+how many files each kind of note touches.
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
+import importlib.util
 import os
 import re
 import sys
@@ -70,7 +79,7 @@ RETRY = {
 
 @dataclass
 class Record:
-    collection: str  # "pybullet_data" | "gymnasium"
+    collection: str  # "pybullet_data" | "gymnasium" | "mjx" | "shared"
     kind: str  # "urdf" | "mjcf"
     rel: str
     path: str
@@ -84,10 +93,29 @@ class Record:
     reference_loads: bool | None = None  # Pinocchio (URDF) / MuJoCo (MJCF) loads it
     m_error: float | None = None  # mass matrix vs the reference's, relative
     retry_ok: bool | None = None  # refused but reference-loadable: loads with RETRY's option
+    nbodies: int = 0  # pbsim's bodies (one per moving MuJoCo body / URDF link group)
+    notes: list[str] = field(default_factory=list)  # Model.notes: what pbsim changed or does not simulate
 
 
-def corpus() -> list[Record]:
-    """Every URDF in pybullet_data and MJCF in gymnasium's assets and pybullet_data/mjcf."""
+def mjx_test_data_dir() -> Path | None:
+    """MJX's ``test_data`` folder: an installed ``mujoco.mjx``'s, else the tests' cache
+    (``$PBSIM_CACHE_DIR/mjx`` or ``~/.cache/pbsim/mjx``); None when neither is there."""
+    spec = importlib.util.find_spec("mujoco")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        p = Path(loc) / "mjx" / "test_data"
+        if p.is_dir():
+            return p
+    base = os.environ.get("PBSIM_CACHE_DIR")
+    p = (Path(base) if base else Path.home() / ".cache" / "pbsim") / "mjx" / "mujoco" / "mjx" / "test_data"
+    return p if p.is_dir() else None
+
+
+SHARED_ROBOTS = ROOT.parent / "shared" / "robots"
+
+
+def corpus(collections=("pybullet_data", "gymnasium", "mjx", "shared"), kinds=("urdf", "mjcf")) -> list[Record]:
+    """Every URDF in pybullet_data, every MJCF in gymnasium's assets, pybullet_data/mjcf and MJX's
+    test data, and both kinds in ../shared/robots (module doc), of ``collections`` and ``kinds``."""
     out = []
     try:
         import pybullet_data
@@ -107,7 +135,15 @@ def corpus() -> list[Record]:
             out.append(Record("gymnasium", "mjcf", os.path.relpath(p, d), p))
     except ImportError:
         pass
-    return out
+    d = mjx_test_data_dir()
+    if d is not None:
+        for p in sorted(glob.glob(os.path.join(d, "**", "*.xml"), recursive=True)):
+            out.append(Record("mjx", "mjcf", "mjx/" + os.path.relpath(p, d), p))
+    if SHARED_ROBOTS.is_dir():
+        for ext, kind in (("urdf", "urdf"), ("xml", "mjcf"), ("mjcf", "mjcf")):
+            for p in sorted(glob.glob(os.path.join(SHARED_ROBOTS, "**", f"*.{ext}"), recursive=True)):
+                out.append(Record("shared", kind, "shared/" + os.path.relpath(p, SHARED_ROBOTS), p))
+    return [r for r in out if r.collection in collections and r.kind in kinds]
 
 
 def reason_of(e: BaseException) -> str:
@@ -199,6 +235,8 @@ def check(rec: Record, compare: bool = True) -> Record:
     if model is None:
         return rec
     rec.nq, rec.nv = model.nq, model.nv
+    rec.nbodies = model.nb
+    rec.notes = list(model.notes)
     rng = np.random.default_rng(0)
     Q = np.array([model.random_configuration(rng) for _ in range(N_STATES)]).reshape(N_STATES, model.nq)
     V = rng.normal(size=(N_STATES, model.nv))
@@ -216,10 +254,11 @@ def run(records=None, compare: bool = True) -> list[Record]:
 
 def table(records: list[Record]) -> str:
     rows = []
-    for kind, label in (("urdf", "URDF (pybullet_data)"), ("mjcf", "MJCF (gymnasium + pybullet_data/mjcf)")):
+    for kind in ("urdf", "mjcf"):
         rs = [r for r in records if r.kind == kind]
         if not rs:
             continue
+        label = f"{kind.upper()} ({' + '.join(dict.fromkeys(r.collection for r in rs))})"
         ref = "Pinocchio" if kind == "urdf" else "MuJoCo"
         loaded = [r for r in rs if r.status == "loaded"]
         rows.append(f"{label}: {len(rs)} files")
@@ -255,15 +294,56 @@ def table(records: list[Record]) -> str:
     return "\n".join(rows)
 
 
+def note_kind(note: str) -> str:
+    """A short phrase for a ``Model.notes`` entry: names in quotes as X, numbers as N, the text
+    before the list of names (its first ``": "``; after it too when that head only names an
+    element: ``joint X: stiffness of a ball joint is not imported``), at most 70 characters."""
+    t = re.sub(r"'[^']*'", "X", note)
+    t = re.sub(r"\b\d+(\.\d+)?(e-?\d+)?\b", "N", t)
+    parts = t.split(": ")
+    head = parts[0]
+    if len(parts) > 1 and re.fullmatch(r"\w+ X", head):
+        head = f"{head}: {parts[1]}"
+    return head[:70]
+
+
+def mjcf_table(records: list[Record]) -> str:
+    """One row per MJCF file (module doc), then how many files each kind of note touches."""
+    rs = [r for r in records if r.kind == "mjcf"]
+    if not rs:
+        return ""
+    w = max(len(r.rel) for r in rs)
+    lines = [f"{'MJCF file':<{w}}  bodies/DOF  still not simulated (Model.notes) / why refused", "-" * (w + 60)]
+    for r in rs:
+        if r.status == "loaded":
+            what = "; ".join(note_kind(n) for n in r.notes) or "-"
+            lines.append(f"{r.rel:<{w}}  {r.nbodies:>4d}/{r.nv:<5d}  {what}")
+        else:
+            lines.append(f"{r.rel:<{w}}  {r.status.upper():>10s}  {r.reason}: {r.message.splitlines()[0][-120:]}")
+    kinds = Counter(k for r in rs if r.status == "loaded" for k in dict.fromkeys(note_kind(n) for n in r.notes))
+    loaded = [r for r in rs if r.status == "loaded"]
+    lines += [
+        "",
+        f"MJCF: {len(rs)} files, {len(loaded)} loaded ({sum(not r.notes for r in loaded)} with nothing dropped), "
+        f"{sum(r.status == 'refused' for r in rs)} refused, {sum(r.status == 'crash' for r in rs)} crashed",
+    ]
+    for k, n in kinds.most_common():
+        lines.append(f"  {n:4d} file(s): {k}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-v", action="store_true", help="also every file that loaded with a warning")
+    ap.add_argument("--mjcf", action="store_true", help="MJCF files only")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     t0 = time.perf_counter()
-    recs = run()
+    recs = run(corpus(kinds=("mjcf",) if args.mjcf else ("urdf", "mjcf")))
     dt = time.perf_counter() - t0
     print(table(recs))
     print(f"({len(recs)} files in {dt:.1f} s)\n")
     for r in recs:
-        if r.status != "loaded":
+        if r.status != "loaded" and r.kind == "urdf":
             ref = "Pinocchio" if r.kind == "urdf" else "MuJoCo"
             extra = ""
             if r.reference_loads:
@@ -273,8 +353,13 @@ def main(argv=None):
                     else f"  [{ref} loads it: NOT ALLOWED]"
                 )
             print(f"{r.status:8s} {r.rel}: {r.reason}{extra}\n         {r.message.splitlines()[0][:220]}")
-        elif "-v" in argv and r.warnings:
+        elif args.v and r.warnings:
             print(f"warned   {r.rel}: {r.warnings[0][:200]}")
+    off = [r for r in recs if r.m_error is not None and not r.m_error < M_TOL]
+    for r in off:
+        print(f"mass matrix off the reference by {r.m_error:.1e} (relative): {r.rel}  [{'; '.join(r.notes)[:200]}]")
+    print()
+    print(mjcf_table(recs))
     bad = [r for r in recs if r.status == "crash" or (r.status == "loaded" and not r.finite)]
     return 1 if bad else 0
 

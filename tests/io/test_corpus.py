@@ -14,7 +14,7 @@ from scripts import corpus as C
 
 @pytest.fixture(scope="module")
 def records():
-    recs = C.corpus()
+    recs = C.corpus(collections=("pybullet_data", "gymnasium"))  # MJX's and shared robots: the script's table
     if not recs:
         pytest.skip("neither pybullet_data nor gymnasium is installed")
     recs = C.run(recs)
@@ -71,3 +71,29 @@ def test_mass_matrix_equals_the_reference(records):
     off = [r for r in compared if not r.m_error < C.M_TOL]
     assert not off, "\n".join(f"{r.rel}: {r.m_error:.2e}" for r in off)
     assert len(compared) >= 0.9 * sum(r.status == "loaded" and r.nv > 0 for r in records)
+
+
+def test_mjcf_table_names_what_is_dropped(tmp_path):
+    """scripts/corpus.py's MJCF table (no corpus needed): a row per file with bodies/DOF and one
+    phrase per note, a refusal with its reason, and per-kind file counts."""
+    f = tmp_path / "m.xml"
+    f.write_text(
+        '<mujoco><worldbody><body name="a"><joint name="j" type="ball" range="0 1" limited="true"/>'
+        '<geom type="ellipsoid" size="0.1 0.2 0.3"/></body></worldbody>'
+        '<sensor><framepos name="p" objtype="body" objname="a"/></sensor></mujoco>'
+    )
+    (tmp_path / "bad.xml").write_text("<mujoco><worldbody><geom type='nope'/></worldbody></mujoco>")
+    recs = [
+        C.check(C.Record("t", "mjcf", "m.xml", str(f)), compare=False),
+        C.check(C.Record("t", "mjcf", "bad.xml", str(tmp_path / "bad.xml")), compare=False),
+    ]
+    text = C.mjcf_table(recs)
+    row = next(line for line in text.splitlines() if line.startswith("m.xml"))
+    assert "1/3" in row and "N sensor(s) not imported" in row and "range limits of ball joint(s)" in row
+    assert "ellipsoid" not in row  # ellipsoids are simulated (issue 29)
+    assert "REFUSED  MuJoCo refuses it" in text
+    assert "MJCF: 2 files, 1 loaded (0 with nothing dropped), 1 refused, 0 crashed" in text
+    assert "   1 file(s): N sensor(s) not imported" in text
+    assert C.note_kind("joint 'j': stiffness of a ball joint is not imported") == (
+        "joint X: stiffness of a ball joint is not imported"
+    )
