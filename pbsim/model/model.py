@@ -371,6 +371,15 @@ class Model:
         if self.equality:
             rows.append(f"  {len(self.equality)} equality constraint(s), {self.neq_rows} row(s) active: "
                         + "; ".join(e.describe() for e in self.equality))
+        shapes = {}
+        for g in self.geoms:  # the shapes that touch something (MJCF: those in a contact pair)
+            if g.role == "collision":
+                shapes[g.shape] = shapes.get(g.shape, 0) + 1
+        if shapes:
+            hf = [f"{g.hfield[0]!r} {g.hfield[1].shape[0]}x{g.hfield[1].shape[1]}" for g in self.geoms
+                  if g.shape == "hfield" and g.role == "collision" and g.hfield is not None]
+            rows.append("  contact shapes: " + ", ".join(f"{n} {k}" + (f" ({', '.join(hf)})" if k == "hfield" and hf
+                                                                         else "") for k, n in sorted(shapes.items())))
         for n in self.notes:
             rows.append(f"  note: {n}")
         return "\n".join(rows)

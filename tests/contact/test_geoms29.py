@@ -449,6 +449,7 @@ def test_hfield_data_given_at_run_time_is_checked(tmp_path):
 def test_world_shapes_are_listed_and_validated(tmp_path):
     path = write(tmp_path, SLIDE)
     m = pbsim.load(path)
+    assert "contact shapes: 1 cylinder, 1 ellipsoid, 2 hfield ('slope' 3x4, 'later' 4x3), 4 sphere" in m.summary()
     kinds = sorted(type(e).__name__ for e in make_scene(m).environment)
     assert kinds == ["Cylinder", "Ellipsoid", "HeightField", "HeightField"]
     from pbsim.contact import ContactInputError
