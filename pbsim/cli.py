@@ -119,12 +119,13 @@ def cmd_rollout(args):
 
     model = model_from_args(args)
     q0 = model.default_configuration()
-    v0 = None
-    if args.keyframe is not None:  # a key of the file's <keyframe>: its q and v
+    v0 = act0 = None
+    if args.keyframe is not None:  # a key of the file's <keyframe>: its q, v and activations
         from pbsim.model.keyframes import keyframe
 
         key = keyframe(model, args.keyframe)
         q0, v0 = key.q.copy(), key.v.copy()
+        act0 = key.act.copy() if model.na else None
     control = None
     if args.motion is not None:
         if args.ctrl is not None or args.target:
@@ -195,6 +196,7 @@ def cmd_rollout(args):
         record_every=args.record_every,
         on_nan="stop" if args.batch else "raise",
         device=args.device,
+        act0=act0,
         **opts,
     )
     compile_s = float(traj.info.get("compile_s", 0.0))

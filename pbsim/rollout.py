@@ -30,6 +30,7 @@ def rollout(
     progress: bool = False,
     on_nan: str = "raise",
     device: str = "cpu",
+    act0=None,
     **integrator_options,
 ) -> Trajectory:
     """Integrate ``steps`` steps of size ``dt``.
@@ -47,6 +48,8 @@ def rollout(
     10 times the model's energy scale.  A body deeper in the environment than
     ``Scene.max_penetration`` (0.05 m) is a SimulationError too with "raise", a warning with
     "stop"; ``Trajectory.info["max_penetration"]`` keeps the deepest point of each trajectory.
+    ``act0``: the initial activations of actuators with dynamics ((na,) or (B, na); zeros when
+    None; a keyframe's ``act``), advanced every step by ``Integrator.step`` (the Python loop).
     ``device``: "cpu" (numba, this process) or "cuda" (the same kernels on an NVIDIA GPU through
     numba-cuda, ``pip install 'pbsim[gpu]'``; see :func:`pbsim.rollout_gpu.rollout_cuda`).
 
@@ -69,6 +72,9 @@ def rollout(
         cuda_args = {k: integrator_options.pop(k) for k in CUDA_ARGS if k in integrator_options}
     _check_integrator_options(integrator, integrator_options)
     if device == "cuda":
+        if getattr(model, "na", 0):
+            raise InputError(f"model {model.name!r} has {model.na} actuator activation(s) (dyntype); the GPU rollout "
+                             "does not advance them: use device='cpu'")
         from pbsim.rollout_gpu import rollout_cuda
 
         return rollout_cuda(
@@ -93,7 +99,7 @@ def rollout(
     if scene is None and not isinstance(integrator, Integrator):
         scene = default_scene(model)  # the model's own world geometry (MJCF floor ...), else none
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
-    state = State.make(model, q0, v0, batch, names=("q0", "v0"))
+    state = State.make(model, q0, v0, batch, names=("q0", "v0"), act=act0)
     B = state.batch
     name = integrator if isinstance(integrator, str) else integ.name
     watch = CompileWatch(name, notice=_notice(progress))
@@ -263,7 +269,7 @@ class _KernelLoop:
         from pbsim.integrators.driver import driver, rollout_batch
 
         spec = getattr(integ, "STEP", None)
-        if spec is None or steps == 0 or type(integ).step is not Integrator.step:
+        if spec is None or steps == 0 or type(integ).step is not Integrator.step or getattr(model, "na", 0):
             return None
         control = ctrl if ctrl is not None else integ.__dict__.setdefault("_no_control", Control())
         try:

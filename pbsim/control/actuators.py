@@ -46,6 +46,8 @@ from pbsim.errors import InputError
 
 MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
 KINDS = {"motor": MOTOR, "position": POSITION, "velocity": VELOCITY, "general": GENERAL}
+# KControl's ta_* rows of a control without tendon-transmission actuators
+NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)))
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
 DYNTYPES = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER, "filterexact": DYN_FILTEREXACT}
 
@@ -288,8 +290,6 @@ def _tendon_rows(acts, rows, Bp):
     """The ``ta_*`` arrays of ``KControl`` for the tendon-transmission actuators ``rows`` [(a, C)]."""
     n = len(rows)
     if not n:
-        from pbsim.control.control import NO_TENDON_ACT
-
         return NO_TENDON_ACT
     idx = [a for a, _ in rows]
     C = np.ascontiguousarray(np.stack([np.broadcast_to(c, (Bp,)) for _, c in rows], axis=1))

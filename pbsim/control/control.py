@@ -12,6 +12,7 @@ from functools import wraps
 import numpy as np
 
 from pbsim.errors import InputError, check_options
+from pbsim.control.actuators import NO_TENDON_ACT
 
 # mode: 0 = torques only, 1 = plain PD (paper 001 Eq. 1-2), 2 = stable PD (Eq. 4-7)
 # solver (SPD only): 0 = MABA embedded in ABA (App. A), 1 = sparse LTL (SF), 2 = dense Cholesky (DF)
@@ -22,7 +23,7 @@ from pbsim.errors import InputError, check_options
 # index (na,), gear (na,), the force's constant part gain u + b0 (B', na), (b1, b2) (na, 2), forcerange (na, 2)
 KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict "
                       "ta_ten ta_gear ta_c ta_b ta_frc")
-NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)))
+
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}
 MABA, SF, DF = 0, 1, 2

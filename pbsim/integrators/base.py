@@ -49,18 +49,27 @@ class State:
     # (B,) energy the divergence rule measures this run against (pbsim.integrators.divergence):
     # set by the first step, kept by the next ones, dropped by reset_history
     energy_ref: np.ndarray | None = None
+    # (B, na) activations of the actuators with dynamics (MJCF dyntype; pbsim.control.actuators),
+    # advanced by Integrator.step for every method alike; None: zeros (or a model without any)
+    act: np.ndarray | None = None
 
     @classmethod
     def make(cls, model, q=None, v=None, batch: int | None = None, t: float = 0.0,
-             names: tuple = ("q", "v")) -> "State":
-        """``names``: what the errors call q and v (``rollout`` passes ("q0", "v0"))."""
+             names: tuple = ("q", "v"), act=None) -> "State":
+        """``names``: what the errors call q and v (``rollout`` passes ("q0", "v0")); ``act``:
+        (na,) or (B, na) activations (zeros when None)."""
         batch = check_batch(batch)
         q = model.default_configuration() if q is None else q
         Q, _ = as_q(model, q, names[0])
         if batch is not None:
             Q, _ = as_batch(Q, model.nq, names[0], batch)
         V, _ = as_batch(np.zeros(model.nv) if v is None else v, model.nv, names[1], Q.shape[0])
-        return cls(np.array(Q), np.array(V), float(t))
+        A = None
+        if getattr(model, "na", 0) or act is not None:
+            from pbsim.control.actuators import check_act
+
+            A = np.array(np.broadcast_to(check_act(model, act, Q.shape[0]), (Q.shape[0], model.na)))
+        return cls(np.array(Q), np.array(V), float(t), act=A)
 
     @property
     def batch(self) -> int:
@@ -69,7 +78,8 @@ class State:
     def copy(self) -> "State":
         carry = {k: tuple(a.copy() if isinstance(a, np.ndarray) else a for a in c) for k, c in self.carry.items()}
         return State(self.q.copy(), self.v.copy(), self.t, None if self.q_prev is None else self.q_prev.copy(), carry,
-                     None if self.energy_ref is None else self.energy_ref.copy())
+                     None if self.energy_ref is None else self.energy_ref.copy(),
+                     None if self.act is None else self.act.copy())
 
     def reset_history(self):
         """Forget q_prev, every integrator's carry and the divergence rule's reference energy
@@ -194,7 +204,12 @@ class Integrator:
         dt = check_dt(dt)
         if control is None:
             control = self.__dict__.setdefault("_no_control", Control())
+        act_next = None
+        if getattr(self.model, "na", 0) and control.ctrl is not None:  # activation dynamics
+            control, act_next = self._with_activations(state, control, dt)
         new, diag = self._step(state, control, dt)
+        if act_next is not None or state.act is not None:
+            new.act = act_next if act_next is not None else state.act.copy()
         check_divergence(self.model, state, new, diag, self.divergence, control)
         ks = self.__dict__.get("_ks_diag")
         if ks is None:
@@ -209,6 +224,17 @@ class Integrator:
             diag.penetration = pen
             diag.deep = pen > self.scene.max_penetration
         return new, diag
+
+    def _with_activations(self, state, control, dt):
+        """``(control for this step's force, act+)``: the activations advanced over the step as
+        MuJoCo's Euler does (pbsim.control.actuators.act_step), and the control whose actuators
+        use ``act_k`` (``act+`` with actearly) in place of ctrl -- the same for every method."""
+        from pbsim.control.actuators import act_advance, check_act, force_act
+
+        B = state.batch
+        act = np.array(np.broadcast_to(check_act(self.model, state.act, B), (B, self.model.na)))
+        act_next = act_advance(self.model, act, control.ctrl, dt, B)
+        return replace(control, act=force_act(self.model, act, act_next)), act_next
 
     def scratch(self, B: int, dense: bool = False):
         """``(w, sw, ks, x)`` for ``B`` trajectories: dynamics workspace, step scratch, scene

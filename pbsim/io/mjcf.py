@@ -252,6 +252,9 @@ def model_from_mjmodel(
     model.actuators, act_notes = actuators_from_mjmodel(mj, model, lambda k, i, d: _name(mj, k, i, d))
     model.notes.extend(act_notes)
     model.keyframes = _keyframes(mj, model, joint_names)
+    from pbsim.io.mjcf_actuators import keyframe_activations
+
+    model.notes.extend(keyframe_activations(mj, model, lambda k, i, d: _name(mj, k, i, d)))  # act in State.act order
     from pbsim.io.mjcf_equality import equality_from_mjmodel
 
     model.equality, eq_notes = equality_from_mjmodel(mj, model, joint_names, lambda k, i, d: _name(mj, k, i, d))
@@ -369,11 +372,6 @@ def _note_dropped(mj, notes: list[str]) -> None:
     if mj.nsensor:
         notes.append(
             f"{mj.nsensor} sensor(s) not imported: {_listed(_names(mj, O.mjOBJ_SENSOR, mj.nsensor, 'sensor'))}"
-        )
-    if mj.nkey and mj.na:
-        notes.append(
-            f"{mj.nkey} keyframe(s) imported (Model.keyframes), their actuator activations not simulated: "
-            f"{_listed(_names(mj, O.mjOBJ_KEY, mj.nkey, 'key'))}"
         )
     if mj.nflex:
         notes.append(

@@ -100,3 +100,26 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         shown = ", ".join(skipped[:12]) + (f" and {len(skipped) - 12} more" if len(skipped) > 12 else "")
         notes.append(f"{len(skipped)} actuator(s) not imported: {shown}")
     return Actuators.build(items), notes
+
+
+def keyframe_activations(mj, model, name_of) -> list[str]:
+    """Put each keyframe's ``act`` (MuJoCo's activations, in MuJoCo's order) in pbsim's order
+    (``State.act``: the imported actuators with dynamics); notes for the keys whose activations
+    belong to actuators not imported."""
+    import mujoco
+
+    keys = getattr(model, "keyframes", None) or {}
+    if not keys or not mj.na:
+        return []
+    mj_names = [name_of(mujoco.mjtObj.mjOBJ_ACTUATOR, a, f"actuator{a}") for a in range(mj.nu)]
+    src = []  # per pbsim activation: MuJoCo's act index
+    acts = model.actuators
+    for a, k in enumerate(acts.actadr):
+        if k >= 0:
+            src.append(int(mj.actuator_actadr[mj_names.index(acts.names[a])]))
+    for key in keys.values():
+        mj_act = np.asarray(key.act, float)
+        key.act = mj_act[src] if mj_act.size == mj.na else np.zeros(len(src))
+    if len(src) < mj.na:
+        return [f"{len(keys)} keyframe(s): the activations of actuators not imported are dropped"]
+    return []

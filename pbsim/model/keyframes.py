@@ -3,8 +3,9 @@
 ``Model.keyframes`` maps a key's name to a :class:`Keyframe` in pbsim's coordinates: ``q`` equals
 MuJoCo's qpos (joint by joint), ``v`` is qvel with a free joint's linear velocity turned into its
 body frame (pbsim's convention), ``ctrl`` the inputs of the actuators pbsim imported (by name; nan
-for one the key does not set), ``act`` MuJoCo's activations as the file gives them, ``time``.
-``pbsim.rollout(model, ..., q0=model.keyframes["home"].q)``, ``pbsim rollout/view --keyframe home``.
+for one the key does not set), ``act`` the activations of the imported actuators with dynamics
+(``State.act`` order), ``time``.  ``pbsim.rollout(model, ..., q0=key.q, v0=key.v, act0=key.act)``,
+``pbsim rollout/view --keyframe home``.
 """
 
 from __future__ import annotations
