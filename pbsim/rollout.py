@@ -73,8 +73,10 @@ def rollout(
     _check_integrator_options(integrator, integrator_options)
     if device == "cuda":
         if getattr(model, "na", 0):
-            raise InputError(f"model {model.name!r} has {model.na} actuator activation(s) (dyntype); the GPU rollout "
-                             "does not advance them: use device='cpu'")
+            raise InputError(
+                f"model {model.name!r} has {model.na} actuator activation(s) (dyntype); the GPU rollout "
+                "does not advance them: use device='cpu'"
+            )
         from pbsim.rollout_gpu import rollout_cuda
 
         return rollout_cuda(
