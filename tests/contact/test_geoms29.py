@@ -460,3 +460,17 @@ def test_world_shapes_are_listed_and_validated(tmp_path):
         Cylinder(0.1, 0.2, R=np.eye(3) * 2)
     with pytest.raises(ContactInputError, match="hfield size needs"):
         HeightField.from_mjcf((0, 1, 1, 1), np.zeros((2, 2)))
+
+
+def test_viewer_draws_ellipsoids_and_hfields(tmp_path):
+    """The viewer's triangles (pbsim_viewer.shapes, no GL): an ellipsoid's vertices lie on it, an
+    hfield's on its elevations at the grid nodes, placed by the geom's pose."""
+    shapes = pytest.importorskip("pbsim_viewer.shapes")
+    m = pbsim.load(write(tmp_path, SLIDE), hfield_data={"later": LATER})
+    g = {g.name: g for g in m.geoms}
+    V = shapes.primitive_mesh(g["well"]).reshape(-1, 3)
+    L = (V - g["well"].p) @ g["well"].R
+    assert np.allclose(((L / g["well"].size) ** 2).sum(1), 1.0, atol=1e-9)
+    V = shapes.primitive_mesh(g["hfr"]).reshape(-1, 3)
+    L = np.unique(np.round((V - g["hfr"].p) @ g["hfr"].R, 9), axis=0)
+    assert len(L) == 12 and np.allclose(np.sort(L[:, 2]), np.sort(0.5 * LATER.reshape(-1)))

@@ -20,12 +20,32 @@ def primitive_mesh(g):
         m = trimesh.creation.capsule(height=2 * float(g.size[1]), radius=float(g.size[0]), count=[16, 16])
     elif g.shape == "cylinder":
         m = trimesh.creation.cylinder(radius=float(g.size[0]), height=2 * float(g.size[1]), sections=20)
+    elif g.shape == "ellipsoid":
+        m = trimesh.creation.icosphere(subdivisions=3, radius=1.0)
+        m.apply_scale(np.asarray(g.size[:3], float))
+    elif g.shape == "hfield" and g.hfield is not None:
+        m = hfield_mesh(g.size, g.hfield[1])
     else:
         return None
     T = np.eye(4)
     T[:3, :3], T[:3, 3] = g.R, g.p
     m.apply_transform(T)
     return np.asarray(m.vertices, float)[np.asarray(m.faces)]
+
+
+def hfield_mesh(size, data):
+    """MuJoCo's hfield surface as it collides: ``data`` (nrow, ncol) at ``x = -size[0] ... size[0]``
+    (columns), ``y = -size[1] ... size[1]`` (rows), ``z = size[2] * data``, two triangles a cell."""
+    import trimesh
+
+    D = np.asarray(data, float)
+    nr, nc = D.shape
+    X, Y = np.meshgrid(np.linspace(-size[0], size[0], nc), np.linspace(-size[1], size[1], nr))
+    V = np.c_[X.reshape(-1), Y.reshape(-1), size[2] * D.reshape(-1)]
+    i, j = np.meshgrid(np.arange(nr - 1), np.arange(nc - 1), indexing="ij")
+    a = (i * nc + j).reshape(-1)
+    F = np.r_[np.c_[a, a + 1, a + nc + 1], np.c_[a, a + nc + 1, a + nc]]
+    return trimesh.Trimesh(V, F, process=False)
 
 
 def flat_buffer(tris):
