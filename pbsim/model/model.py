@@ -320,6 +320,12 @@ class Model:
             "joint_names": list(self.joint_names),
             "joint_types": [self.joint_type_name(i) for i in range(self.nb)],
             "mimic": [{"joint": a, "master": b, "multiplier": c, "offset": d} for a, b, c, d in self.mimic],
+            "tendons": [{"name": n, "kind": ("fixed", "spatial")[int(self.tendons.kind[t])]}
+                        for t, n in enumerate(self.tendons.names)] if self.ntendon else [],
+            "actuators": [{"name": n, "tendon": self.tendons.names[int(self.actuators.tendon[a])]
+                           if self.actuators.tendon[a] >= 0 else None,
+                           "dyntype": ("none", "integrator", "filter", "filterexact")[int(self.actuators.dyntype[a])]}
+                          for a, n in enumerate(self.actuators.names)] if self.nu else [],
             "equality": [e.to_dict() for e in self.equality],
             "contact_pairs": contact_pair_rows(self),  # null: pbsim's default rules decide
             "contact_disabled": bool(self.contact_disabled),

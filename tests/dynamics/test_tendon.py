@@ -299,3 +299,18 @@ def test_spatial_tendons_refused_where_not_simulated(tmp_path):
     assert m2.tendons.names == ["plain", "over_ball", "pulley"]
     (note,) = [n for n in m2.notes if "tendon" in n]
     assert "over_ball_side (its side site is inside" in note and "over_cyl (a cylinder with a side site" in note
+
+
+def test_info_lists_tendons_and_actuators(tmp_path):
+    """`pbsim info` (Model.summary, --json: Model.to_dict) names the tendons and their kinds."""
+    import json
+
+    m, _ = _load(
+        tmp_path, SPATIAL.replace("</tendon>", '</tendon><actuator><motor name="m" tendon="plain"/></actuator>')
+    )
+    d = json.loads(m.to_json())
+    assert [(t["name"], t["kind"]) for t in d["tendons"]][:2] == [("plain", "spatial"), ("over_ball", "spatial")]
+    assert d["actuators"] == [{"name": "m", "tendon": "plain", "dyntype": "none"}]
+    text = m.summary()
+    assert "5 tendon(s): plain: spatial, 4 path element(s), stiffness 30 at 0.9, damping 1;" in text
+    assert "1 actuator(s): m" in text
