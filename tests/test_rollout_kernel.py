@@ -68,7 +68,7 @@ def _same(a, b, loop="kernel"):
     assert (a.diverged is None) == (b.diverged is None)
     if a.diverged is not None:
         assert np.array_equal(a.diverged, b.diverged)
-    for k in ("max_penetration", "divergence", "iterations", "unconverged_steps"):
+    for k in ("max_penetration", "divergence", "iterations", "unconverged_steps", "fallback_steps"):
         assert (k in a.info) == (k in b.info), k
         if k in a.info:
             x, y = a.info[k], b.info[k]
@@ -108,7 +108,9 @@ def test_callable_control_keeps_the_python_loop():
 )
 def test_contact_bit_identical(name, dt, opts):
     """A box dropped and sliding on the floor, 3 rows; with an iteration cap of 2 pbfd's steps stall
-    and are sub-stepped by the Python step (the rows stop at different steps and are rewound)."""
+    and are sub-stepped inside the step kernel (issue 30), counted alike in both loops; a sub-step
+    still unconverged at the last level hands its step to the Python step (the rows stop at
+    different steps and are rewound)."""
     m = _box()
     scene = pbsim.make_scene(m, ground="plane", mu=0.5)
     q0 = np.tile(m.neutral(), (3, 1))
@@ -117,8 +119,8 @@ def test_contact_bit_identical(name, dt, opts):
     v0[:, 0] = [1.0, 0.0, -0.5]
     a, b = _both(m, name, dt=dt, steps=25 if dt > 0.01 else 300, q0=q0, v0=v0, scene=scene, record_every=2, **opts)
     _same(a, b)
-    if opts:  # stalled steps went through the Python step's sub-stepping
-        assert b.info["unconverged_steps"].sum() > 0 and 0 < b.python_steps < 25
+    if opts:  # stalled steps were sub-stepped by the kernel, in both loops
+        assert b.info["fallback_steps"].sum() > 0 and b.python_steps < 25
 
 
 def test_divergence_bit_identical():
