@@ -164,13 +164,15 @@ class HeightField:
 
     ``R``, ``p``: the pose of the frame the heights and extents are given in (None: the world's);
     ``bounded``: no contact outside the x-y extents (MuJoCo's hfield) instead of the edge heights
-    extended.  MJCF ``<hfield>`` geoms: :meth:`from_mjcf`."""
+    extended; ``triangles``: each cell two triangles (MuJoCo's hfield surface: planar pieces, phi
+    exact on them) instead of bilinear.  MJCF ``<hfield>`` geoms: :meth:`from_mjcf`."""
 
     heights: np.ndarray
     extents: tuple = (0.0, 1.0, 0.0, 1.0)
     R: np.ndarray | None = None
     p: np.ndarray | None = None
     bounded: bool = False
+    triangles: bool = False
 
     def __post_init__(self):
         H = np.asarray(self.heights, np.float64)
@@ -186,15 +188,14 @@ class HeightField:
             self.R = _rotation(np.eye(3) if self.R is None else self.R, "heightfield")
             self.p = _vec(np.zeros(3) if self.p is None else self.p, 3, "heightfield position")
         self.bounded = bool(self.bounded)
+        self.triangles = bool(self.triangles)
 
     @classmethod
     def from_mjcf(cls, size, data, R=None, p=None) -> "HeightField":
         """MuJoCo's hfield: ``size = (radius_x, radius_y, elevation_z, base_z)``, ``data`` (nrow, ncol)
         elevations (row 0 at ``y = -radius_y``, columns along x), the surface ``elevation_z * data``
-        above the geom frame ``(R, p)``; bounded to its rectangle.  MuJoCo triangulates each cell,
-        pbsim interpolates it bilinearly: the two differ inside a cell by at most a quarter of
-        ``|h00 - h10 - h01 + h11|`` (none on planar cells); MuJoCo's solid ends ``base_z`` under the
-        frame, pbsim's does not."""
+        above the geom frame ``(R, p)``; bounded to its rectangle; each cell MuJoCo's two
+        triangles.  MuJoCo's solid ends ``base_z`` under the frame, pbsim's does not."""
         size = _vec(size, 4, "hfield size (radius_x, radius_y, elevation_z, base_z)")
         if np.any(size[:2] <= 0) or size[2] < 0:
             raise ContactInputError(f"hfield size needs radius_x, radius_y > 0 and elevation_z >= 0, got "
@@ -207,8 +208,9 @@ class HeightField:
         R = np.eye(3) if R is None else np.asarray(R, np.float64)
         p = np.zeros(3) if p is None else np.asarray(p, np.float64)
         if np.array_equal(R, np.eye(3)):  # axis-aligned: shift, no pose
-            return cls(H + p[2], (ext[0] + p[0], ext[1] + p[0], ext[2] + p[1], ext[3] + p[1]), bounded=True)
-        return cls(H, ext, R, p, bounded=True)
+            return cls(H + p[2], (ext[0] + p[0], ext[1] + p[0], ext[2] + p[1], ext[3] + p[1]), bounded=True,
+                       triangles=True)
+        return cls(H, ext, R, p, bounded=True, triangles=True)
 
     @classmethod
     def from_image(cls, path, extents, z_scale: float = 1.0, z_offset: float = 0.0) -> "HeightField":
@@ -383,7 +385,7 @@ def pack_environment(items) -> dict:
             nx, ny = it.heights.shape
             x0, x1, y0, y1 = it.extents
             posed = it.R is not None
-            hfm.append([hoff, nx, ny, (1 if posed else 0) | (2 if it.bounded else 0)])
+            hfm.append([hoff, nx, ny, (1 if posed else 0) | (2 if it.bounded else 0) | (4 if it.triangles else 0)])
             hfg.append([x0, y0, (x1 - x0) / (nx - 1), (y1 - y0) / (ny - 1),
                         *(it.R.reshape(-1) if posed else np.zeros(9)), *(it.p if posed else np.zeros(3))])
             hfd.append(it.heights.reshape(-1))

@@ -62,7 +62,7 @@ def env_sdf(s, x, y, z, mask):
         if (mask[e >> 6] >> (e & 63)) & 1:
             if s.hf_meta[i, 3] == 0:
                 phi, nx, ny, nz = sdf_heightfield(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
-            else:  # posed and/or bounded (MJCF hfields)
+            else:  # posed, bounded, triangles (MJCF hfields)
                 phi, nx, ny, nz = sdf_heightfield_posed(s.hf_meta[i], s.hf_geom[i], s.hf_data, x, y, z)
             if phi < best:
                 best, bx, by, bz = phi, nx, ny, nz

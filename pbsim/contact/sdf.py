@@ -220,11 +220,40 @@ def sdf_heightfield(meta, geo, data, x, y, z):
 
 
 @kernel
+def sdf_heightfield_tri(meta, geo, data, x, y, z):
+    """:func:`sdf_heightfield` with each cell split into two triangles along its diagonal from
+    ``(x_i, y_j)`` to ``(x_i+1, y_j+1)`` (MuJoCo's hfield surface): planar pieces, so ``phi`` is
+    the exact distance to the piece's plane."""
+    off, nx, ny = meta[0], meta[1], meta[2]
+    fx = min(max((x - geo[0]) / geo[2], 0.0), nx - 1.0)
+    fy = min(max((y - geo[1]) / geo[3], 0.0), ny - 1.0)
+    i = min(int(fx), nx - 2)
+    j = min(int(fy), ny - 2)
+    tx = fx - i
+    ty = fy - j
+    inx = 1.0 if (x - geo[0]) / geo[2] == fx else 0.0  # slope is zero where the edge is extended
+    iny = 1.0 if (y - geo[1]) / geo[3] == fy else 0.0
+    h00 = data[off + i * ny + j]
+    h01 = data[off + i * ny + j + 1]
+    h10 = data[off + (i + 1) * ny + j]
+    h11 = data[off + (i + 1) * ny + j + 1]
+    if tx >= ty:  # the triangle (00, 10, 11)
+        sx, sy = h10 - h00, h11 - h10
+    else:  # (00, 11, 01)
+        sx, sy = h11 - h01, h01 - h00
+    h = h00 + sx * tx + sy * ty
+    hx = inx * sx / geo[2]
+    hy = iny * sy / geo[3]
+    nrm = math.sqrt(1.0 + hx * hx + hy * hy)
+    return (z - h) / nrm, -hx / nrm, -hy / nrm, 1.0 / nrm
+
+
+@kernel
 def sdf_heightfield_posed(meta, geo, data, x, y, z):
     """A heightfield in its own frame: ``meta[3]`` flags 1 (posed: ``geo[4:13]`` the frame's
     rotation R row-major, ``geo[13:16]`` its origin p; the point is taken to ``R^T (x - p)`` and the
-    normal back by R) and 2 (bounded: no contact outside the x-y extents, as MuJoCo's hfield, a
-    solid only above its own rectangle)."""
+    normal back by R), 2 (bounded: no contact outside the x-y extents, as MuJoCo's hfield, a
+    solid only above its own rectangle) and 4 (two triangles a cell: :func:`sdf_heightfield_tri`)."""
     lx, ly, lz = x, y, z
     if meta[3] & 1:
         dx, dy, dz = x - geo[13], y - geo[14], z - geo[15]
@@ -234,7 +263,10 @@ def sdf_heightfield_posed(meta, geo, data, x, y, z):
     if meta[3] & 2:
         if lx < geo[0] or ly < geo[1] or lx > geo[0] + (meta[1] - 1) * geo[2] or ly > geo[1] + (meta[2] - 1) * geo[3]:
             return 1.0e30, 0.0, 0.0, 1.0
-    phi, nx, ny, nz = sdf_heightfield(meta, geo, data, lx, ly, lz)
+    if meta[3] & 4:
+        phi, nx, ny, nz = sdf_heightfield_tri(meta, geo, data, lx, ly, lz)
+    else:
+        phi, nx, ny, nz = sdf_heightfield(meta, geo, data, lx, ly, lz)
     if meta[3] & 1:
         return (phi, geo[4] * nx + geo[5] * ny + geo[6] * nz, geo[7] * nx + geo[8] * ny + geo[9] * nz,
                 geo[10] * nx + geo[11] * ny + geo[12] * nz)

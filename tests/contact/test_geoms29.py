@@ -382,7 +382,8 @@ def test_body_ellipsoid_and_cylinder_touch_other_bodies(tmp_path):
 def test_hfield_from_png_and_file_data_match_mujoco(tmp_path):
     """An hfield from a PNG (MuJoCo reads the gray levels, normalised) and one from the file's
     elevation, turned and shifted: pbsim's surface passes through MuJoCo's (mj_ray) at every grid
-    node, and a note names a flat hfield."""
+    node and at random points inside the cells (the same two triangles a cell), and a note names a
+    flat hfield."""
     from PIL import Image
 
     rng = np.random.default_rng(5)
@@ -415,16 +416,14 @@ def test_hfield_from_png_and_file_data_match_mujoco(tmp_path):
         nr, nc = mj.hfield_nrow[hid], mj.hfield_ncol[hid]
         rx, ry = mj.hfield_size[hid, :2]
         Rg, pg = d.geom_xmat[g].reshape(3, 3), d.geom_xpos[g]
-        for i in range(nr):
-            for j in range(nc):
-                loc = np.array([-rx + 2 * rx * j / (nc - 1), -ry + 2 * ry * i / (nr - 1), 0]) * (
-                    1 - 1e-7
-                )  # just inside
-                x = Rg @ loc + pg
-                dist = mujoco.mj_ray(mj, d, x + [0, 0, 5], np.array([0, 0, -1.0]), None, 1, 1, gid)
-                z = x[2] + 5 - dist
-                phi = sdf_heightfield_posed(pk["hf_meta"][h], pk["hf_geom"][h], pk["hf_data"], x[0], x[1], z)[0]
-                assert abs(phi) < 1e-6, (name, i, j, phi)
+        nodes = [(-rx + 2 * rx * j / (nc - 1), -ry + 2 * ry * i / (nr - 1)) for i in range(nr) for j in range(nc)]
+        inner = rng.uniform(-1, 1, (60, 2)) * [rx, ry]  # inside cells: MuJoCo's two triangles a cell
+        for k, (lx, ly) in enumerate(nodes + inner.tolist()):
+            x = Rg @ (np.array([lx, ly, 0.0]) * (1 - 1e-7)) + pg  # just inside the rectangle
+            dist = mujoco.mj_ray(mj, d, x + [0, 0, 5], np.array([0, 0, -1.0]), None, 1, 1, gid)
+            z = x[2] + 5 - dist
+            phi = sdf_heightfield_posed(pk["hf_meta"][h], pk["hf_geom"][h], pk["hf_data"], x[0], x[1], z)[0]
+            assert abs(phi) < 1e-6, (name, k, phi)
 
 
 def test_hfield_data_given_at_run_time_is_checked(tmp_path):
