@@ -45,6 +45,15 @@ DROP_TOL = 1e-11  # a pivot below DROP_TOL * max diag(J A^-1 J^T) drops its row
 
 
 @kernel
+def eq_has_bodies(m):
+    """Whether a connect or weld row exists (the rows that need poses; joint/tendon rows do not)."""
+    for e in range(m.eq_type.shape[0]):
+        if m.eq_type[e] == CONNECT or m.eq_type[e] == WELD:
+            return True
+    return False
+
+
+@kernel
 def eq_bias_pass(m, w, b):
     """Body spatial accelerations at ``qdd = 0`` (body coordinates) into ``w.acc``:
     ``a_i = X_i a_parent + c_i`` (no gravity).  Expects ``velocity_pass``."""
@@ -364,6 +373,23 @@ def eq_solve(L, drop, x, n):
 
 
 @kernel
+def eq_responses(m, w, b, J, Y, K):
+    """``Y_r = A^-1 J_r^T`` (one O(n) response pass each); a row that is identically zero (the
+    out-of-plane rows of a planar loop) gets ``Y_r = 0`` without a pass (then dropped)."""
+    for r in range(K):
+        nz = False
+        for j in range(m.nv):
+            if J[r, j] != 0.0:
+                nz = True
+                break
+        if nz:
+            minv_solve(m, w, b, J[r], Y[r])
+        else:
+            for j in range(m.nv):
+                Y[r, j] = 0.0
+
+
+@kernel
 def equality_accel(m, w, b, q, v, qdd):
     """Project ``qdd`` (``A qdd = f`` solved by ABA/MABA; its factor ``w.U``, ``w.Dinv`` in place,
     the velocity pass done for (q, v)) onto the constrained accelerations (module doc).  Leaves
@@ -372,15 +398,15 @@ def equality_accel(m, w, b, q, v, qdd):
     K = w.eJ.shape[1]
     if K == 0:
         return
-    world_pass(m, w, b)
-    eq_bias_pass(m, w, b)
+    if eq_has_bodies(m):
+        world_pass(m, w, b)
+        eq_bias_pass(m, w, b)
     equality_rows(m, w, b, q, v, True)
     J = w.eJ[b]
     Y = w.eY[b]
     Km = w.eK[b]
     lam = w.el[b]
-    for r in range(K):  # Y_r = A^-1 J_r^T
-        minv_solve(m, w, b, J[r], Y[r])
+    eq_responses(m, w, b, J, Y, K)
     for a in range(K):  # K = J A^-1 J^T, rhs = -J' v - J qdd0
         for c in range(a + 1):
             s = 0.0
@@ -408,7 +434,8 @@ def equality_project(m, w, b, q, v, with_velocity):
     K = w.eJ.shape[1]
     if K == 0:
         return
-    fk_state(m, w, b, q)
+    if eq_has_bodies(m):
+        fk_state(m, w, b, q)
     equality_rows(m, w, b, q, v, False)
     Y = w.eY[b]
     lam = w.el[b]
@@ -557,8 +584,7 @@ def equality_project_mass(m, w, b, q, iters):
         world_pass(m, w, b)
         equality_rows(m, w, b, q, zero, False)
         J = w.eJ[b]
-        for r in range(K):
-            minv_solve(m, w, b, J[r], Y[r])
+        eq_responses(m, w, b, J, Y, K)
         for a in range(K):
             for c in range(a + 1):
                 s = 0.0

@@ -23,7 +23,13 @@ def test_features_follow_the_flags_the_kernels_branch_on():
     m = pbsim_models.chain(3)
     none = pbsim.Scene().kernel_arrays(m)
     ground = pbsim.make_scene(m, ground="plane").kernel_arrays(m)
-    assert features_used(_kc(m), none) == {"spd_extra": False, "contact": False, "body_contact": False}
+    assert features_used(_kc(m), none) == {
+        "spd_extra": False,
+        "contact": False,
+        "body_contact": False,
+        "equality": False,
+    }
+    assert features_used(_kc(m), none, m.k)["equality"] is False  # no equality constraints (test_equality.py)
     assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0), none)["spd_extra"] is False  # MABA
     for solver in ("df", "sf"):
         assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0, spd_solver=solver), none)["spd_extra"] is True
@@ -31,7 +37,12 @@ def test_features_follow_the_flags_the_kernels_branch_on():
     assert features_used(_kc(m), ground)["contact"] is True
     two = pbsim.combine(m, (pbsim.free_object("box", (0.05, 0.05, 0.05), 0.5), (0.0, 0.0, 1.0)))
     ks = pbsim.make_scene(two, ground=None).kernel_arrays(two)
-    assert ks.nitem > 0 and features_used(_kc(two), ks) == {"spd_extra": False, "contact": False, "body_contact": True}
+    assert ks.nitem > 0 and features_used(_kc(two), ks) == {
+        "spd_extra": False,
+        "contact": False,
+        "body_contact": True,
+        "equality": False,
+    }
 
 
 def test_variant_swaps_only_the_named_kernels():
