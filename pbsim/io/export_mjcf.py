@@ -203,6 +203,11 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
             f"MJCF: mimic coupling of {len(model.mimic)} joint(s) dropped (written as independent joints): "
             f"{[a for a, _, _, _ in model.mimic][:6]}"
         )
+    if getattr(model, "equality", None):
+        report.append(
+            f"MJCF: {len(model.equality)} equality constraint(s) dropped (not written): "
+            f"{[e.name for e in model.equality][:6]}"
+        )
     if velocity_dropped:
         report.append(
             f"MJCF: velocity limits of {len(velocity_dropped)} joint(s) dropped (MJCF has none): "

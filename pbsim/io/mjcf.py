@@ -18,6 +18,8 @@ Mapping:
   elevation_z, base_z)``), or the data given at load time (``hfield_data``);
 - joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
   ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
+- ``<equality>`` (connect, weld, joint, fixed-tendon) goes to ``Model.equality``
+  (:mod:`pbsim.io.mjcf_equality`);
 - ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
   free joint's linear velocity in its body frame, ctrl by actuator name);
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never

@@ -246,3 +246,11 @@ def test_pbad_keeps_the_loop_closed(tmp_path, dt):
     assert np.ptp(q1) > 1.0  # it swung
     en = pbsim.rollout(m, "pbad", dt=dt, steps=int(round(3.0 / dt)), q0=m.default_configuration()).energy
     assert en.max() <= en[0] + 1e-9
+
+
+def test_export_reports_them_dropped(tmp_path):
+    from pbsim.io.export_mjcf import write_mjcf
+
+    m = _load(tmp_path, "fourbar", _xml("fourbar", 1e-3, "Euler"))
+    report = write_mjcf(m, str(tmp_path / "out.xml"))
+    assert any("1 equality constraint(s) dropped" in r and "loop" in r for r in report)
