@@ -72,7 +72,7 @@ def rollout_cuda(
     single = (q0 is None or np.ndim(q0) == 1) and (v0 is None or np.ndim(v0) == 1) and batch is None
     state = State.make(model, q0, v0, batch, names=("q0", "v0"))
     B = state.batch
-    layout = resolve_layout(layout, B)
+    layout = resolve_layout(layout, B, integrator)
     if scene is None:
         scene = default_scene(model)  # the same rule as the CPU rollout
     per, shared = memory_estimate(model, integrator, scene, control, B, **integrator_options)

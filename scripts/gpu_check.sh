@@ -9,7 +9,7 @@
 #   3. throughput at B 16k / 64k of euler, pbad, pbfd, nmdp on gymnasium's humanoid with its floor
 #      and contact between bodies, both layouts (scripts/bench_gpu.py --cases g); euler, pbad, nmdp
 #      with the floor only (as the table before issue 31); the cost of the out-of-line device
-#      functions (euler, everything inlined: PBSIM_CUDA_NOINLINE=none); threads per block 64/256;
+#      functions (pbad, everything inlined: PBSIM_CUDA_NOINLINE=none); threads per block 64/256;
 #      pbfd's 16k drops (issue 30) when scripts/pbfd_drops.py exists.  Every kernel of stage 3 is
 #      compiled in the background from the start, in parallel with stages 1-2.
 #   4. MJX on the same file, if jax and mujoco-mjx are importable (carried or in the image)
@@ -60,11 +60,11 @@ if [ -n "$MJCF" ]; then
   pre() { timeout 240 env ${4:-} python3 -c "$PRE" "$1" "$2" "$3" "$MJCF" > "$LOGS/pre_$1_$2_$3${4:+_inl}.log" 2>&1 & PIDS+=($!); }
   for I in euler pbad pbfd nmdp; do pre $I aos bodies; pre $I soa bodies; pre $I cpu bodies; done
   for I in euler pbad nmdp; do pre $I aos floor; pre $I soa floor; pre $I cpu floor; done
-  pre euler soa bodies PBSIM_CUDA_NOINLINE=none
+  pre pbad aos bodies PBSIM_CUDA_NOINLINE=none
 fi
 
 say "1. agreement: real GPU vs CPU"
-timeout 150 python3 - "$MJCF" <<'EOF' 2>&1 | tee "$LOGS/agreement.txt"
+timeout 110 python3 - "$MJCF" <<'EOF' 2>&1 | tee "$LOGS/agreement.txt"
 import sys, time
 import numpy as np
 import pbsim, pbsim_models
@@ -91,7 +91,7 @@ EOF
 say "agreement done"
 
 say "2. compile per stage, cold and cached (process start to first step)"
-timeout 150 python3 scripts/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
+timeout 130 python3 scripts/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
   ${MJCF:+--mjcf $MJCF} --batch 16384 2>&1 | tee "$LOGS/compile_gpu.txt"
 say "compile done"
 
@@ -107,9 +107,9 @@ if [ -n "$MJCF" ]; then
   timeout 90 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,nmdp --no-body-contact \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --min-time 0.3 --max-steps 400 \
     --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:\|^(g)" | tee "$LOGS/bench_floor.txt"
-  say "3c. noinline cost: euler, everything inlined (PBSIM_CUDA_NOINLINE=none), soa"
-  timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler \
-    --batches 16384,65536 --layouts soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
+  say "3c. noinline cost: pbad, everything inlined (PBSIM_CUDA_NOINLINE=none), aos (its auto layout; euler is inlined already)"
+  timeout 60 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
+    --batches 16384,65536 --layouts aos --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$LOGS/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_inlined.txt"
   say "3d. threads per block: euler soa 64k, tpb 64 / 256 (128 is in 3a)"
   for TPB in 64 256; do

@@ -12,13 +12,15 @@ batch axis first, ``(B, ...)``.  ``"aos"`` stores it C-contiguous (trajectory b'
 one block); ``"soa"`` stores the batch axis *fastest* (strides ``(8, ...)``), so that the 32
 threads of a warp touching ``w.IA[b, i, r, c]`` for consecutive ``b`` read consecutive words
 (coalesced).  The kernels do not change: numba compiles strided ('A' layout) indexing.  The
-default ``"auto"`` takes SoA from ``AUTO_SOA_MIN_BATCH`` trajectories on (on an H200, SoA ran the
-humanoid 2.9x faster than AoS at B = 65,536: docs/benchmarks/gpu.md).
+default ``"auto"`` takes SoA from ``AUTO_SOA_MIN_BATCH`` trajectories on, except for pbad
+(``AUTO_AOS_METHODS``), as measured on an H200 (docs/benchmarks/gpu.md).
 
 Compilation: the step kernels are built with ``lto=False`` (numba-cuda turns LTO on whenever
 nvJitLink is present; pbsim links no external code, so it only cost a second optimisation) and
 with the device functions of :data:`pbsim.backends.kernel.CUDA_NOINLINE_DEFAULT` kept out of
-line; only the features a run uses are compiled (the CPU's :class:`~pbsim.backends.kernel.Variants`).
+line, except in the explicit methods' kernels, which are compiled fully inlined
+(:func:`step_noinline`: faster on the device, and their compile stays short); only the
+features a run uses are compiled (the CPU's :class:`~pbsim.backends.kernel.Variants`).
 The compiled code (cubin and PTX per compute capability) is kept on disk under
 ``$PBSIM_CACHE_DIR/cuda`` (else ``~/.cache/pbsim/cuda``) by :class:`StepKernelCache`, so a second
 process loads it instead of compiling (``pbsim warmup --device cuda`` fills it).
@@ -44,22 +46,32 @@ class DeviceError(PbsimError, RuntimeError):
 
 INSTALL_HINT = 'install the GPU extra: pip install "numba-cuda>=0.30" (numpy<2.5)'
 LAYOUTS = ("aos", "soa")
-# layout="auto": SoA from this batch size on.  Measured (H200, gymnasium humanoid + floor, euler,
-# fp64): SoA 28.7 M steps/s vs AoS 9.8 M at B = 65,536; AoS at 16,384: 11.4 M (SoA unmeasured
-# there).  Coalescing pays as soon as whole warps run consecutive trajectories and several blocks
-# share an SM; below this the GPU is not filled and the layout hardly matters, so small runs keep
-# one (AoS) compile.  scripts/gpu_check.sh measures both layouts at 16k/64k to confirm.
-AUTO_SOA_MIN_BATCH = 4096
+# layout="auto": SoA from this batch size on, except for the methods in AUTO_AOS_METHODS.  Measured
+# on the H200 (docs/benchmarks/gpu.md, gymnasium humanoid + floor and contact between bodies, fp64):
+# euler SoA/AoS 1.32x at B = 2,048, 1.18x at 4,096, 1.13x at 8,192, 1.39x at 65,536 (floor only:
+# 1.52x at 16,384, 2.0x at 65,536); pbfd 1.57x at 16,384, 1.29x at 65,536.  pbad: 1.0x at 16,384 and
+# 0.93x at 65,536 (floor only), so it stays AoS.  Below 2,048 nothing was measured (the GPU is not
+# filled; one compile, AoS, serves small runs).
+AUTO_SOA_MIN_BATCH = 2048
+AUTO_AOS_METHODS = ("pbad",)
 # threads per block: 128 is what every H200 figure in docs/benchmarks/gpu.md was measured with
 # (no other value has been measured yet; PBSIM_CUDA_TPB or threads= overrides it).
 DEFAULT_TPB = 128
 # cuda.jit options of every pbsim kernel (part of the cache key)
 JIT_OPTIONS = {"lto": False}
+# step kernels compiled fully inlined (no CUDA_NOINLINE_DEFAULT): the explicit methods.  Measured
+# on the H200 (docs/benchmarks/gpu.md): euler on the gym humanoid, SoA, B = 65,536, 17.3 M steps/s
+# inlined vs 13.2-16.0 M with the out-of-line calls; its inlined compile is ~22 s on 2 cores (under
+# the 30 s target).  The implicit methods keep the out-of-line set (pbad inlined: ~60 s to compile).
+INLINE_ALL_MODULES = ("pbsim.integrators.explicit",)
 
 
-def resolve_layout(layout: str, batch: int) -> str:
-    """``"aos"``/``"soa"``; ``"auto"`` is SoA for ``batch >= AUTO_SOA_MIN_BATCH``, else AoS."""
+def resolve_layout(layout: str, batch: int, integrator: str | None = None) -> str:
+    """``"aos"``/``"soa"``; ``"auto"`` is SoA for ``batch >= AUTO_SOA_MIN_BATCH``, else AoS (and AoS
+    for the methods of ``AUTO_AOS_METHODS``)."""
     if layout == "auto":
+        if integrator in AUTO_AOS_METHODS:
+            return "aos"
         return "soa" if int(batch) >= AUTO_SOA_MIN_BATCH else "aos"
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS + ('auto',)}, got {layout!r}")
@@ -432,8 +444,22 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     return ptx
 
 
-def _specialize(pyfn, step_kernel, ident=None):
-    """``cuda.jit`` of ``pyfn`` with its global ``_step`` bound to the twin of ``step_kernel``,
+def step_noinline(step_kernel) -> frozenset:
+    """The device functions kept out of line in ``step_kernel``'s tree: none for the explicit
+    methods (:data:`INLINE_ALL_MODULES`), :func:`pbsim.backends.kernel.cuda_noinline` for the
+    others; ``$PBSIM_CUDA_NOINLINE`` set decides for every method."""
+    from pbsim.backends.kernel import cuda_noinline, python_source
+
+    if os.environ.get("PBSIM_CUDA_NOINLINE", "default").strip() not in ("", "default"):
+        return cuda_noinline()
+    if python_source(step_kernel).__module__.startswith(INLINE_ALL_MODULES):
+        return frozenset()
+    return cuda_noinline()
+
+
+def _specialize(pyfn, step_kernel, ident=None, noinline=None):
+    """``cuda.jit`` of ``pyfn`` with its global ``_step`` bound to the twin of ``step_kernel``
+    (``noinline``: the functions of its tree kept out of line; None: :func:`step_noinline`),
     named after it (``_steps_k__euler_step__without_...``), its compiled code kept on disk by a
     :class:`StepKernelCache` for ``ident`` (see :func:`_cache_ident`; None: no disk cache)."""
     from pbsim.backends.kernel import cuda_twin, python_source
@@ -441,7 +467,7 @@ def _specialize(pyfn, step_kernel, ident=None):
     if not _HOST_ARRAYS:
         kernels()
     g = dict(globals())
-    g["_step"] = cuda_twin(step_kernel)
+    g["_step"] = cuda_twin(step_kernel, step_noinline(step_kernel) if noinline is None else noinline)
     fn = types.FunctionType(pyfn.__code__, g, pyfn.__name__)
     fn.__qualname__ = f"{pyfn.__name__}__{python_source(step_kernel).__qualname__}"
     disp = _jit(cuda, fn)
@@ -500,7 +526,7 @@ def _cache_ident(pyfn, step_kernel, phase: str, features, layout: str) -> dict:
     """Everything but the argument types and the compute capability that decides a step kernel's
     device code: pbsim's kernel sources, the bound step kernel (name and whole tree), the
     driver, the phase, the ``Variants`` features, the layout and the compile options."""
-    from pbsim.backends.kernel import _source_hash, code_digest, cuda_noinline, kernel_tree_hash, python_source
+    from pbsim.backends.kernel import _source_hash, code_digest, kernel_tree_hash, python_source
 
     f = python_source(step_kernel)
     return {
@@ -513,7 +539,7 @@ def _cache_ident(pyfn, step_kernel, phase: str, features, layout: str) -> dict:
         "features": tuple(sorted(features)) if features is not None else "all",
         "layout": layout,
         "options": tuple(sorted(JIT_OPTIONS.items())),
-        "noinline": tuple(sorted(cuda_noinline())),
+        "noinline": tuple(sorted(step_noinline(step_kernel))),
     }
 
 
@@ -717,7 +743,7 @@ def build_offline(model, integrator: str = "euler", layout: str = "aos", cc=(9, 
 
     t0 = time.perf_counter()
     with _offline(cc):
-        plan = _Plan(model, integrator, scene, batch, resolve_layout(layout, batch), options)
+        plan = _Plan(model, integrator, scene, batch, resolve_layout(layout, batch, integrator), options)
         plan.set_control(control, features)
         args = plan.args(phase)
         disp = plan.kernel(phase)
@@ -1052,7 +1078,7 @@ class CudaBatch(_Plan):
         B = int(batch)
         if B < 1:
             raise InputError(f"batch must be >= 1, got {batch}")
-        layout = resolve_layout(layout, B)
+        layout = resolve_layout(layout, B, integrator)
         if schedule not in ("kernel", "launch"):
             raise InputError(f"schedule must be 'kernel' or 'launch', got {schedule!r}")
         self.K = kernels()

@@ -62,7 +62,7 @@ def cuda_cache_dir() -> str:
     return os.path.join(base, "cuda")
 
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
-_CUDA_TWINS: dict[int, object] = {}
+_CUDA_TWINS: dict[tuple, object] = {}  # (id(kernel), noinline set) -> its CUDA twin
 
 
 PARALLEL_MIN_BATCH = 4  # below this many states a batch runs on the calling thread
@@ -492,24 +492,27 @@ def python_source(disp):
     return _PY_FUNCS[id(disp)]
 
 
-def cuda_twin(disp):
-    """``numba.cuda.jit(device=True)`` compilation of the same source as ``disp``."""
-    key = id(disp)
+def cuda_twin(disp, noinline=None):
+    """``numba.cuda.jit(device=True)`` compilation of the same source as ``disp``, its callees'
+    twins bound in its globals.  ``noinline``: the names of the device functions of this tree kept
+    out of line (None: :func:`cuda_noinline`); each set gets its own twins."""
+    ni = cuda_noinline() if noinline is None else frozenset(noinline)
+    key = (id(disp), ni)
     if key in _CUDA_TWINS:
         return _CUDA_TWINS[key]
     from numba import cuda  # imported lazily: the CPU path never needs it
 
-    f = _PY_FUNCS[key]
+    f = _PY_FUNCS[id(disp)]
     g = dict(f.__globals__)
     twin_fn = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
     twin = cuda.jit(device=True)(twin_fn)
-    if f.__name__ in cuda_noinline():
+    if f.__name__ in ni:
         _mark_noinline(twin)
     _CUDA_TWINS[key] = twin
     # callees: swap every registered CPU kernel in the copied globals for its twin
     for name, val in list(g.items()):
         if is_kernel(val):
-            g[name] = cuda_twin(val)
+            g[name] = cuda_twin(val, ni)
     return twin
 
 

@@ -92,8 +92,11 @@ def test_cache_key_covers_options_and_versions(monkeypatch):
     assert _key() == base
     from pbsim.backends import kernel as K
 
+    base_pbad = _key("pbad")
     monkeypatch.setattr(K, "_NOINLINE", frozenset({"aba_forward"}))
-    assert _key() != base
+    assert _key("pbad") != base_pbad  # the noinline set (euler's is empty: compiled fully inlined)
+    monkeypatch.setenv("PBSIM_CUDA_NOINLINE", "aba_forward")
+    assert _key() != base  # $PBSIM_CUDA_NOINLINE decides for every method
     monkeypatch.undo()
     monkeypatch.setattr(pc, "_VERSIONS", pc.toolchain_versions()[:-1] + ("nvjitlink 13.0",))
     assert _key() != base
@@ -140,12 +143,24 @@ def test_kernels_are_built_without_lto_and_with_noinline_functions():
     assert pc.JIT_OPTIONS["lto"] is False  # numba-cuda's default with nvJitLink is lto=True
     if os.environ.get("PBSIM_CUDA_NOINLINE", "default") == "default":
         assert cuda_noinline() == frozenset(CUDA_NOINLINE_DEFAULT)
+        # the explicit methods compile fully inlined (measured faster on the H200), the others not
+        for name in ("euler", "rk4", "explicit_euler"):
+            assert pc.step_noinline(_spec(name).step) == frozenset(), name
+        for name in ("pbad", "pbfd", "nmdp", "ne_dry"):
+            assert pc.step_noinline(_spec(name).step) == frozenset(CUDA_NOINLINE_DEFAULT), name
+        ident = pc._cache_ident(pc._steps_k, _spec("euler").step, "steps", None, "aos")
+        assert ident["noinline"] == ()
+        ident = pc._cache_ident(pc._steps_k, _spec("pbad").step, "steps", None, "aos")
+        assert ident["noinline"] == tuple(sorted(CUDA_NOINLINE_DEFAULT))
 
 
 def test_layout_auto_and_tpb_defaults(monkeypatch):
     assert pc.resolve_layout("auto", pc.AUTO_SOA_MIN_BATCH) == "soa"
     assert pc.resolve_layout("auto", pc.AUTO_SOA_MIN_BATCH - 1) == "aos"
     assert pc.resolve_layout("aos", 10**6) == "aos"
+    assert pc.resolve_layout("auto", 10**6, "euler") == "soa"
+    assert pc.resolve_layout("auto", 10**6, "pbad") == "aos"  # measured: SoA no faster for pbad
+    assert pc.resolve_layout("soa", 4, "pbad") == "soa"
     with pytest.raises(pc.InputError, match="'xyz'"):
         pc.resolve_layout("xyz", 4)
     monkeypatch.delenv("PBSIM_CUDA_TPB", raising=False)
@@ -239,7 +254,7 @@ def toolkit():
 def _build(cache):
     r = subprocess.run(
         [sys.executable, "-c", BUILD_CHILD],
-        env=_env(PBSIM_CACHE_DIR=str(cache)),
+        env=_env(PBSIM_CACHE_DIR=str(cache), PBSIM_CUDA_NOINLINE="aba_forward,aba_backward"),
         capture_output=True,
         text=True,
         timeout=600,
@@ -258,7 +273,7 @@ def test_second_process_is_served_from_disk(toolkit, tmp_path):
     assert "compiling kernels for euler (aos, steps) on the GPU (first run only" in err
     assert Path(cold["path"]).is_file() and Path(cold["path"]).parent.parent == tmp_path / "cuda"
     assert Path(cold["path"]).parent.name == _source_hash()
-    assert cold["funcs"] > 0  # the noinline functions stay .func definitions
+    assert cold["funcs"] > 0  # the noinline functions (here named by $PBSIM_CUDA_NOINLINE) stay .func definitions
     warm, err = _build(tmp_path)
     assert warm["hit"] and warm["path"] == cold["path"] and warm["sha"] == cold["sha"]
     assert "compiling kernels" not in err
