@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# The real-GPU checks as one prepared run for a lent GPU machine (no network there; under 8 minutes
-# with the machine's start; every stage prints as it goes and has its own timeout, so a cut-off run
-# keeps what was done).  In order:
-#   1. real GPU vs CPU agreement (euler + floor contact on the humanoid, pbad on a chain; then the
-#      full tests/backends/cudasim_check.py in the background)
-#   2. compile time per stage, cold and from the disk cache: process start to the first step, in a
-#      fresh process and in a second one (scripts/bench_compile.py --device cuda --on-gpu)
-#   3. throughput at B 16k / 64k of euler, pbad, pbfd, nmdp on gymnasium's humanoid with its floor
-#      and contact between bodies, both layouts (scripts/bench_gpu.py --cases g); euler, pbad, nmdp
-#      with the floor only (as the table before issue 31); the cost of the out-of-line device
-#      functions (pbad, everything inlined: PBSIM_CUDA_NOINLINE=none); threads per block 64/256;
-#      pbfd's 16k drops (issue 30) when scripts/pbfd_drops.py exists.  Every kernel of stage 3 is
-#      compiled in the background from the start, in parallel with stages 1-2.
+# The real-GPU checks as one prepared run for a lent GPU machine (no network there; about 7 minutes
+# plus the machine's start; every stage prints as it goes and has its own timeout, so a cut-off run
+# keeps what was done).  Lessons of the second H200 run (docs/benchmarks/gpu.md) built in: every
+# kernel the timings need is compiled first, in parallel, and nothing else uses the GPU while a
+# throughput row is timed.  In order:
+#   0. in the background from the start: every CUDA kernel of stages 1 and 3 and the CPU references
+#      of the agreement, each in its own process (16 cores), filling the disk caches
+#   1. compile time per stage, cold (its own empty cache) and from the disk cache in a second
+#      process: process start to the first step (scripts/bench_compile.py --device cuda --on-gpu)
+#   2. real GPU vs CPU agreement on the humanoid with its floor and contact between bodies: euler
+#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories
+#   3. throughput on gymnasium's humanoid (scripts/bench_gpu.py --cases g): euler, pbad, pbfd at
+#      B 16k / 64k in both layouts with contact between bodies; euler and pbad with the floor only
+#      (as the table before issue 31); pbad fully inlined (PBSIM_CUDA_NOINLINE=none) against its
+#      out-of-line default; euler threads per block 64/128/256; pbfd's 16k drops (issue 30); nmdp
+#      with the floor only if its (slow) compile finished
 #   4. MJX on the same file, if jax and mujoco-mjx are importable (carried or in the image)
+#   GPU_CHECK_TWINS=1 adds the broad twin check (tests/backends/cudasim_check.py) at the end.
 # Carried files (docs/benchmarks/gpu.md, "How to run on a lent GPU"): .whl/*.whl (numpy<2.5, trimesh,
-# rtree, mujoco, mujoco-mjx), .carry/humanoid.xml (gymnasium's).  Logs go to $OUT (or ./gpu_out).
+# rtree, mujoco), .carry/humanoid.xml (gymnasium's).  $OUT gets summary.txt, bench_g.png and
+# logs.tgz (every log).
 #     bash scripts/gpu_check.sh
 set -u
 OUT=${OUT:-gpu_out}
@@ -33,21 +38,16 @@ python3 -c "import sys, numpy, numba; print(sys.version.split()[0], 'numpy', num
 python3 -c "from pbsim.backends.cuda import available, device_name, toolkit_missing, toolchain_versions
 print('device', device_name()); print('toolkit_missing', toolkit_missing()); print(toolchain_versions())" 2>&1 | tee -a "$LOGS/env.txt"
 MJCF=.carry/humanoid.xml
-[ -f "$MJCF" ] || { say "no $MJCF: the humanoid rows are skipped (carry gymnasium's humanoid.xml)"; MJCF=""; }
+[ -f "$MJCF" ] || { say "no $MJCF: the humanoid stages are skipped (carry gymnasium's humanoid.xml)"; MJCF=""; }
 
-# In the background from the start (16 cores): the broad twin check, and every kernel stage 3 times
-# (CUDA, both layouts, with and without contact between bodies, euler fully inlined) and the CPU
-# references of its GPU-vs-CPU check, each in its own process (they fill the disk caches; stages 1
-# and 2 run meanwhile, so their cold compile times are taken with these compiles beside them).
-timeout 300 python3 tests/backends/cudasim_check.py > "$LOGS/cudasim_check_gpu.log" 2>&1 &
-BG=$!
+say "0. compiling every kernel the later stages use, in the background"
 PRE='
-import os, sys, numpy as np, pbsim
+import sys, numpy as np, pbsim
 from pbsim.contact import default_scene
 integ, lay, what = sys.argv[1:4]
 m = pbsim.load(sys.argv[4])
 sc = default_scene(m, body_contact=False) if what == "floor" else default_scene(m)
-if lay == "cpu":  # what bench_gpu.py checks against: the integrator on the CPU
+if lay == "cpu":  # the CPU references (bench_gpu.py and stage 2 compare with the integrator on the CPU)
     from pbsim.integrators import State, make
     make(integ, m, sc).step(State.make(m, np.tile(m.default_configuration(), (2, 1)), None), pbsim.Control(), 0.01)
 else:
@@ -56,71 +56,80 @@ else:
 print("compiled", integ, lay, what, flush=True)
 '
 PIDS=()
+pre() { timeout "$5" env ${4:-} python3 -c "$PRE" "$1" "$2" "$3" "$MJCF" > "$LOGS/pre_$1_$2_$3${4:+_inl}.log" 2>&1 & PIDS+=($!); }
 if [ -n "$MJCF" ]; then
-  pre() { timeout 240 env ${4:-} python3 -c "$PRE" "$1" "$2" "$3" "$MJCF" > "$LOGS/pre_$1_$2_$3${4:+_inl}.log" 2>&1 & PIDS+=($!); }
-  for I in euler pbad pbfd nmdp; do pre $I aos bodies; pre $I soa bodies; pre $I cpu bodies; done
-  for I in euler pbad nmdp; do pre $I aos floor; pre $I soa floor; pre $I cpu floor; done
-  pre pbad aos bodies PBSIM_CUDA_NOINLINE=none
+  for I in euler pbad pbfd; do pre $I aos bodies "" 300; pre $I soa bodies "" 300; pre $I cpu bodies "" 300; done
+  for I in euler pbad; do pre $I aos floor "" 300; pre $I soa floor "" 300; pre $I cpu floor "" 300; done
+  pre pbad aos bodies PBSIM_CUDA_NOINLINE=none 300
+  NMDP_PIDS=()
+  for L in aos soa cpu; do pre nmdp $L floor "" 420; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'; done
 fi
 
-say "1. agreement: real GPU vs CPU"
-timeout 110 python3 - "$MJCF" <<'EOF' 2>&1 | tee "$LOGS/agreement.txt"
-import sys, time
-import numpy as np
-import pbsim, pbsim_models
-from pbsim.backends.cpu import CpuBatch
-from pbsim.backends.cuda import CudaBatch
-from pbsim.contact import default_scene, make_scene
-mjcf = sys.argv[1]
-if mjcf:
-    m = pbsim.load(mjcf); scene = default_scene(m); what = "gym humanoid + floor"
-else:
-    m = pbsim_models.swimmer(); scene = make_scene(m, ground="plane"); what = "swimmer + plane"
-rng = np.random.default_rng(0)
-for integ, mm, sc, dt, n, name in (("euler", m, scene, 0.005, 20, what), ("pbad", pbsim_models.chain(3), None, 0.05, 5, "chain3")):
-    B = 8
-    q = np.tile(mm.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, mm.nv))  # qpos0
-    for lay in (("aos", "soa") if integ == "euler" else ("aos",)):
-        t0 = time.perf_counter()
-        g = CudaBatch(mm, integ, sc, B, layout=lay); g.set_state(q, v); g.advance(n, dt); g.synchronize()
-        c = CpuBatch(mm, integ, sc, B); c.set_state(q, v); c.advance(n, dt)
-        (gq, gv), (cq, cv) = g.state(), c.state()
-        print(f"AGREE {integ} {name} {lay} B={B} steps={n}: max|dq| {np.abs(gq - cq).max():.2e} "
-              f"max|dv| {np.abs(gv - cv).max():.2e} ({time.perf_counter() - t0:.1f} s with compiles)", flush=True)
-EOF
-say "agreement done"
-
-say "2. compile per stage, cold and cached (process start to first step)"
-timeout 130 python3 scripts/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
+say "1. compile per stage, cold and cached (process start to first step)"
+timeout 140 python3 scripts/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
   ${MJCF:+--mjcf $MJCF} --batch 16384 2>&1 | tee "$LOGS/compile_gpu.txt"
 say "compile done"
 
 if [ -n "$MJCF" ]; then
-  say "3. throughput, gym humanoid + floor: waiting for the kernels compiled in the background"
+  say "waiting for the background compiles"
   wait "${PIDS[@]}"
-  grep -h "compiled\|Error" "$LOGS"/pre_*.log | cut -c1-300 | tee -a "$OUT/summary.txt"
-  say "3a. with contact between bodies (the default scene): euler, pbad, pbfd, nmdp; 16k/64k; aos/soa"
-  timeout 170 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd,nmdp \
-    --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --min-time 0.3 --max-steps 400 \
+  grep -h "compiled\|Error" "$LOGS"/pre_*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
+
+  say "2. agreement: real GPU vs CPU (gym humanoid, floor and contact between bodies)"
+  timeout 90 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee "$LOGS/agreement.txt"
+import sys, time
+import numpy as np
+import pbsim
+from pbsim.backends.cuda import CudaBatch
+from pbsim.contact import default_scene
+from pbsim.integrators import State, make
+m = pbsim.load(sys.argv[1]); sc = default_scene(m)
+rng = np.random.default_rng(0); B = 8
+q = np.tile(m.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, m.nv))
+for integ, dt, lays in (("euler", 0.005, ("aos", "soa")), ("pbad", 0.02, ("aos",)), ("pbfd", 0.02, ("aos", "soa"))):
+    st = State.make(m, q.copy(), v.copy()); I = make(integ, m, sc)
+    for _ in range(20):
+        st, _ = I.step(st, pbsim.Control(), dt)
+    for lay in lays:
+        t0 = time.perf_counter()
+        g = CudaBatch(m, integ, sc, B, layout=lay); g.set_state(q, v); g.advance(20, dt); g.synchronize()
+        gq, gv = g.state()
+        print(f"AGREE {integ} {lay} B={B} 20 steps of {dt:g} s: max|dq| {np.abs(gq - st.q).max():.2e} "
+              f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
+EOF
+
+  say "3a. throughput with contact between bodies (the default scene): euler, pbad, pbfd; 16k/64k; aos/soa"
+  timeout 120 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd \
+    --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$OUT/bench_g.png" 2>&1 | tee "$LOGS/bench_g.txt"
-  say "3b. floor only (as the pre-issue-31 table): euler, pbad, nmdp"
-  timeout 90 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,nmdp --no-body-contact \
-    --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --min-time 0.3 --max-steps 400 \
-    --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:\|^(g)" | tee "$LOGS/bench_floor.txt"
-  say "3c. noinline cost: pbad, everything inlined (PBSIM_CUDA_NOINLINE=none), aos (its auto layout; euler is inlined already)"
-  timeout 60 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
+  say "3b. floor only (as the pre-issue-31 table): euler, pbad"
+  timeout 60 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
+    --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
+    --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_floor.txt"
+  say "3c. noinline cost: pbad fully inlined (PBSIM_CUDA_NOINLINE=none), aos, against 3a's aos rows"
+  timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
     --batches 16384,65536 --layouts aos --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$LOGS/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_inlined.txt"
-  say "3d. threads per block: euler soa 64k, tpb 64 / 256 (128 is in 3a)"
-  for TPB in 64 256; do
+  say "3d. threads per block: euler soa 64k, tpb 64 / 128 / 256"
+  for TPB in 64 128 256; do
     timeout 30 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
       --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 --tpb $TPB --png "$LOGS/bench_tpb.png" 2>&1 \
-      | grep "^| g\|^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
+      | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
   done
   if [ -f scripts/pbfd_drops.py ]; then
-    say "3e. pbfd drops on the GPU (issue 30): 16,384 starts, dt 0.02, 2 s"
-    timeout 90 python3 scripts/pbfd_drops.py --device cuda --batch 16384 --dt 0.02 --mjcf "$MJCF" 2>&1 | tee "$LOGS/pbfd_drops.txt"
+    say "3e. pbfd drops on the GPU (issue 30): 16,384 starts, 2 s, dt 5/20/50 ms"
+    timeout 75 python3 scripts/pbfd_drops.py --device cuda --batch 16384 --dt 0.005,0.02,0.05 --mjcf "$MJCF" 2>&1 \
+      | grep "^|\|^pbfd" | tee "$LOGS/pbfd_drops.txt"
   fi
+  say "3f. nmdp, floor only, if its background compile finished"
+  if grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null; then
+    timeout 60 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
+      --batches 16384 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 100 \
+      --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^| g\|^row:\|Error" | tee "$LOGS/bench_nmdp.txt"
+  else
+    say "nmdp's compile has not finished (pre_nmdp_*.log); skipped"
+  fi
+  kill "${NMDP_PIDS[@]}" 2>/dev/null
   say "throughput done"
 fi
 
@@ -148,8 +157,10 @@ else
   say "MJX skipped: jax / mujoco-mjx not importable (or no humanoid.xml)"
 fi
 
-wait "$BG" 2>/dev/null
-say "background twin check (cudasim_check.py on the GPU), rc $?:"
-grep -h "^RESULT\|Error" "$LOGS/cudasim_check_gpu.log" | tail -3 | cut -c1-2000 | tee -a "$OUT/summary.txt"
+if [ "${GPU_CHECK_TWINS:-0}" = 1 ]; then
+  say "the broad twin check (cudasim_check.py on the GPU)"
+  timeout 300 python3 tests/backends/cudasim_check.py > "$LOGS/cudasim_check_gpu.log" 2>&1
+  grep -h "^RESULT\|Error" "$LOGS/cudasim_check_gpu.log" | tail -3 | cut -c1-2000 | tee -a "$OUT/summary.txt"
+fi
 say "done"
 tar czf "$OUT/logs.tgz" -C "$LOGS" . && echo "logs: $OUT/logs.tgz"
