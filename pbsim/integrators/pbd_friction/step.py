@@ -77,9 +77,21 @@ def pbd_lbfgs_attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 
 
 # the contract's step kernels: each attempt with the sub-step fallback of a stalled step inside
-# (pbsim.optim.substep.substep_step), as pbfd's
-pbd_lm_fb_step = specialize(substep_step, "pbd_lm_step", _attempt=pbd_lm_step)
-pbd_lbfgs_step = specialize(substep_step, "pbd_lbfgs_step", _attempt=pbd_lbfgs_attempt)
+# (pbsim.optim.substep.substep_step), as pbfd's; kernels of their own names (see pbfd.step)
+pbd_lm_substep = specialize(substep_step, "pbd_lm_step", _attempt=pbd_lm_step)
+pbd_lbfgs_substep = specialize(substep_step, "pbd_lbfgs_step", _attempt=pbd_lbfgs_attempt)
+
+
+@kernel
+def pbd_friction_lm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """One step by LM on E (PBAD's step on the energy form) with the sub-step fallback."""
+    pbd_lm_substep(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+
+
+@kernel
+def pbd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """One step by LBFGS on E (:func:`pbd_lbfgs_attempt`) with the sub-step fallback."""
+    pbd_lbfgs_substep(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
 
 # PBAD's step scratch + the fallback's (pbsim.integrators.pbfd.step.PbfdX's qs, vs, levels, fbn)
 PbdX = namedtuple("PbdX", PbadX._fields + ("qs", "vs", "levels", "fbn"))
@@ -106,7 +118,7 @@ def pbd_lm_extra(integrator, B, check=True) -> PbdX:
                 z((B, I.model.nq)), z((B, I.model.nv)), int(I.substeps_on_failure), z(B))
 
 
-STEP_LM = StepSpec(pbd_lm_fb_step, extra=pbd_lm_extra, batched=PBAD_BATCHED + ("qs", "vs", "fbn"), info="info",
+STEP_LM = StepSpec(pbd_friction_lm_step, extra=pbd_lm_extra, batched=PBAD_BATCHED + ("qs", "vs", "fbn"), info="info",
                    per_launch=(pbd_begin, pbd_iterate, pbd_end, None), done="done", fallback="levels", **BODY)
 STEP_JTJ = replace(PBFD_STEP, extra=lambda I, B: make_pbfd_x(I, B, False))
 STEP_LBFGS = StepSpec(pbd_lbfgs_step, extra=lambda I, B: make_pbfd_x(I, B, True), batched=PBFD_STEP.batched,

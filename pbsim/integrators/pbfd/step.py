@@ -106,9 +106,25 @@ def pbfd_lbfgs_attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     pbad2_finish(m, w, pw, b, q, dt, qn, vn)
 
 
-# the contract's step kernels: the attempt with the sub-step fallback of a stalled step inside
-pbfd_step = specialize(substep_step, "pbfd_step", _attempt=pbfd_attempt)
-pbfd_lbfgs_step = specialize(substep_step, "pbfd_lbfgs_step", _attempt=pbfd_lbfgs_attempt)
+# the contract's step kernels: the attempt with the sub-step fallback of a stalled step inside.
+# Each is a kernel of its own name: the batch drivers bound to a step are cached on disk under the
+# step's name (pbsim.backends.kernel.bind), and specialize's copies all keep substep_step's name
+# (two bindings with the same argument types then load one another's machine code)
+pbfd_lm_substep = specialize(substep_step, "pbfd_step", _attempt=pbfd_attempt)
+pbfd_lbfgs_substep = specialize(substep_step, "pbfd_lbfgs_step", _attempt=pbfd_lbfgs_attempt)
+
+
+@kernel
+def pbfd_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """One PBFD step by JTJ-LM (:func:`pbfd_attempt`) with the sub-step fallback of a stalled step
+    (:func:`pbsim.optim.substep.substep_step`)."""
+    pbfd_lm_substep(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+
+
+@kernel
+def pbfd_lbfgs_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
+    """:func:`pbfd_step` with LBFGS on GE (:func:`pbfd_lbfgs_attempt`)."""
+    pbfd_lbfgs_substep(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
 
 
 # the per-launch schedule (paper 003 Fig. 3, Sec. V-A): one JTJ-LM iteration per launch across all
