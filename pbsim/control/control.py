@@ -71,8 +71,10 @@ class Control:
     whose SPD torque exceeds the limit get the limit as a fixed (explicit) torque and lose their
     implicit ``Kd dt`` term; the others stay stable-PD (an active set, at most 4 passes).
     ``ctrl``: the model's actuator inputs (``model.actuators``, from MJCF ``<actuator>``), (nu,) or
-    (B, nu): motors add torque, position/velocity actuators run as stable PD
-    (:mod:`pbsim.control.actuators`); ``tau`` still adds to them; not combined with mode pd/spd.
+    (B, nu): motors add torque, position/velocity actuators run as stable PD, tendon actuators act
+    through their tendon (:mod:`pbsim.control.actuators`); ``tau`` still adds to them; not
+    combined with mode pd/spd.  ``act``: the activations of actuators with dynamics (``State.act``;
+    ``Integrator.step`` sets it from the state every step; needed where nothing advances them).
     """
 
     tau: np.ndarray | float | None = None
@@ -140,6 +142,10 @@ class Control:
         if self.mode not in ("torque", "none"):
             raise InputError("Control(ctrl=...) drives the model's actuators; it cannot be combined with "
                              f"mode={self.mode!r} (give tau, or use kp/kd/q_ref without ctrl)")
+        if getattr(model, "na", 0) and self.act is None:
+            raise InputError(f"model {model.name!r} has {model.na} actuator activation(s) (MJCF dyntype), which only "
+                             "Integrator.step and rollout advance (State.act); CpuBatch, CudaBatch, the vector envs "
+                             "and Stepper do not: give Control(act=...) to hold them fixed")
         tau, kp, kd, q_ref, v_ref, uses_pd, ta = actuator_targets(model, self.ctrl, batch, act=self.act)
         extra = arr(self.tau, model.nv, "tau", 0.0)
         tau = np.ascontiguousarray(tau + extra)
