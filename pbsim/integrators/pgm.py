@@ -141,10 +141,11 @@ import warnings
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, unused
+from pbsim.backends.kernel import kernel, unused, unused_float
 from pbsim.contact.depth import pair_candidates_state, predicted_depths_state
 from pbsim.contact.nmdp import nmdp_pair_point, nmdp_point, pair_plane, tangent_frame
 from pbsim.contact.query import contact_detect, pair_force_jt, point_force_jt
+from pbsim.dynamics.equality import equality_project_mass
 from pbsim.dynamics.joints import BALL, FREE, difference_config, integrate_config
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, body_contact_used
@@ -949,6 +950,8 @@ def pgm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
             st[S_ITCAP] += 1.0
             st[S_CAP] = 1.0
             conv = False
+        if m.eq_type.shape[0] > 0:  # equality constraints (pbd_nmdp): th onto them, in the mass metric
+            equality_project_mass(m, w, b, th, 2)
         pgm_velocity(m, w, x, b, q0, v0, th, h)
         for j in range(m.nq):
             q0[j] = th[j]
@@ -1026,8 +1029,14 @@ def no_pairs(*args):
 # the body-body kernels, compiled only into runs whose scene has body-body items
 # (pbsim.backends.kernel.Variants; StepSpec.features / used)
 BODY_CONTACT = {"pgm_pair_candidates": no_pairs, "pgm_pair_point": unused}
-PGM_FEATURES = {"body_contact": BODY_CONTACT}
-PGM_USED = body_contact_used
+# equality constraints (the position-based form's penalty and end-of-step projection)
+PGM_FEATURES = {"body_contact": BODY_CONTACT,
+                "equality": {"equality_penalty": unused_float, "equality_project_mass": unused}}
+
+
+def PGM_USED(integrator, kc, ks) -> dict:  # noqa: N802 (the name the forms import)
+    """``StepSpec.used``: contact between bodies, equality constraints."""
+    return {**body_contact_used(integrator, kc, ks), "equality": integrator.model.k.eq_type.shape[0] > 0}
 
 
 class PgmIntegrator(Integrator):

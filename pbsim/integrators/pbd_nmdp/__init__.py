@@ -48,6 +48,7 @@ class PbdNmdp(PgmIntegrator):
 
     name = "pbd_nmdp"
     ZO = False
+    supports_equality = True  # PBAD's penalty in Eq. 12 and the end-of-step projection (pbsim.dynamics.equality)
     spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
     OPTIONS = _options(200, GAMMA0_FO)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,

@@ -53,6 +53,7 @@ import numpy as np
 
 from pbsim.backends.kernel import kernel, specialize
 from pbsim.dynamics.joints import BALL, FREE, integrate_config
+from pbsim.dynamics.equality import equality_penalty
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.integrators.pbad.energy import (
     adjoint_gradient,
@@ -176,7 +177,11 @@ def pbd_nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
             for cc in range(nv):
                 A[r, cc] += M[r, cc] * ih2
         joint_hessian(m, c, b, th, x.jd[b], h, A)
+        if m.eq_type.shape[0] > 0:  # equality constraints: PBAD's stiff penalty (pbsim.dynamics.equality)
+            equality_penalty(m, w, b, th, v0, h, True, True, G, A)
         tangent_bracket(m, G, A)  # d g_E(theta (+) delta) / d delta = H_E + N(g_E)
+    elif m.eq_type.shape[0] > 0:
+        equality_penalty(m, w, b, th, v0, h, True, False, G, A)
     # K = int rho |X(theta) - X(theta_-)|^2 / (2 h^2) (Eq. 12) and its gradient
     for i in range(m.nb):
         for r in range(3):
