@@ -501,3 +501,15 @@ def test_large_dt_methods_rest_on_the_new_shapes(tmp_path, method, dt, sink):
     rest = np.array([0.1 + 0.2 + 0.05, 0.4 + 0.05, 0.1 + 0.05])
     assert np.all(z <= rest + 1e-4) and np.all(z > rest - sink), (z, rest)
     assert np.abs(tr.v[-1]).max() < 0.05
+
+
+def test_cuda_twins_of_the_new_shapes(tmp_path):
+    """The CUDA twins (same source) of env_sdf over a world cylinder, ellipsoid and MJCF hfield and
+    of sdf_ellipsoid equal the CPU kernels under the CUDA simulator (tests/contact/_cudasim_geoms29.py)."""
+    from pathlib import Path
+
+    from conftest import run_cudasim_twin
+
+    diffs, out = run_cudasim_twin(Path(__file__).with_name("_cudasim_geoms29.py"), tmp_path / "cpu.npz")
+    assert set(diffs) == {"env", "ell"}, out
+    assert all(v < 1e-12 for v in diffs.values()), diffs
