@@ -24,6 +24,7 @@ from lxml import etree
 
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
 from pbsim.io.export_mjcf_contact import write_contact
+from pbsim.io.export_mjcf_equality import write_equality
 from pbsim.io.export_urdf import Names, fmt, frames_by_body, mesh_ref, quat_to_rot, rot_to_quat
 
 VISUAL_GROUP, COLLISION_GROUP = 1, 0
@@ -203,11 +204,6 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
             f"MJCF: mimic coupling of {len(model.mimic)} joint(s) dropped (written as independent joints): "
             f"{[a for a, _, _, _ in model.mimic][:6]}"
         )
-    if getattr(model, "equality", None):
-        report.append(
-            f"MJCF: {len(model.equality)} equality constraint(s) dropped (not written): "
-            f"{[e.name for e in model.equality][:6]}"
-        )
     if velocity_dropped:
         report.append(
             f"MJCF: velocity limits of {len(velocity_dropped)} joint(s) dropped (MJCF has none): "
@@ -308,6 +304,8 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     )
     if len(asset) == 0:
         root.remove(asset)
+    # equality constraints: sites on the written bodies (a body merged into its child has no frame of its own)
+    write_equality(model, root, body_el, lambda b: groups[member_of[b]][-1] == b, report)
 
     nonfree = np.ones(model.nq, bool)
     for i in range(model.nb):
