@@ -329,6 +329,12 @@ class Model:
             "equality": [e.to_dict() for e in self.equality],
             "contact_pairs": contact_pair_rows(self),  # null: pbsim's default rules decide
             "contact_disabled": bool(self.contact_disabled),
+            # every shape that touches something, by type; hfields with their grids
+            "contact_shapes": {k: sum(g.role == "collision" and g.shape == k for g in self.geoms)
+                               for k in sorted({g.shape for g in self.geoms if g.role == "collision"})},
+            "hfields": [{"geom": g.name, "hfield": g.hfield[0], "nrow": int(g.hfield[1].shape[0]),
+                         "ncol": int(g.hfield[1].shape[1]), "size": [float(x) for x in g.size]}
+                        for g in self.geoms if g.shape == "hfield" and g.hfield is not None],
             "notes": list(self.notes),
         }
 

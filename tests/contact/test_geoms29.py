@@ -449,6 +449,9 @@ def test_world_shapes_are_listed_and_validated(tmp_path):
     path = write(tmp_path, SLIDE)
     m = pbsim.load(path)
     assert "contact shapes: 1 cylinder, 1 ellipsoid, 2 hfield ('slope' 3x4, 'later' 4x3), 4 sphere" in m.summary()
+    d = m.to_dict()  # pbsim info --json
+    assert d["contact_shapes"] == {"cylinder": 1, "ellipsoid": 1, "hfield": 2, "sphere": 4}
+    assert d["hfields"][1] == {"geom": "hfr", "hfield": "later", "nrow": 4, "ncol": 3, "size": [0.6, 0.9, 0.5, 0.1]}
     kinds = sorted(type(e).__name__ for e in make_scene(m).environment)
     assert kinds == ["Cylinder", "Ellipsoid", "HeightField", "HeightField"]
     from pbsim.contact import ContactInputError
