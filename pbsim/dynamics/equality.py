@@ -498,10 +498,11 @@ def equality_residual(model, q, v=None):
 def equality_step_target(m, w, b, v, dt, qdd):
     """Semi-implicit Euler's constrained acceleration (``v+ = v + dt qdd``, ``q+ = q (+) dt v+``):
     re-target the rows from ``J qdd = -J' v`` (what :func:`equality_accel` left, with its rows and
-    factor) to the new position's constraint to second order, ``phi + dt J v+ + dt^2/2 J' v = 0``,
-    i.e. ``J qdd = -(phi/dt + J v)/dt - J' v/2``: ``qdd += A^-1 J^T lambda``, ``(J A^-1 J^T)
-    lambda = -(phi/dt + J v)/dt + J' v/2``.  The violation this leaves is O(dt^3) a step and is
-    corrected the next step (no drift, no projection)."""
+    factor) so that the step keeps the constraint to second order, ``dt J v+ + dt^2/2 J' v = 0``
+    (``phi(q+) - phi(q)``), i.e. ``J qdd = -J v/dt - J' v/2``: ``qdd += A^-1 J^T lambda``,
+    ``(J A^-1 J^T) lambda = -J v/dt + J' v/2``.  The O(dt^3) a step this leaves, and any violation
+    of the state it starts from, the end-of-step projection removes (no velocity kick from an
+    inconsistent initial configuration; an inconsistent velocity is projected, as an impact)."""
     K = w.eJ.shape[1]
     if K == 0:
         return
@@ -512,7 +513,7 @@ def equality_step_target(m, w, b, v, dt, qdd):
         s = 0.0
         for j in range(m.nv):
             s += J[r, j] * v[j]
-        lam[r] = -(w.er[b, r] / dt + s) / dt + 0.5 * w.ea[b, r]
+        lam[r] = -s / dt + 0.5 * w.ea[b, r]  # -J v/dt + J' v/2
     eq_solve(w.eK[b], w.ed[b], lam, K)
     for r in range(K):
         lr = lam[r]
