@@ -71,7 +71,17 @@ halvings without a decrease of ``|G|_2`` (the rest the step cap); 143 failures w
 with the zeroth-order A, ``max_step`` cuts the step to the bound (a trust region) instead of
 failing: the chord overshoots along the contact stiffness by design, which is no root jump.
 Measured (the same 10 s runs): min alpha dt nmdp_zo 3.12 -> 12.5 ms, pbd_nmdp_zo 3.12 -> 12.5 ms;
-the first order is untouched (``|G|_2``, ``max_step`` a failure).
+the first order is untouched (``|G|_2``, ``max_step`` a failure).  That chord iteration (option
+``projection="chord"`` of the zeroth-order forms) is still what made them slow at large dt on a
+body lying on the floor: counted on the gymnasium humanoid dropped from qpos0 and a small 18-DOF
+quadruped (issue 30, ``scripts/bench_large_dt.py``), 2,750-3,900 chord steps and 12,000-18,600
+evaluations per 50 ms step, 60-154 s of wall per simulated second.  **[ours]** The default
+``projection="newton"`` projects with the exact A of Eq. 9 (the contact stiffness ``J^T (dv/dtheta)
+w`` included, the same Newton iteration as the first order: its root of ``G(., w) = 0`` is the one
+the chord converges to when it converges) and keeps Eq. 10's zeroth-order A only where the paper's
+zeroth order differs in what it computes, the QP's ``D = A~^-1 B`` (the projected point is
+re-evaluated once with that A for the next QP): ~2 Newton steps a projection, 200-420
+evaluations a step, 1.3-2.2 s per simulated second on those drops.
 
 **Algorithm 1** (the note's cleaned-up form, B5 item 2): ``theta^0 = theta_- (+) h thetadot_-``
 (B5 item 10: the explicit prediction as the start), ``w^0 = 0`` (``init="zero"``, the paper's) or
@@ -677,7 +687,10 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
     nv = m.nv
     racc = np.inf
     r2acc = np.inf
-    pmax = PROJ_MAX if first else PROJ_MAX_ZO
+    # the projection's A: the QP's (``first``), or with the zeroth-order QP and ``projection="newton"``
+    # (x.zo == 2, ours) the exact A of Eq. 9 (Eq. 10's D stays zeroth order); pf False: Eq. 11's chord
+    pf = first or x.zo == 2
+    pmax = PROJ_MAX if pf else PROJ_MAX_ZO
     K = 0.0
     G = x.G[b]
     dq = x.dq[b]
@@ -688,14 +701,14 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
     newton = 0
     halved = 0
     for _ in range(pmax * (LS_MAX + 1) + 1):
-        K = pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
+        K = pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, pf)
         st[S_EVAL] += 1.0
         r = inf_norm(G, nv)
         if r <= x.tol:
             ok = True
             racc = r
             break
-        if first or newton == 0:
+        if pf or newton == 0:
             r2 = math.sqrt(dot(G, G, nv))
         else:  # zeroth order: natural monotonicity, |A_acc^-1 G| at the trial against the accepted |A_acc^-1 G|
             for j in range(nv):
@@ -717,10 +730,10 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
             lu_solve(x.LU[b], x.piv[b], dn, nv)
             dni = inf_norm(dn, nv)
             sc = 1.0
-            if not first:
+            if not pf:
                 r2acc = math.sqrt(dot(dn, dn, nv))
             if not (dni <= lim):  # first order: a jump toward another root (NaN included): fail
-                if first or not (dni < np.inf):
+                if pf or not (dni < np.inf):
                     break
                 sc = lim / dni  # zeroth order: the chord's overshoot, cut to the bound (a trust region)
             newton += 1
@@ -739,6 +752,9 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
         for j in range(m.nq):
             th[j] = thb[j]
         return False, K, racc
+    if pf != first:  # the QP's zeroth-order A (Eq. 10) at the projected point
+        K = pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
+        st[S_EVAL] += 1.0
     return True, K, racc
 
 
@@ -984,9 +1000,20 @@ def pgm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # the integrator class of both forms
 
 
-def pgm_option_specs(maxit, gamma0=GAMMA0_FO):
+PROJECTION = Option(
+    "projection", "newton", "zeroth-order PGM: the manifold projection's A: 'newton' the exact A of Eq. 9 (ours; "
+    "the QP's D stays Eq. 10's), 'chord' Eq. 11's zeroth-order A (the paper's; linear convergence, slow against "
+    "stiff contact)", "str", ("newton", "chord"))  # fmt: skip
+
+
+def pgm_option_specs(maxit, gamma0=GAMMA0_FO, zo=False):
     """The options of both forms (the NMDP wrench's, then the PGM's); ``maxit`` the default of
-    ``max_iterations``, ``gamma0`` that of ``gamma0``."""
+    ``max_iterations``, ``gamma0`` that of ``gamma0``; ``zo``: the zeroth-order form's
+    ``projection`` too."""
+    return (*_pgm_option_specs(maxit, gamma0), *((PROJECTION,) if zo else ()))
+
+
+def _pgm_option_specs(maxit, gamma0):
     return (
         *WRENCH_OPTIONS,
         Option("tol", 1e-8, "manifold projection converged when |G|_inf <= tol * (M g x 1 m)", "float"),
@@ -1077,6 +1104,12 @@ class PgmIntegrator(Integrator):
         if self.on_fail not in ("warn", "raise", "ignore"):
             raise InputError(f"{nm}: on_fail must be 'warn', 'raise' or 'ignore', got {self.on_fail!r}")
         self.max_contacts = check_max_contacts(nm, options.get("max_contacts", MAX_CONTACTS))
+        self.projection = options.get("projection", "newton")
+        if self.projection not in ("newton", "chord"):
+            raise InputError(f"{nm}: projection must be 'newton' or 'chord', got {self.projection!r}")
+        # the kernel's zo: 0 first order, 1 zeroth order with Eq. 11's chord projection, 2 zeroth
+        # order with the exact A in the projection (ours)
+        self.zo = 0 if not self.ZO else (2 if self.projection == "newton" else 1)
         g = float(np.linalg.norm(model.gravity)) or 9.81
         self.gtol = self.tol * max(float(model.total_mass), 1e-6) * g  # |G|_inf bound [N, N m]
         self.frame = tangent_frame(model)
@@ -1084,7 +1117,7 @@ class PgmIntegrator(Integrator):
     def pgm_options(self) -> dict:
         """The option fields of the step's scratch (:data:`PGM_OPTIONS`)."""
         return pgm_options(self.frame, self.k, self.zeta, self.mu, self.vx, self.margin, self.max_iterations,
-                           self.gtol, self.xtol, self.eta, self.substep, 1 if self.ZO else 0,
+                           self.gtol, self.xtol, self.eta, self.substep, self.zo,
                            1 if self.init == "qp" else 0, self.max_step, self.gamma0,
                            pair_capacity(self.scene.kernel_arrays(self.model), self.max_contacts))  # fmt: skip
 

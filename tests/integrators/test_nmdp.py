@@ -450,3 +450,28 @@ def test_step_metric_lets_the_spider_jump_at_20ms():
         assert r["done"], r["why"]
         top[metric] = float(r["z"][r["t"] >= 0.8].max() - q0[2])
     assert top["inertia"] < 0.0 < 0.05 < top["step"], top
+
+
+@pytest.mark.parametrize("method", ["nmdp_zo", "pbd_nmdp_zo"])
+def test_zo_newton_projection_lands_a_box_in_few_evaluations(method):
+    """Issue 30: the zeroth-order forms project with the exact A (``projection="newton"``, the
+    default; the QP keeps Eq. 10's zeroth-order D).  A box dropped flat from 2 cm at 50 ms: Eq.
+    11's chord projection took 20,539 evaluations a step on average (210,915 at most) and stopped
+    1 mm deeper than the first order; the Newton projection 35 a step (347 at most), 0.19 mm from
+    nmdp's rest height, every step converged without a sub-step."""
+    m = box()
+    sc = Scene(environment=[Plane([0, 0, 1.0], 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[2] = 0.07
+    z = {}
+    for meth in ("nmdp", method):
+        integ = make(meth, m, sc)
+        s = State.make(m, q0)
+        ev = []
+        for _ in range(20):
+            s, d = integ.step(s, None, 0.05)
+            assert d.converged[0] and d.extra["min_alpha"][0] == 1.0
+            ev.append(d.extra["evaluations"][0])
+        z[meth] = s.q[0, 2]
+    assert np.mean(ev) < 100  # measured 35.2 (the chord: 20,539)
+    assert abs(z[method] - z["nmdp"]) < 5e-4  # measured 0.19 mm (the chord: 1.0 mm)

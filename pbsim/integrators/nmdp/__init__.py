@@ -59,7 +59,7 @@ def _extra(integrator, B):
     ks = I.scene.kernel_arrays(I.model)
     return make_nmdp_extra(
         I.model, ks.npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
-        I.gtol, I.xtol, I.eta, I.substep, 1 if I.ZO else 0, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
+        I.gtol, I.xtol, I.eta, I.substep, I.zo, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
         METRIC_STEP if I.metric == "step" else METRIC_INERTIA, pair_capacity(ks, I.max_contacts),
     )  # fmt: skip
 
@@ -93,5 +93,5 @@ class NmdpZo(Nmdp):
 
     name = "nmdp_zo"
     ZO = True
-    OPTIONS = (*pgm_option_specs(500, GAMMA0_ZO), METRIC)
+    OPTIONS = (*pgm_option_specs(500, GAMMA0_ZO, zo=True), METRIC)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES, used=PGM_USED)

@@ -33,9 +33,9 @@ def _extra(integrator, B):
     return integrator.make_x(B)
 
 
-def _options(maxit, gamma0):
+def _options(maxit, gamma0, zo=False):
     return (
-        *pgm_option_specs(maxit, gamma0),
+        *pgm_option_specs(maxit, gamma0, zo),
         Option("k_hessian", "gn", "the QP's Hessian of K: 'gn' M_rigid / h^2 (PSD), 'exact' with the poses' "
                "second derivatives", "str", ("gn", "exact")),
     )  # fmt: skip
@@ -74,6 +74,6 @@ class PbdNmdpZo(PbdNmdp):
 
     name = "pbd_nmdp_zo"
     ZO = True
-    OPTIONS = _options(500, GAMMA0_ZO)
+    OPTIONS = _options(500, GAMMA0_ZO, zo=True)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,
                     used=PGM_USED)
