@@ -48,6 +48,8 @@ MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
 KINDS = {"motor": MOTOR, "position": POSITION, "velocity": VELOCITY, "general": GENERAL}
 # KControl's ta_* rows of a control without tendon-transmission actuators
 NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)))
+# ... and its sa_* rows without site-transmission actuators
+NO_SITE_ACT = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 6)), np.zeros((1, 0)))
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
 DYNTYPES = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER, "filterexact": DYN_FILTEREXACT}
 
@@ -70,6 +72,13 @@ class Actuators:
     dynprm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # filter time constant tau
     actrange: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # +-inf: not actlimited
     actearly: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # site transmission (site >= 0, pbsim.control.site_actuators): the site's body, its pose in the
+    # body frame and the 6-D gear (force, torque along the site's axes)
+    site: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    site_body: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    site_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    site_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    gear6: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
 
     @property
     def nu(self) -> int:
@@ -137,6 +146,11 @@ class Actuators:
         a.dynprm = np.array([float(it.get("tau", 0.0)) for it in items]).reshape(n)
         a.actrange = np.array([it.get("actrange", (-np.inf, np.inf)) for it in items], float).reshape(n, 2)
         a.actearly = np.array([bool(it.get("actearly", False)) for it in items], bool).reshape(n)
+        a.site = np.array([int(it.get("site", -1)) for it in items], np.int64).reshape(n)
+        a.site_body = np.array([int(it.get("site_body", -1)) for it in items], np.int64).reshape(n)
+        a.site_pos = np.array([it.get("site_pos", (0.0, 0.0, 0.0)) for it in items], float).reshape(n, 3)
+        a.site_rot = np.array([it.get("site_rot", np.eye(3)) for it in items], float).reshape(n, 3, 3)
+        a.gear6 = np.array([it.get("gear6", (it.get("gear", 1.0), 0, 0, 0, 0, 0)) for it in items], float).reshape(n, 6)
         filt = (a.dyntype == DYN_FILTER) | (a.dyntype == DYN_FILTEREXACT)
         if (filt & ~(a.dynprm > 0)).any():
             bad = a.names[int(np.argmax(filt & ~(a.dynprm > 0)))]
@@ -246,8 +260,8 @@ def force_act(model, act, act_next) -> np.ndarray:
 def actuator_targets(model, ctrl, batch: int, act=None):
     """The per-DOF torque / stable-PD arrays that actuators ``model.actuators`` apply for ``ctrl``
     ((nu,) or (B, nu)) and activations ``act``: ``(tau (B', nv), kp, kd, q_ref (B', nq), v_ref
-    (B', nv), uses_pd, ta)``, ``ta`` the tendon-transmission rows of ``KControl``
-    (``ta_ten, ta_gear, ta_c, ta_b, ta_frc``)."""
+    (B', nv), uses_pd, ta, sa)``, ``ta`` the tendon-transmission rows of ``KControl``
+    (``ta_ten, ta_gear, ta_c, ta_b, ta_frc``), ``sa`` the site-transmission rows (``sa_*``)."""
     act_ = getattr(model, "actuators", None)
     nu = 0 if act_ is None else act_.nu
     u, x = actuator_inputs(model, ctrl, batch, act)
@@ -255,12 +269,15 @@ def actuator_targets(model, ctrl, batch: int, act=None):
     nv = model.nv
     tau, kp, kd = np.zeros((Bp, nv)), np.zeros((Bp, nv)), np.zeros((Bp, nv))
     cq = np.zeros((Bp, nv))  # per DOF, the servos' torque without their state terms
-    ta_rows = []
+    ta_rows, sa_rows = [], []
     for a in range(nu):
         g = act_.gear[a]
         f = act_.gain[a] * x[:, a] + act_.bias[a, 0]  # the force's part without state terms
         if act_.tendon[a] >= 0:
             ta_rows.append((a, f))
+            continue
+        if act_.site[a] >= 0:  # no length: f = gain u + b0, clamped
+            sa_rows.append((a, np.clip(f, act_.forcerange[a, 0], act_.forcerange[a, 1])))
             continue
         j = int(act_.dof[a])
         kpa, kda = -g * g * act_.bias[a, 1], -g * g * act_.bias[a, 2]
@@ -283,7 +300,13 @@ def actuator_targets(model, ctrl, batch: int, act=None):
                     q_ref[:, k] = np.where(pos, cq[:, j] / np.where(pos, kp[:, j], 1), 0.0)
                     v_ref[:, j] = np.where(vel, cq[:, j] / np.where(vel, kd[:, j], 1), 0.0)
     ta = _tendon_rows(act_, ta_rows, Bp)
-    return tau, kp, kd, q_ref, v_ref, uses_pd, ta
+    sa = NO_SITE_ACT
+    if sa_rows:
+        idx = [a for a, _ in sa_rows]
+        sa = (np.ascontiguousarray(act_.site_body[idx], np.int64), np.ascontiguousarray(act_.site_pos[idx]),
+              np.ascontiguousarray(act_.site_rot[idx]), np.ascontiguousarray(act_.gear6[idx]),
+              np.ascontiguousarray(np.stack([np.broadcast_to(f, (Bp,)) for _, f in sa_rows], axis=1)))
+    return tau, kp, kd, q_ref, v_ref, uses_pd, ta, sa
 
 
 def _tendon_rows(acts, rows, Bp):

@@ -12,7 +12,7 @@ from functools import wraps
 import numpy as np
 
 from pbsim.errors import InputError, check_options
-from pbsim.control.actuators import NO_TENDON_ACT
+from pbsim.control.actuators import NO_SITE_ACT, NO_TENDON_ACT
 
 # mode: 0 = torques only, 1 = plain PD (paper 001 Eq. 1-2), 2 = stable PD (Eq. 4-7)
 # solver (SPD only): 0 = MABA embedded in ABA (App. A), 1 = sparse LTL (SF), 2 = dense Cholesky (DF)
@@ -21,8 +21,10 @@ from pbsim.control.actuators import NO_TENDON_ACT
 # predict (SPD only): 0 = first-order q + dt v in the tangent space (Eq. 4), 1 = exact q (+) dt v
 # ta_*: actuators with a tendon transmission (pbsim.control.actuators, pbsim.dynamics.tendon): tendon
 # index (na,), gear (na,), the force's constant part gain u + b0 (B', na), (b1, b2) (na, 2), forcerange (na, 2)
+# sa_*: actuators with a site transmission (pbsim.control.site_actuators): body (ns,), site position
+# (ns, 3) and rotation (ns, 3, 3) in the body frame, gear (ns, 6), force (B', ns)
 KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict "
-                      "ta_ten ta_gear ta_c ta_b ta_frc")
+                      "ta_ten ta_gear ta_c ta_b ta_frc sa_body sa_pos sa_rot sa_gear sa_f")
 
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}
@@ -134,7 +136,7 @@ class Control:
                         arr(self.q_ref, model.nq, "q_ref", model.neutral()),
                         arr(self.v_ref, model.nv, "v_ref", 0.0),
                         SOLVERS[self.spd_solver], 1 if self.clamp else 0, cache["effort"], cache["lam"],
-                        PREDICTIONS[self.spd_predict], *NO_TENDON_ACT)
+                        PREDICTIONS[self.spd_predict], *NO_TENDON_ACT, *NO_SITE_ACT)
 
     def _actuator_arrays(self, model, batch, arr):
         from pbsim.control.actuators import actuator_targets
@@ -146,7 +148,7 @@ class Control:
             raise InputError(f"model {model.name!r} has {model.na} actuator activation(s) (MJCF dyntype), which only "
                              "Integrator.step and rollout advance (State.act); CpuBatch, CudaBatch, the vector envs "
                              "and Stepper do not: give Control(act=...) to hold them fixed")
-        tau, kp, kd, q_ref, v_ref, uses_pd, ta = actuator_targets(model, self.ctrl, batch, act=self.act)
+        tau, kp, kd, q_ref, v_ref, uses_pd, ta, sa = actuator_targets(model, self.ctrl, batch, act=self.act)
         extra = arr(self.tau, model.nv, "tau", 0.0)
         tau = np.ascontiguousarray(tau + extra)
         cache = model.__dict__.setdefault("_control_cache", {})
@@ -154,7 +156,7 @@ class Control:
             cache["lam"] = dof_parents(model)
             cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
         return KControl(SPD if uses_pd else TORQUE, tau, kp, kd, q_ref, v_ref, SOLVERS[self.spd_solver],
-                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict], *ta)
+                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict], *ta, *sa)
 
 
 def _checked_init(init):

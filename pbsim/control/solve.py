@@ -9,6 +9,7 @@ from pbsim.dynamics.equality import equality_accel
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
 from pbsim.dynamics.tendon import tendon_forces
+from pbsim.control.site_actuators import site_forces
 
 
 @kernel
@@ -109,6 +110,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
             arm[j] += dt * m.damping[j]
     passive_torques(m, q, v, dt, implicit_damping, tau, arm)
     tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
+    site_forces(m, c, w, b, q, tau)  # site-transmission actuators
 
 
 @kernel

@@ -610,14 +610,15 @@ def tendon_moment(model, q):
 
 def spatial_force_tendons(model) -> list:
     """Names of the spatial tendons that put a force on the model (stiffness, damping, friction,
-    a range, or an actuator through them): what the position-based methods refuse."""
+    a range, or an actuator through them), and of the site-transmission actuators: what the
+    position-based methods refuse."""
     t = getattr(model, "tendons", None)
-    if t is None or not t.nt:
-        return []
     acts = getattr(model, "actuators", None)
     driven = set() if acts is None else {int(x) for x in getattr(acts, "tendon", []) if x >= 0}
     out = []
-    for i in range(t.nt):
+    if acts is not None:  # site transmissions: the same (a force through a point of a body)
+        out += [f"{n} (actuator with a site transmission)" for n, s in zip(acts.names, getattr(acts, "site", [])) if s >= 0]
+    for i in range(0 if t is None else t.nt):
         if t.kind[i] != 1:
             continue
         if (t.stiffness[i] != 0 or t.damping[i] != 0 or t.frictionloss[i] != 0 or t.limit_kp[i] > 0

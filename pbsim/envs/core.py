@@ -154,7 +154,7 @@ class _Core:
         fn, prm, info_names = task_kernel
         if self.mode == "ctrl":
             act = m.actuators
-            if (act.kind != 0).any() or (act.tendon >= 0).any():  # servos, tendon actuators: the Python path
+            if (act.kind != 0).any() or (act.tendon >= 0).any() or (act.site >= 0).any():  # servos, tendon/site: Python
                 return None
             c0 = Control(ctrl=np.zeros((B, act.nu)))
             amode = A_MOTORS

@@ -192,9 +192,10 @@ class Integrator:
 
             bad = spatial_force_tendons(model)
             if bad:
-                raise InputError(f"{self.name} does not apply the forces of spatial tendons (tendon {bad[0]!r}: "
-                                 "stiffness, damping, a range or an actuator); use euler, rk4 or another "
-                                 "explicit method (fixed tendons work with every method)")
+                raise InputError(f"{self.name} does not apply the forces of spatial tendons or site-transmission "
+                                 f"actuators ({bad[0]!r}: a spatial tendon with stiffness, damping, a range or an "
+                                 "actuator); use euler, rk4 or another explicit method (fixed tendons work with "
+                                 "every method)")
         self.model = model
         self.scene = scene if scene is not None else Scene()
         self.options = options

@@ -29,17 +29,37 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         int(D.mjDYN_FILTER): "filter",
         int(D.mjDYN_FILTEREXACT): "filterexact",
     }
+    placed = None  # site placements in pbsim's body frames (made on the first site actuator)
     for a in range(mj.nu):
         name = name_of(O.mjOBJ_ACTUATOR, a, f"actuator{a}")
         jid = int(mj.actuator_trnid[a, 0])
         trn = int(mj.actuator_trntype[a])
         tendon = -1
-        if trn == int(mujoco.mjtTrn.mjTRN_TENDON):
+        site = {}
+        if trn == int(mujoco.mjtTrn.mjTRN_SITE) and int(mj.actuator_trnid[a, 1]) < 0:  # no refsite
+            if int(mj.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_NONE) and np.any(mj.actuator_biasprm[a, 1:3]):
+                skipped.append(f"{name} (site transmission with a length/velocity bias)")
+                continue
+            if placed is None:
+                from pbsim.io.mjcf_tendons import placements
+
+                placed = placements(mj, model, name_of)
+            d0, local = placed
+            body, pos, rot = local(mj.site_bodyid[jid], d0.site_xpos[jid], d0.site_xmat[jid])
+            if body < 0:
+                skipped.append(f"{name} (site on the world)")
+                continue
+            site = dict(site=jid, site_body=body, site_pos=pos, site_rot=rot, gear6=tuple(mj.actuator_gear[a]))
+            dof = -1
+        elif trn == int(mujoco.mjtTrn.mjTRN_TENDON):
             if jid not in ten_of:
                 skipped.append(f"{name} (tendon {name_of(O.mjOBJ_TENDON, jid, f'tendon{jid}')!r} not imported)")
                 continue
             tendon, dof = ten_of[jid], -1
         elif trn not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)) or jid < 0:
+            if trn == int(mujoco.mjtTrn.mjTRN_SITE):
+                skipped.append(f"{name} (site transmission with a refsite)")
+                continue
             skipped.append(f"{name} (transmission {mujoco.mjtTrn(trn).name.removeprefix('mjTRN_').lower()})")
             continue
         elif int(mj.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
@@ -78,6 +98,7 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
             tau=float(mj.actuator_dynprm[a, 0]),
             actrange=tuple(mj.actuator_actrange[a]) if mj.actuator_actlimited[a] else (-np.inf, np.inf),
             actearly=bool(mj.actuator_actearly[a]),
+            **site,
         )
         if bt == int(mujoco.mjtBias.mjBIAS_NONE):
             it.update(kind="motor", gain=float(gp[0]))

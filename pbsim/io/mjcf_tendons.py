@@ -25,14 +25,13 @@ def _mat(x) -> np.ndarray:
     return np.asarray(x, float).reshape(3, 3)
 
 
-def tendons_from_mjmodel(mj, model, joint_names, name_of):
-    """``(Tendons or None, notes)``; ``joint_names``: pbsim's name of each MuJoCo joint,
-    ``name_of(kind, index, default)`` MuJoCo object names."""
+def placements(mj, model, name_of):
+    """``(d, local)``: MuJoCo's kinematics at qpos0 and ``local(mj_body, xpos, xmat) -> (pbsim body,
+    pos, rot)``, a world pose at qpos0 in the frame of the pbsim body that MuJoCo body moves with
+    (-1: the world; a body merged into its parent: the parent's frame)."""
     import mujoco
 
-    if not mj.ntendon:
-        return None, []
-    O, W = mujoco.mjtObj, mujoco.mjtWrap
+    O = mujoco.mjtObj
     d = mujoco.MjData(mj)
     d.qpos[:] = mj.qpos0
     mujoco.mj_kinematics(mj, d)
@@ -56,6 +55,18 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
         k, R, p = frame_of(body_id)
         return k, R.T @ (np.asarray(xpos, float) - p), R.T @ _mat(xmat)
 
+    return d, local
+
+
+def tendons_from_mjmodel(mj, model, joint_names, name_of):
+    """``(Tendons or None, notes)``; ``joint_names``: pbsim's name of each MuJoCo joint,
+    ``name_of(kind, index, default)`` MuJoCo object names."""
+    import mujoco
+
+    if not mj.ntendon:
+        return None, []
+    O, W = mujoco.mjtObj, mujoco.mjtWrap
+    d, local = placements(mj, model, name_of)
     items, notes, skipped = [], [], []
     for t in range(mj.ntendon):
         tname = name_of(O.mjOBJ_TENDON, t, f"tendon{t}")

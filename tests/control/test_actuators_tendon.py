@@ -52,8 +52,12 @@ def actuator_torque(model, q, v, ctrl):
     from pbsim.dynamics.workspace import work_for
 
     kc = pbsim.Control(ctrl=ctrl).kernel_arrays(model, 1)
+    from pbsim.control.site_actuators import site_forces
+
     tau, arm = kc.tau[0].copy(), np.zeros(model.nv)
-    tendon_forces(model.k, kc, work_for(model, 1), 0, np.asarray(q, float), np.asarray(v, float), 0.0, False, tau, arm)
+    q, v = np.asarray(q, float), np.asarray(v, float)
+    tendon_forces(model.k, kc, work_for(model, 1), 0, q, v, 0.0, False, tau, arm)
+    site_forces(model.k, kc, work_for(model, 1), 0, q, tau)
     return tau
 
 
@@ -118,3 +122,35 @@ def test_gripper_closes_with_pbad_at_large_dt(tmp_path, dt):
         mujoco.mj_step(mj, d)
     tr = pbsim.rollout(m, "pbad", dt=dt, steps=int(round(2.0 / dt)), q0=q0, control=pbsim.Control(ctrl=u))
     assert np.abs(tr.q[-1, :2] - d.qpos[:2]).max() < 1e-3, (tr.q[-1], d.qpos)
+
+
+SITES = GRIPPER.replace(
+    "</actuator>",
+    '<general name="push" site="sl" gear="0 0.5 1 0.1 0 0.2" gainprm="2" biasprm="0.5 0 0" forcerange="-1 1"/>'
+    '<motor name="twist" site="sw" gear="0 0 0 1 0 0"/></actuator>',
+)
+
+
+def test_site_actuators_equal_mujocos_qfrc_actuator(tmp_path):
+    """Site transmissions (no refsite): a force and torque along the site's axes; with the tendon
+    actuators, qfrc_actuator equals MuJoCo's to 1e-9 at random states (forcerange exercised);
+    the position-based methods refuse them by name."""
+    import mujoco
+
+    m, mj = _load(tmp_path, SITES)
+    assert m.nu == 6 and list(m.actuators.site >= 0) == [False] * 4 + [True, True]
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(5)
+    clamped = 0
+    for _ in range(30):
+        q, v = rng.uniform(-0.05, 0.05, m.nq) + [0, 0, rng.uniform(-1.5, 1.5)], rng.normal(size=m.nv)
+        u = rng.uniform(-2, 2, m.nu)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, v, u
+        mujoco.mj_forward(mj, d)
+        clamped += abs(d.actuator_force[4]) == 1.0
+        np.testing.assert_allclose(actuator_torque(m, q, v, u), d.qfrc_actuator, rtol=1e-9, atol=1e-9)
+    assert 0 < clamped < 30
+    with pytest.raises(pbsim.InputError, match="site-transmission actuators.*push"):
+        pbsim.integrators.make(
+            "pbfd", _load(tmp_path, SITES.replace('<motor name="pull" tendon="cable" gear="3"/>', ""))[0]
+        )

@@ -16,6 +16,7 @@ from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.passive import passive_linear
+from pbsim.control.site_actuators import site_forces
 from pbsim.dynamics.tendon import tendon_forces
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import lu_solve_inplace
@@ -120,6 +121,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         vw.dq[b, j] = 0.0
     passive_linear(m, q, v, dt, zero, vw.dq[b])
     tendon_forces(m, c, w, b, q, v, dt, False, zero, arm)  # tendons: explicit, at (q_k, v_k)
+    site_forces(m, c, w, b, q, zero)  # site-transmission actuators: explicit
     for j in range(nv):
         hq[j] += 0.5 * dt * zero[j]
         lin[j] -= dt * vw.dq[b, j]
