@@ -90,8 +90,9 @@ def rollout_cuda(
     V = np.zeros((nrec, B, model.nv))
     E = np.zeros((nrec, B))
     diverged = np.zeros(B, bool)
+    fallback = None  # steps the step kernel redid as sub-steps (StepSpec.fallback), per trajectory
     for a, b in chunks:
-        _run_chunk(
+        fb = _run_chunk(
             model,
             integrator,
             scene,
@@ -113,6 +114,10 @@ def rollout_cuda(
             E[:, a:b],
             diverged[a:b],
         )
+        if fb is not None:
+            if fallback is None:
+                fallback = np.zeros(B, np.int64)
+            fallback[a:b] = fb
     if single:
         Q, V, E = Q[:, 0], V[:, 0], E[:, 0]
     return Trajectory(
@@ -123,7 +128,12 @@ def rollout_cuda(
         integrator,
         dt,
         diverged if on_nan == "stop" else None,
-        info={"device": "cuda", "layout": layout, "chunks": len(chunks)},
+        info={
+            "device": "cuda",
+            "layout": layout,
+            "chunks": len(chunks),
+            **({} if fallback is None else {"fallback_steps": int(fallback[0]) if single else fallback}),
+        },
     )
 
 
@@ -149,7 +159,8 @@ def _run_chunk(
     E,
     diverged,
 ):
-    """Trajectories ``offset ...`` of a rollout (one chunk) into the views Q, V, E, diverged."""
+    """Trajectories ``offset ...`` of a rollout (one chunk) into the views Q, V, E, diverged; returns
+    the steps each redid as sub-steps (``CudaBatch.fallback_steps``, None for a method without)."""
     B = len(q0)
     sim = CudaBatch(model, integrator, scene, B, layout=layout, threads=threads, schedule=schedule, **options)
     sim.set_state(q0, v0)
@@ -177,3 +188,4 @@ def _run_chunk(
             q[bad], v[bad] = Q[r - 1][bad], V[r - 1][bad]
             e[bad] = np.nan
         Q[r], V[r], E[r] = q, v, e
+    return sim.fallback_steps()

@@ -109,28 +109,27 @@ def substep_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     two halves, each of which splits again while it does not converge, down to ``dt / 2**levels``
     (a sub-step of the last level is kept converged or not) -- the host schedule of
     :func:`substep` with ``halves=True``, run depth first (no recursion), hence the very same
-    sub-steps in the same order.  The sub-steps' start is kept in ``x.qs[b]``, ``x.vs[b]``.
+    sub-steps in the same order.  The (sub-)step's start is kept in ``x.qs[b]``, ``x.vs[b]``; the
+    attempt has one call site (the GPU build inlines it once).
 
     ``x.info[b]`` (5 columns) afterwards: [iterations of every attempt, the largest residual of
     the kept sub-steps, all of them converged, the objective of the last attempt, the number of
     sub-steps the step became (1: no fallback)]; ``x.fbn[b]`` counts the steps that fell back
-    (the drivers zero it: CpuBatch.set_state, CudaBatch.set_state)."""
+    (the drivers zero it: CpuBatch.set_state, CudaBatch.set_state).  A step whose first attempt
+    converges is that attempt, bit for bit."""
     info = x.info[b]
-    _attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
-    info[4] = 1.0
     levels = x.levels
-    if info[2] > 0.5 or levels <= 0:
-        return
-    x.fbn[b] += 1.0
-    its = info[0]
-    res = 0.0
-    conv = True
-    nsub = 0
+    if levels < 0:
+        levels = 0
     copy_row(q, x.qs, b, m.nq)
     copy_row(v, x.vs, b, m.nv)
     full = 1 << levels  # the step in units of the smallest sub-step dt / 2**levels
     t = 0
-    lev = 1
+    lev = 0
+    its = 0.0
+    res = 0.0
+    conv = True
+    nsub = 0
     while t < full:
         h = dt
         for _k in range(lev):
@@ -139,16 +138,18 @@ def substep_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         its += info[0]
         ok = info[2] > 0.5
         if ok or lev >= levels:  # kept: the next sub-step starts here
-            copy_row(qn, x.qs, b, m.nq)
-            copy_row(vn, x.vs, b, m.nv)
             if info[1] > res or not (info[1] == info[1]):
                 res = info[1]
             conv = conv and ok
             nsub += 1
             t += 1 << (levels - lev)
             if t < full:
+                copy_row(qn, x.qs, b, m.nq)
+                copy_row(vn, x.vs, b, m.nv)
                 lev = levels - trailing_zeros(t, levels)  # the largest sub-step aligned at t
         else:
+            if lev == 0:
+                x.fbn[b] += 1.0
             lev += 1
     info[0] = its
     info[1] = res

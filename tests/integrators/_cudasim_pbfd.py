@@ -8,7 +8,8 @@ against the CPU integrator, in two halves (as tests/contact/_cudasim_pbad_contac
   value`` lines (relative max differences) and ``ITER same|differ`` (JTJ-LM iterations of the
   last step); the launch schedule's names end in ``_launch``.  For pbfd also the in-kernel
   sub-step fallback (issue 30: an iteration cap of 2, every step stalls and is redone as halves):
-  names ending in ``_fallback``, ``SUBSTEPS same|differ`` (sub-steps of the last step), and
+  names ending in ``_fallback``, ``SUBSTEPS same|differ`` (sub-steps of the last step),
+  ``ROLLOUT_FALLBACK same|differ`` (``rollout(device="cuda")``'s count against CudaBatch's), and
   ``REFUSED launch`` when the per-launch schedule refuses the default ``substep``.
 
 ``METHOD``: ``pbfd`` (default) or ``pbd_friction`` (the PBD baseline's LM kernels, whose
@@ -123,5 +124,11 @@ if __name__ == "__main__":
         print_diffs(ref, dict(q=qg, v=vg, e=eg, it=info[:, 0]), "_fallback")
         print("SUBSTEPS", "same" if np.array_equal(info[:, 4], ref["sub"]) else f"differ {info[:, 4]} {ref['sub']}")
         print("FALLBACK_STEPS", g.fallback_steps().tolist())
+        import pbsim
+
+        tr = pbsim.rollout(m, method, dt=DT, steps=STEPS, q0=q, v0=v, scene=scene, device="cuda", c_friction=cpar,
+                           **FALLBACK)  # fmt: skip
+        same = np.array_equal(tr.info["fallback_steps"], g.fallback_steps()) and (g.fallback_steps() > 0).all()
+        print("ROLLOUT_FALLBACK", "same" if same else f"differ {tr.info['fallback_steps']} {g.fallback_steps()}")
     if refused_launch(method, cpar):
         print("REFUSED launch")

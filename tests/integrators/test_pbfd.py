@@ -379,4 +379,4 @@ def test_pbfd_step_on_cuda_backend_cudasim(tmp_path):
                           "e_fallback"}, out  # fmt: skip
     assert max(diffs.values()) <= 1e-10, diffs
     assert "ITER same" in out and "ITER_launch same" in out and "ITER_fallback same" in out, out
-    assert "SUBSTEPS same" in out and "REFUSED launch" in out, out
+    assert "SUBSTEPS same" in out and "REFUSED launch" in out and "ROLLOUT_FALLBACK same" in out, out
