@@ -30,7 +30,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "pbsim"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "pbsim"
+# the packages of the whole tree (the package, the generated models, the viewer) and the scripts
+PACKAGES = {
+    "pbsim": ROOT,
+    "pbsim_models": REPO / "models" / "pbsim_models",
+    "pbsim_viewer": REPO / "viewer" / "pbsim_viewer",
+}
+TOP = tuple(PACKAGES)
 
 # layer of a module: the longest prefix listed here; lower numbers may not import higher ones
 LAYERS = {
@@ -50,21 +58,32 @@ LAYERS = {
     "pbsim.warmup": 4,
     "pbsim.envs": 5,  # gymnasium environments over rollout/backends/integrators
     "pbsim.sweep": 5,  # parameter sweeps of batched rollouts on Ray (above rollout)
-    "pbsim.cli": 5,
-    "pbsim.__main__": 5,
+    "pbsim.args": 5,  # the model/motion arguments the CLI and the viewer share
     "pbsim": 5,  # the facade package __init__
+    "pbsim_models": 2,  # generated models: built with pbsim.model / io only
+    "pbsim_viewer": 6,  # the viewer: above the package, never imports the CLI
+    "pbsim.cli": 7,  # the entry point: dispatches to every command, the viewer included
+    "pbsim.__main__": 7,
+    "scripts": 8,  # benchmarks, figures, examples: leaves
 }
 
 
 def module_files() -> dict[str, Path]:
     mods = {}
-    for p in ROOT.rglob("*.py"):
-        rel = p.relative_to(ROOT.parent).with_suffix("")
-        parts = list(rel.parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        mods[".".join(parts)] = p
+    for root in PACKAGES.values():
+        for p in root.rglob("*.py"):
+            rel = p.relative_to(root.parent).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = p
+    for p in (REPO / "scripts").rglob("*.py"):  # not a package: each script a module of its own
+        mods["scripts." + ".".join(p.relative_to(REPO / "scripts").with_suffix("").parts)] = p
     return mods
+
+
+def _tracked(name: str) -> bool:
+    return any(name == t or name.startswith(t + ".") for t in TOP)
 
 
 def _is_package(mod: str, mods: dict[str, Path]) -> bool:
@@ -97,7 +116,7 @@ def imports_of(mod: str, mods: dict[str, Path]) -> set[str]:
             continue
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name == "pbsim" or a.name.startswith("pbsim."):
+                if _tracked(a.name):
                     out.add(resolve(a.name))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -106,7 +125,7 @@ def imports_of(mod: str, mods: dict[str, Path]) -> set[str]:
                 src = ".".join(base + ([node.module] if node.module else []))
             else:
                 src = node.module or ""
-            if not (src == "pbsim" or src.startswith("pbsim.")):
+            if not _tracked(src):
                 continue
             for a in node.names:
                 sub = f"{src}.{a.name}"
@@ -124,7 +143,7 @@ def import_graph(implicit: bool = False) -> dict[str, set[str]]:
             own = {m.rsplit(".", k)[0] for k in range(m.count(".") + 1)}
             for d in list(deps):
                 parents = {d.rsplit(".", k)[0] for k in range(1, d.count(".") + 1)}
-                deps |= parents - own - {"pbsim"}
+                deps |= parents - own - set(TOP)
     return g
 
 
@@ -180,8 +199,11 @@ def _edge_lines(graph, comp):
 
 
 def test_graph_sees_function_level_imports():
-    """Sanity of the walker: it resolves relative and function-level imports."""
+    """Sanity of the walker: it resolves relative and function-level imports, across the tree."""
     g = import_graph()
+    assert "pbsim.args" in g["pbsim_viewer.app"] and "pbsim_viewer" in g["pbsim.cli"]
+    assert "pbsim.cli" not in g["pbsim_viewer.app"]  # the viewer does not import the CLI
+    assert any(m.startswith("scripts.") for m in g)
     assert "pbsim.integrators.base" in g["pbsim.integrators"]
     assert "pbsim.integrators.driver" in g["pbsim.backends.cuda"]  # imported inside functions only
     assert "pbsim.backends.kernel" in g["pbsim.dynamics.aba"]
@@ -192,7 +214,7 @@ def test_no_import_cycles():
     g = import_graph(implicit=True)
     bad = [c for c in strongly_connected(g) if len(c) > 1 or c[0] in g[c[0]]]
     msg = "\n".join(f"cycle {' <-> '.join(c)}:\n" + "\n".join(_edge_lines(g, c)) for c in bad)
-    assert not bad, "import cycles in pbsim:\n" + msg
+    assert not bad, "import cycles in the tree (pbsim, pbsim_models, pbsim_viewer, scripts):\n" + msg
 
 
 def test_every_module_has_a_layer():

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import pbsim
-from pbsim.cli import add_model_args, add_motion_arg, model_from_args
+from pbsim.args import add_model_args, add_motion_arg, model_from_args
 from pbsim_viewer.camera import OrbitCamera
 from pbsim_viewer.panel import PANEL_WIDTH, ViewOptions, draw_panel
 from pbsim_viewer.session import Session
@@ -950,7 +950,7 @@ def join_negative_values(argv):
 
 
 def main(argv=None) -> int:
-    from pbsim.cli import parse_args
+    from pbsim.args import parse_args
 
     args = parse_args(build_parser(), join_negative_values(argv))
     w, h = (int(x) for x in args.size.lower().split("x"))
