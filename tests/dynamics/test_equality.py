@@ -287,3 +287,14 @@ def test_inconsistent_start_is_projected(tmp_path, integ):
         viol = [np.abs(equality_residual(m, q)[0]).max() for q in tr.q]
         assert max(viol[10:]) < 1e-6, (name, viol[:12])
         assert np.abs(tr.v).max() < 10.0, (name, np.abs(tr.v).max())
+
+
+def test_cuda_twins_equal_cpu(tmp_path):
+    """The explicit steps' CUDA twins (under numba's simulator) give the CPU's states with the
+    constraints held (four-bar, weld; euler, rk4; one start off the constraint)."""
+    from pathlib import Path
+
+    from conftest import run_cudasim_twin
+
+    diffs, out = run_cudasim_twin(Path(__file__).parent / "_cudasim_equality.py", tmp_path / "cpu.npz")
+    assert len(diffs) == 12 and max(diffs.values()) < 1e-12, out
