@@ -18,6 +18,7 @@ last step is still unconverged, wall seconds (compilation included on a first ru
     python scripts/pbfd_drops.py                                   # CpuBatch, 64 starts, dt 0.02
     python scripts/pbfd_drops.py --dt 0.005,0.02,0.05 --path batch,rollout
     python scripts/pbfd_drops.py --device cuda --batch 16384 --dt 0.02 --mjcf humanoid.xml
+    python scripts/pbfd_drops.py --batch 16384 --chunk 1024   # a row per 1,024 starts as they finish, then the total
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ def main(argv=None):
     ap.add_argument("--mjcf", default=None, help="the humanoid's MJCF (default: gymnasium's humanoid.xml)")
     ap.add_argument("--method", default="pbfd")
     ap.add_argument("--substep", type=int, default=None, help="the method's fallback levels (default: its own)")
+    ap.add_argument(
+        "--chunk",
+        type=int,
+        default=0,
+        help="run the starts in chunks of this many (0: all at once), a row per chunk and the total",
+    )
     a = ap.parse_args(argv)
     model = pbsim.load(a.mjcf or humanoid_path())
     scene = default_scene(model)
@@ -111,23 +118,39 @@ def main(argv=None):
             raise SystemExit("--path rollout runs on the CPU here (use --path batch with --device cuda)")
         for dt in (float(x) for x in a.dt.split(",")):
             steps = int(round(a.seconds / dt))
-            t0 = time.perf_counter()
-            if path == "batch":
-                q, div, fb, unconv = run_batch(model, scene, q0, v0, dt, steps, a.device, a.method, options)
-            else:
-                q, div, fb, unconv = run_rollout(model, scene, q0, v0, dt, steps, a.method, options)
-            wall = time.perf_counter() - t0
-            z = q[:, 2]
-            zmin = f"{np.nanmin(z):.3g}" if np.isfinite(z).any() else "nan"
-            if np.isnan(z).any():
-                zmin += f" ({int(np.isnan(z).sum())} NaN)"
-            fbs = "-" if fb is None else f"{int(np.sum(fb))} ({int(np.count_nonzero(fb))})"
-            unc = "-" if unconv is None else str(int(np.count_nonzero(unconv)))
-            print(
-                f"| {'CpuBatch' if path == 'batch' and a.device == 'cpu' else 'CudaBatch' if path == 'batch' else 'rollout'}"
-                f" | {a.device} | {a.batch} | {dt:g} | {int(div.sum())} | {zmin} | {fbs} | {unc} | {wall:.1f} |",
-                flush=True,
-            )
+            n = a.batch if a.chunk <= 0 else a.chunk
+            parts = []
+            for c0 in range(0, a.batch, n):
+                sl = slice(c0, min(c0 + n, a.batch))
+                t0 = time.perf_counter()
+                if path == "batch":
+                    out = run_batch(model, scene, q0[sl], v0[sl], dt, steps, a.device, a.method, options)
+                else:
+                    out = run_rollout(model, scene, q0[sl], v0[sl], dt, steps, a.method, options)
+                parts.append(out + (time.perf_counter() - t0,))
+                if a.chunk > 0:
+                    row(a, path, dt, sl.stop - sl.start, *parts[-1], label=f" [{sl.start}:{sl.stop}]")
+            q = np.concatenate([p[0] for p in parts])
+            div = np.concatenate([p[1] for p in parts])
+            fb = None if parts[0][2] is None else np.concatenate([np.atleast_1d(p[2]) for p in parts])
+            unconv = None if parts[0][3] is None else np.concatenate([p[3] for p in parts])
+            row(a, path, dt, a.batch, q, div, fb, unconv, sum(p[4] for p in parts))
+
+
+def row(a, path, dt, starts, q, div, fb, unconv, wall, label=""):
+    """One table row."""
+    z = q[:, 2]
+    zmin = f"{np.nanmin(z):.3g}" if np.isfinite(z).any() else "nan"
+    if np.isnan(z).any():
+        zmin += f" ({int(np.isnan(z).sum())} NaN)"
+    fbs = "-" if fb is None else f"{int(np.sum(fb))} ({int(np.count_nonzero(fb))})"
+    unc = "-" if unconv is None else str(int(np.count_nonzero(unconv)))
+    name = "rollout" if path == "rollout" else "CpuBatch" if a.device == "cpu" else "CudaBatch"
+    print(
+        f"| {name}{label} | {a.device} | {starts} | {dt:g} | {int(np.sum(div))} | {zmin} | {fbs} | {unc} | "
+        f"{wall:.1f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
