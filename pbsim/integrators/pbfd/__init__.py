@@ -71,7 +71,6 @@ def _number(name, value, lo, strict, allow_none=False, method="pbfd"):
 
 @register("pbfd", doc="PBFD (paper 003): position-based frictional dynamics, JTJ-LM/LBFGS on |grad E - C_par J^T f_par|^2")
 class Pbfd(Integrator):
-    spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
     """Position-based frictional dynamics (paper 003): the unknown is q_{k+1}, the step is a root of
     Eq. 13's residual found by JTJ-LM (default) or LBFGS on GE = |r|^2 / 2.
 
@@ -85,6 +84,7 @@ class Pbfd(Integrator):
 
     name = "pbfd"
     implicit = True
+    spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
     OPTIONS = (
         Option("optimizer", "lm", "minimiser of GE = |r|^2/2: JTJ Levenberg-Marquardt (QR-solved) or LBFGS", "str",
                ("lm", "lbfgs")),
