@@ -25,7 +25,7 @@ QPs and their active-set iterations) and the contact set's size (``candidates``)
 step are printed in a second table.
 
     NUMBA_NUM_THREADS=1 python scripts/bench_large_dt.py [--methods nmdp,nmdp_zo] [--cases humanoid]
-        [--dts 20,50] [--T 2] [--quick] [--profile] [--no-ref]
+        [--dts 20,50] [--T 2] [--quick] [--profile] [--no-ref] [--opt projection=chord]
 """
 
 from __future__ import annotations
@@ -93,19 +93,19 @@ def git_describe():
         return "unknown"
 
 
-def run(m, sc, q0, v0, method, dt, T):
+def run(m, sc, q0, v0, method, dt, T, **opts):
     """One timed rollout: dict of the row's numbers."""
     steps = int(round(T / dt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # compile / load the kernels first: the compiled loop's and Integrator.step's (the host path of
         # a step the loop hands back)
-        pbsim.rollout(m, method, dt=dt, steps=2, q0=q0, v0=v0, scene=sc, on_nan="stop")
+        pbsim.rollout(m, method, dt=dt, steps=2, q0=q0, v0=v0, scene=sc, on_nan="stop", **opts)
         from pbsim.integrators import State, make
 
-        make(method, m, sc, on_fail="ignore").step(State.make(m, q0, v0), None, dt)
+        make(method, m, sc, on_fail="ignore", **opts).step(State.make(m, q0, v0), None, dt)
         t0 = time.perf_counter()
-        tr = pbsim.rollout(m, method, dt=dt, steps=steps, q0=q0, v0=v0, scene=sc, on_nan="stop")
+        tr = pbsim.rollout(m, method, dt=dt, steps=steps, q0=q0, v0=v0, scene=sc, on_nan="stop", **opts)
         wall = time.perf_counter() - t0
     q = np.asarray(tr.q)
     nw = max(1, int(round(REST_WINDOW / dt)))
@@ -122,11 +122,11 @@ def run(m, sc, q0, v0, method, dt, T):
     )
 
 
-def profile(m, sc, q0, v0, method, dt, T):
+def profile(m, sc, q0, v0, method, dt, T, **opts):
     """Step by step through Integrator.step: the NMDP kernel's work counters per step (means)."""
     from pbsim.integrators import State, make
 
-    integ = make(method, m, sc, on_fail="ignore")
+    integ = make(method, m, sc, on_fail="ignore", **opts)
     s = State.make(m, q0, v0)
     keys = (
         "substeps", "projection_failures", "rejections", "newton_iterations", "evaluations", "lu_factorizations",
@@ -178,7 +178,24 @@ def main(argv=None):
     ap.add_argument("--no-ref", action="store_true", help="no 1 ms reference runs (cached ones are shown)")
     ap.add_argument("--ref-cache", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "bench_large_dt_ref.json"))
     ap.add_argument("--profile", action="store_true", help="NMDP runs: the step kernel's counters per step")
+    ap.add_argument(
+        "--opt",
+        action="append",
+        default=[],
+        metavar="KEY=V",
+        help="an integrator option for every method (repeatable), e.g. projection=chord",
+    )
     a = ap.parse_args(argv)
+    opts = {}
+    for kv in a.opt:
+        k, v = kv.split("=", 1)
+        for conv in (int, float):
+            try:
+                v = conv(v)
+                break
+            except ValueError:
+                pass
+        opts[k] = v
     methods = [x for x in a.methods.split(",") if x]
     cases = [x for x in a.cases.split(",") if x]
     dts = [float(x) * 1e-3 for x in a.dts.split(",") if x]
@@ -199,14 +216,14 @@ def main(argv=None):
     for case in cases:
         m, sc, q0, v0 = build(case)
         for meth in methods:
-            key = f"{case}|{meth}|{a.T:g}|{tree}"
+            key = f"{case}|{meth}|{a.T:g}|{tree}|{sorted(opts.items())}"
             ref = cache.get(key)
             if ref is None and not no_ref:
-                ref = run(m, sc, q0, v0, meth, REF_DT, a.T)
+                ref = run(m, sc, q0, v0, meth, REF_DT, a.T, **opts)
                 cache[key] = ref
                 Path(a.ref_cache).write_text(json.dumps(cache, indent=1))
             for dt in dts:
-                r = run(m, sc, q0, v0, meth, dt, a.T)
+                r = run(m, sc, q0, v0, meth, dt, a.T, **opts)
                 r.update(case=case, method=meth, dt=dt, ref=ref)
                 rows.append(r)
                 d = "-" if ref is None else f"{(r['rest'] - ref['rest']) * 1e3:+.1f}"
@@ -216,7 +233,7 @@ def main(argv=None):
                     flush=True,
                 )
                 if a.profile and meth in NMDP:
-                    p = profile(m, sc, q0, v0, meth, dt, a.T)
+                    p = profile(m, sc, q0, v0, meth, dt, a.T, **opts)
                     p.update(case=case, method=meth, dt=dt)
                     prof.append(p)
     print()
