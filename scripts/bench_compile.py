@@ -140,9 +140,8 @@ def readme_job(src, cache):
     return wall
 
 
-CUDA_CHILD = r"""
-import json, os, re, sys, time, collections
-cfg = json.loads(sys.argv[1])
+# the stage timer both CUDA children wrap numba-cuda's compile stages with
+TIMED = r"""
 T = collections.defaultdict(float)
 depth = [0]
 def timed(name, f, outer_only=False):
@@ -157,7 +156,15 @@ def timed(name, f, outer_only=False):
             T[name] += time.perf_counter() - t0
             depth[0] -= outer_only
     return w
-t_start = time.perf_counter()
+"""
+
+CUDA_CHILD = (
+    r"""
+import json, os, re, sys, time, collections
+cfg = json.loads(sys.argv[1])
+"""
+    + TIMED
+    + r"""t_start = time.perf_counter()
 import numba.cuda.dispatcher as D
 import numba.cuda.compiler as C
 import numba.cuda.codegen as CG
@@ -199,26 +206,16 @@ out.update(hit=r["hit"], build_s=round(r["seconds"], 2), process_s=round(time.pe
            step=dict(r["key"]).get("step"))
 print("RESULT " + json.dumps(out), flush=True)
 """
+)
 
-GPU_CHILD = r"""
+GPU_CHILD = (
+    r"""
 import json, sys, time, collections
 t_start = time.perf_counter()
 cfg = json.loads(sys.argv[1])
-T = collections.defaultdict(float)
-depth = [0]
-def timed(name, f, outer_only=False):
-    def w(*a, **k):
-        if outer_only and depth[0]:
-            return f(*a, **k)
-        depth[0] += outer_only
-        t0 = time.perf_counter()
-        try:
-            return f(*a, **k)
-        finally:
-            T[name] += time.perf_counter() - t0
-            depth[0] -= outer_only
-    return w
-import numba.cuda.dispatcher as D
+"""
+    + TIMED
+    + r"""import numba.cuda.dispatcher as D
 import numba.cuda.codegen as CG
 import numba.cuda.cudadrv.driver as DRV
 D.compile_cuda = timed("frontend", D.compile_cuda, outer_only=True)
@@ -247,6 +244,7 @@ out.update(first_step_s=round(time.perf_counter() - t0, 2), process_s=round(time
            hit=bool(hits), device=pc.device_name(), layout=b.layout, features=b.features)
 print("RESULT " + json.dumps(out), flush=True)
 """
+)
 
 CUDA_BUILDS = {
     "before": {"lto": True, "noinline": "none", "features": "all"},
