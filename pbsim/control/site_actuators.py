@@ -10,6 +10,7 @@ variational; the position-based methods refuse such a model (``Integrator.spatia
 The control's ``sa_*`` rows (:mod:`pbsim.control.actuators`) carry site, gear and force."""
 
 from pbsim.backends.kernel import kernel
+from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
 
 
@@ -52,16 +53,7 @@ def site_forces(m, c, w, b, q, tau):
         j = body
         while j >= 0:  # tau_k += (w_k x (p - o_j) + v_k) . F + w_k . T over the chain's DOFs
             j0 = m.iv[j]
-            dx = px - pw[j, 0]
-            dy = py - pw[j, 1]
-            dz = pz - pw[j, 2]
             for k in range(m.nvj[j]):
-                s = m.S[j, k]
-                wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-                wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-                wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
-                vx = Rw[j, 0, 0] * s[3] + Rw[j, 0, 1] * s[4] + Rw[j, 0, 2] * s[5] + wy * dz - wz * dy
-                vy = Rw[j, 1, 0] * s[3] + Rw[j, 1, 1] * s[4] + Rw[j, 1, 2] * s[5] + wz * dx - wx * dz
-                vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5] + wx * dy - wy * dx
+                wx, wy, wz, vx, vy, vz = dof_point_twist(m, Rw, pw, j, k, px, py, pz)
                 tau[j0 + k] += vx * fx + vy * fy + vz * fz + wx * tx + wy * ty + wz * tz
             j = m.parent[j]

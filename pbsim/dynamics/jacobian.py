@@ -6,6 +6,23 @@ from pbsim.dynamics.kinematics import fk_state
 
 
 @kernel
+def dof_point_twist(m, Rw, pw, j, k, px, py, pz):
+    """World-axes ``(w_x, w_y, w_z, v_x, v_y, v_z)`` of DOF ``k`` of body ``j`` at unit rate: the
+    angular velocity and the velocity of the world point ``p`` (column of the point Jacobian)."""
+    s = m.S[j, k]
+    dx = px - pw[j, 0]
+    dy = py - pw[j, 1]
+    dz = pz - pw[j, 2]
+    wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
+    wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
+    wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
+    vx = Rw[j, 0, 0] * s[3] + Rw[j, 0, 1] * s[4] + Rw[j, 0, 2] * s[5] + wy * dz - wz * dy  # v + w x (p - o_j)
+    vy = Rw[j, 1, 0] * s[3] + Rw[j, 1, 1] * s[4] + Rw[j, 1, 2] * s[5] + wz * dx - wx * dz
+    vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5] + wx * dy - wy * dx
+    return wx, wy, wz, vx, vy, vz
+
+
+@kernel
 def point_jacobian(m, w, b, body, point, J):
     """J (6, nv): rows 0-2 angular velocity of ``body``, rows 3-5 linear velocity of ``point``
     (given in the body frame), both in world axes: ``[w; v_P] = J qd``.  Needs world poses."""

@@ -36,6 +36,7 @@ import numpy as np
 from numba import prange
 
 from pbsim.backends.kernel import kernel
+from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.passive import FRICTION_VEL
 
@@ -90,17 +91,8 @@ def point_jt(m, w, b, body, px, py, pz, fx, fy, fz, v, out, scale):
     j = body
     while j >= 0:
         j0 = m.iv[j]
-        dx = px - pw[j, 0]
-        dy = py - pw[j, 1]
-        dz = pz - pw[j, 2]
         for k in range(m.nvj[j]):
-            s = m.S[j, k]
-            wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-            wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-            wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
-            vx = Rw[j, 0, 0] * s[3] + Rw[j, 0, 1] * s[4] + Rw[j, 0, 2] * s[5] + wy * dz - wz * dy
-            vy = Rw[j, 1, 0] * s[3] + Rw[j, 1, 1] * s[4] + Rw[j, 1, 2] * s[5] + wz * dx - wx * dz
-            vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5] + wx * dy - wy * dx
+            wx, wy, wz, vx, vy, vz = dof_point_twist(m, Rw, pw, j, k, px, py, pz)
             g = vx * fx + vy * fy + vz * fz
             dot += g * v[j0 + k]
             out[j0 + k] += scale * g
