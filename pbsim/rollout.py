@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from pbsim.backends.kernel import CompileWatch
+from pbsim.jit import CompileWatch
 from pbsim.contact import default_scene
 from pbsim.control.control import Control
 from pbsim.dynamics.api import energy as _energy

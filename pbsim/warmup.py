@@ -36,7 +36,7 @@ CONFIGS = {"single": {}, "contact": {"ground": "plane"}, "batch": {"batch": 4}}
 _CHILD = r"""
 import json, sys, time
 import pbsim, pbsim_models
-from pbsim.backends.kernel import CompileWatch
+from pbsim.jit import CompileWatch
 name, configs = sys.argv[1], json.loads(sys.argv[2])
 m = pbsim_models.chain(3)
 out = {}
@@ -167,6 +167,6 @@ def warmup(
 
 
 def _cuda_cache_dir():
-    from pbsim.backends.kernel import cuda_cache_dir
+    from pbsim.jit import cuda_cache_dir
 
     return cuda_cache_dir()

@@ -27,7 +27,7 @@ Builds (``--builds``):
             with nvJitLink), everything inlined
   lto_off   the same with lto=False
   after     what CudaBatch builds now: the run's features only, lto=False, the default
-            noinline set (pbsim.backends.kernel.CUDA_NOINLINE_DEFAULT)
+            noinline set (pbsim.jit.CUDA_NOINLINE_DEFAULT)
   after_all every feature, lto=False, the default noinline set
   noinline=A+B+...  the run's features, lto=False, these functions out of line (none: "noinline=")
 

@@ -36,7 +36,7 @@ from numba import prange  # noqa: E402
 import pbsim  # noqa: E402
 import pbsim_models  # noqa: E402
 from bench_dynamics import best_of, pin_model, to_pin_q  # noqa: E402
-from pbsim.backends.kernel import kernel  # noqa: E402
+from pbsim.jit import kernel  # noqa: E402
 from pbsim.dynamics.joints import integrate_config  # noqa: E402
 from pbsim.dynamics.rnea import rnea_state  # noqa: E402
 from pbsim.dynamics.rnea_derivatives import (  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 import pbsim
 import pbsim_models
-from pbsim.backends.kernel import CompileWatch, InnerKernel, kernel
+from pbsim.jit import CompileWatch, InnerKernel, kernel
 
 
 def _fresh_kernels():

@@ -16,8 +16,8 @@ How the graph is built (statically, with :mod:`ast`; nothing is imported):
   ``pbsim``, the facade that re-exports everything and always runs first.  An *explicit* import
   of an ancestor (``import pbsim.integrators`` inside ``pbsim.integrators.base``) is an ordinary
   edge, so a submodule that imports its own package back is a cycle.  The layer check uses the
-  explicit edges only (``pbsim/backends/__init__`` is empty, so reaching ``backends.kernel``
-  does not lift a module into the backends layer).
+  explicit edges only (importing ``pbsim.jit`` runs ``pbsim/jit/__init__``, which re-exports its
+  submodules: that package is layer 0 like they are).
 - Names computed at run time (``importlib.import_module(f"...{name}")``, the integrator
   registry's discovery of its plugin modules) are not edges.
 
@@ -43,7 +43,7 @@ TOP = tuple(PACKAGES)
 # layer of a module: the longest prefix listed here; lower numbers may not import higher ones
 LAYERS = {
     "pbsim.errors": 0,
-    "pbsim.backends.kernel": 0,  # the @kernel decorator / compile machinery: below everything
+    "pbsim.jit": 0,  # the @kernel decorator / compile machinery: below everything
     "pbsim.model": 1,
     "pbsim.io": 1,
     "pbsim.dynamics": 1,
@@ -206,7 +206,7 @@ def test_graph_sees_function_level_imports():
     assert any(m.startswith("scripts.") for m in g)
     assert "pbsim.integrators.base" in g["pbsim.integrators"]
     assert "pbsim.integrators.driver" in g["pbsim.backends.cuda"]  # imported inside functions only
-    assert "pbsim.backends.kernel" in g["pbsim.dynamics.aba"]
+    assert "pbsim.jit" in g["pbsim.dynamics.aba"]
     assert all(m in g for deps in g.values() for m in deps)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-from pbsim.backends.kernel import entry, kernel
+from pbsim.jit import entry, kernel
 from pbsim.contact.scene import Scene
 from pbsim.control.control import Control
 from pbsim.control.stepwork import make_step_work

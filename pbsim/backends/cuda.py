@@ -17,10 +17,10 @@ default ``"auto"`` takes SoA from ``AUTO_SOA_MIN_BATCH`` trajectories on, except
 
 Compilation: the step kernels are built with ``lto=False`` (numba-cuda turns LTO on whenever
 nvJitLink is present; pbsim links no external code, so it only cost a second optimisation) and
-with the device functions of :data:`pbsim.backends.kernel.CUDA_NOINLINE_DEFAULT` kept out of
+with the device functions of :data:`pbsim.jit.CUDA_NOINLINE_DEFAULT` kept out of
 line, except in the explicit methods' kernels, which are compiled fully inlined
 (:func:`step_noinline`: faster on the device, and their compile stays short); only the
-features a run uses are compiled (the CPU's :class:`~pbsim.backends.kernel.Variants`).
+features a run uses are compiled (the CPU's :class:`~pbsim.jit.Variants`).
 The compiled code (cubin and PTX per compute capability) is kept on disk under
 ``$PBSIM_CACHE_DIR/cuda`` (else ``~/.cache/pbsim/cuda``) by :class:`StepKernelCache`, so a second
 process loads it instead of compiling (``pbsim warmup --device cuda`` fills it).
@@ -303,7 +303,7 @@ def _bind_twins(cuda_mod):
     """Set the module globals the kernels call to the CUDA twins of the CPU kernels."""
     global cuda, _fk, _rnea, _crba, _aba, _energy, _copy_rows
     from pbsim.integrators.driver import copy_rows
-    from pbsim.backends.kernel import cuda_twin
+    from pbsim.jit import cuda_twin
     from pbsim.dynamics.aba import aba_state
     from pbsim.dynamics.crba import crba_state
     from pbsim.dynamics.energy import energy_state
@@ -400,7 +400,7 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
     scene = scene if scene is not None else Scene()
     I, spec = make_batched(integrator, model, scene, options, "device='cuda'")
     _bind_twins(cuda_mod)
-    from pbsim.backends.kernel import cuda_twin
+    from pbsim.jit import cuda_twin
 
     if phase == "steps":
         stepk, pyfn = spec.step, _steps_k
@@ -446,9 +446,9 @@ def compile_ptx(model, integrator: str = "euler", layout: str = "aos", cc=(9, 0)
 
 def step_noinline(step_kernel) -> frozenset:
     """The device functions kept out of line in ``step_kernel``'s tree: none for the explicit
-    methods (:data:`INLINE_ALL_MODULES`), :func:`pbsim.backends.kernel.cuda_noinline` for the
+    methods (:data:`INLINE_ALL_MODULES`), :func:`pbsim.jit.cuda_noinline` for the
     others; ``$PBSIM_CUDA_NOINLINE`` set decides for every method."""
-    from pbsim.backends.kernel import cuda_noinline, python_source
+    from pbsim.jit import cuda_noinline, python_source
 
     if os.environ.get("PBSIM_CUDA_NOINLINE", "default").strip() not in ("", "default"):
         return cuda_noinline()
@@ -462,7 +462,7 @@ def _specialize(pyfn, step_kernel, ident=None, noinline=None):
     (``noinline``: the functions of its tree kept out of line; None: :func:`step_noinline`),
     named after it (``_steps_k__euler_step__without_...``), its compiled code kept on disk by a
     :class:`StepKernelCache` for ``ident`` (see :func:`_cache_ident`; None: no disk cache)."""
-    from pbsim.backends.kernel import cuda_twin, python_source
+    from pbsim.jit import cuda_twin, python_source
 
     if not _HOST_ARRAYS:
         kernels()
@@ -526,12 +526,12 @@ def _cache_ident(pyfn, step_kernel, phase: str, features, layout: str) -> dict:
     """Everything but the argument types and the compute capability that decides a step kernel's
     device code: pbsim's kernel sources, the bound step kernel (name and whole tree), the
     driver, the phase, the ``Variants`` features, the layout and the compile options."""
-    from pbsim.backends.kernel import _source_hash, code_digest, kernel_tree_hash, python_source
+    from pbsim.jit import source_hash, code_digest, kernel_tree_hash, python_source
 
     f = python_source(step_kernel)
     return {
         "format": CACHE_FORMAT,
-        "sources": _source_hash(),
+        "sources": source_hash(),
         "driver": f"{pyfn.__name__}:{code_digest(pyfn.__code__)}",
         "step": f"{f.__module__}.{f.__qualname__}",
         "tree": kernel_tree_hash(step_kernel),
@@ -579,7 +579,7 @@ NOTICE = _notice_default  # None: no first-run notice (warmup, benchmarks set it
 
 class StepKernelCache:
     """numba-cuda's per-dispatcher cache slot (``dispatcher._cache``), backed by one file per
-    compiled kernel under :func:`pbsim.backends.kernel.cuda_cache_dir`: a hit loads the kernel's
+    compiled kernel under :func:`pbsim.jit.cuda_cache_dir`: a hit loads the kernel's
     cubin (and PTX) for this compute capability and skips typing, NVVM and ptxas.
 
     numba-cuda's own ``cache=True`` cannot be used: pbsim's step kernels are one code object
@@ -607,7 +607,7 @@ class StepKernelCache:
         pass
 
     def path(self, key) -> str:
-        from pbsim.backends.kernel import cuda_cache_dir
+        from pbsim.jit import cuda_cache_dir
 
         return os.path.join(cuda_cache_dir(), f"{self.ident['sources']}", key_digest(key) + ".nbk")
 
@@ -728,7 +728,7 @@ def build_offline(model, integrator: str = "euler", layout: str = "aos", cc=(9, 
     capability ``cc``, without a GPU: typing and lowering, NVVM to PTX, then nvJitLink (ptxas) to
     a cubin, stored like a GPU build's (``pbsim warmup --device cuda --cc 9.0``, the tests, the
     compile benchmark).  Needs numba-cuda's toolkit wheels (``numba-cuda[cu12]``).
-    ``features``: None, the run's :class:`~pbsim.backends.kernel.Variants` features (from the
+    ``features``: None, the run's :class:`~pbsim.jit.Variants` features (from the
     control and scene as ``CudaBatch`` picks them), or "all" (every feature compiled).
     Returns ``{"hit", "seconds", "path", "key", "ptx_chars", "cubin_bytes", "cubin_sha", "kernel"}``."""
     import numba
@@ -840,7 +840,7 @@ CUDA_REFUSED: dict[str, str] = {}
 
 
 def _features_used(spec, integ, kc, ks):
-    """The sorted names of the :class:`~pbsim.backends.kernel.Variants` features a run uses (as
+    """The sorted names of the :class:`~pbsim.jit.Variants` features a run uses (as
     the CPU batch driver picks them), or None for a method without optional features."""
     if not spec.features:
         return None

@@ -5,7 +5,7 @@ candidate buffer of ``nmdp``, ``pbd_nmdp``, ``ne_mdp``, ``ne_dry``)."""
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.query import contact_detect, item_culled, item_face, pair_detect
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.query import contact_detect
 
 V_REF = 0.1  # m/s: D2 = mu k / (2 V_REF), Coulomb friction matched at this sliding speed

@@ -65,7 +65,7 @@ import math
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.query import BIG, contact_detect, env_sdf, face_sdf, pair_detect, pair_local, sdf_box
 from pbsim.errors import InputError
 

@@ -56,7 +56,7 @@ import math
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.query import contact_detect
 from pbsim.contact.scene import DELTA_REF, N_REF
 from pbsim.errors import InputError

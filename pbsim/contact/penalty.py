@@ -9,7 +9,7 @@ applied at the deepest point ``x - r n`` of the point's sphere; ``tau += J_lin^T
 """
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.query import contact_detect, item_culled, item_face, pair_detect, pair_force_jt, point_force_jt
 
 

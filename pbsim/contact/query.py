@@ -15,7 +15,7 @@ the exact derivative of d wherever d > 0 (grad phi = n inside a grid cell / anal
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.sdf import (_normalize, sdf_box, sdf_capsule, sdf_cylinder, sdf_ellipsoid,  # noqa: F401
                                sdf_heightfield, sdf_heightfield_posed, sdf_hull, sdf_sphere)
 from pbsim.contact.sdf_grid import grid_sample

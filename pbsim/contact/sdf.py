@@ -19,7 +19,7 @@ shapes on bodies (:func:`pbsim.contact.query.shape_sdf`) in their body's frame.
 """
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 
 @kernel

@@ -27,7 +27,7 @@ import numpy as np
 import numba
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 
 @kernel

@@ -1,5 +1,5 @@
 """SPD by dense factorization (DF, paper 001 Sec. 2.3): Cholesky LL^T of M + Kd dt, O(n^3)."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve

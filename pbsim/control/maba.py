@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.control.control import Control
 from pbsim.control.solve import joint_forces, solve_and_clamp
 from pbsim.dynamics.api import as_batch

@@ -1,5 +1,5 @@
 """PD and stable-PD joint torques, evaluated inside integrator kernels (paper 001 Eq. 1-2, 6)."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.control.control import EXACT, PD, SPD
 from pbsim.dynamics.joints import difference_config, integrate_config
 

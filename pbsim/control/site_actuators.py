@@ -9,7 +9,7 @@ Explicit, at the step's state, in the explicit methods (``control/solve.py: join
 variational; the position-based methods refuse such a model (``Integrator.spatial_tendons``).
 The control's ``sa_*`` rows (:mod:`pbsim.control.actuators`) carry site, gear and force."""
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
 

@@ -1,5 +1,5 @@
 """The acceleration of a step under SPD: solver dispatch (MABA / SF / DF) and effort clamping."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.control.control import DF, SF, SPD
 from pbsim.control.dense import spd_dense
 from pbsim.control.sparse import spd_sparse

@@ -1,6 +1,6 @@
 """SPD by sparse factorization (SF, paper 001 Sec. 2.3): Featherstone's branch-induced sparse
 LTL factorization of M + Kd dt (RBDA Sec. 6.5, Tables 6.3-6.4), O(n d^2)."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.control.dense import mass_and_bias
 
 

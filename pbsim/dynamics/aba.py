@@ -2,7 +2,7 @@
 (Featherstone, Table 7.1; the same passes as Eq. 30-46 of paper 001 without the SPD terms)."""
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import BALL
 from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.spatial import (force_cross_add, force_to_parent_add, inertia_to_parent_add, mat6_vec,

@@ -9,7 +9,7 @@ there, and every block ``M[j, i] = S_j . F_i`` (j = i or an ancestor) is one 6-v
 """
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.kinematics import pose_pass, world_pass
 
 

@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import body_in_parent, difference_config
 from pbsim.dynamics.se3 import adT_apply, dexpinv_apply, dexpinv_coeffs, dexpinv_T_apply, dexpinv_T_pair, se3_log
 from pbsim.dynamics.spatial import force_to_parent_add, mat6_vec, motion_to_child

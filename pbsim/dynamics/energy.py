@@ -2,7 +2,7 @@
 the kinetic energy's gradient in O(n)."""
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
 from pbsim.dynamics.spatial import force_to_parent_add, mat6_vec, motion_cross
 

@@ -33,7 +33,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
 from pbsim.dynamics.minv import minv_factor, minv_solve

@@ -1,7 +1,7 @@
 """Jacobians of points and frames attached to bodies, in world coordinates."""
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.kinematics import fk_state
 
 

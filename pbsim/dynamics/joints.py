@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.spatial import quat_exp_mul, quat_log_between, quat_to_rot
 
 REVOLUTE, PRISMATIC, BALL, FREE = 0, 1, 2, 3

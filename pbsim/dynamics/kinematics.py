@@ -1,7 +1,7 @@
 """Forward kinematics: body poses in parent and world, body velocities and bias accelerations."""
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import body_in_parent
 from pbsim.dynamics.spatial import motion_cross, motion_to_child
 

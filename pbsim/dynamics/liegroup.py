@@ -4,7 +4,7 @@ import math
 
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import BALL, FREE, difference_config, integrate_config
 
 

@@ -16,7 +16,7 @@ backward ``u = tau' - S^T p``, ``p_parent += X^T (p + U D^-1 u)``; forward ``a' 
 (root 0), ``qdd = D^-1 (u - U^T a')``, ``a = a' + S qdd``.  Then a k x k Cholesky solve: O(k n)
 per state, no allocation (scratch ``w.mY`` (k, nv), ``w.mK`` (k, k), ``w.mt``).
 """
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.minv import minv_solve
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve
 

@@ -1,7 +1,7 @@
 """M(q)^-1 applied in O(n): the articulated-body factor of M + diag(arm_extra) at zero velocity, and
 the impulse-based ABA solve with it (paper 004 Eq. 25; Featherstone RBDA Sec. 7.3).  Used by the
 variational integrator's RIQN update and as PBAD's LBFGS preconditioner (paper 000 Sec. 5)."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.aba import aba_backward, aba_init, joint_acceleration
 from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.spatial import force_to_parent_add, motion_to_child

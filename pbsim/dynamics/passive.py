@@ -6,7 +6,7 @@ Every term is ``tau = t0 - a qdd`` with ``a`` added to the diagonal the solver a
 ``dt kd``), which keeps a stiff spring or a steep friction curve stable at any dt."""
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import PRISMATIC, REVOLUTE
 
 

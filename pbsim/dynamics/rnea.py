@@ -3,7 +3,7 @@
 force the integrators add)."""
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.kinematics import velocity_pass
 from pbsim.dynamics.spatial import force_cross_add, force_to_parent_add, mat6_vec, motion_to_child
 

@@ -42,7 +42,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.crba import motion_to_world
 from pbsim.dynamics.kinematics import pose_pass, world_pass
 from pbsim.dynamics.spatial import force_cross_add, inertia_to_parent_add, mat6_vec, motion_cross

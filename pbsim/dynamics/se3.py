@@ -15,7 +15,7 @@ Taylor series below th = 0.2.  ``exp(xi + d) = exp(xi) exp(Jr(xi) d)``.
 """
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.spatial import motion_cross
 
 _SMALL = 0.2

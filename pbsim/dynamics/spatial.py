@@ -10,7 +10,7 @@ Conventions used everywhere in pbsim:
 """
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 
 @kernel

@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.passive import FRICTION_VEL

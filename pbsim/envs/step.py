@@ -34,7 +34,7 @@ from numba import prange
 from numba.core import types
 from numba.experimental import structref
 
-from pbsim.backends.kernel import bind, entry, kernel, python_source, specialize, unused
+from pbsim.jit import bind, entry, kernel, python_source, specialize, unused
 from pbsim.dynamics.energy import energy_state
 from pbsim.integrators.driver import copy_rows, state_flags
 

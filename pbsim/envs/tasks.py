@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.api import forward_kinematics
 from pbsim.errors import InputError
 from pbsim.io import load

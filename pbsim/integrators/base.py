@@ -118,7 +118,7 @@ class StepSpec:
     namedtuples of arrays; ``None``: none); the fields named in ``batched`` have a leading
     batch axis.  ``info``: name of a (B, 4) field of ``x`` the step fills with [iterations,
     residual, converged, objective] (the Diagnostics of implicit methods).
-    ``features``: optional parts of the kernel tree (see :class:`pbsim.backends.kernel.Variants`)
+    ``features``: optional parts of the kernel tree (see :class:`pbsim.jit.Variants`)
     and ``used(integrator, kc, ks)`` which of them a run needs.
     ``per_launch``: optional ``(begin, iterate, end, n_iter)`` kernels of the same signature for
     the GPU's one-solver-iteration-per-launch schedule (``done``: a (B,) field of ``x`` set to 1

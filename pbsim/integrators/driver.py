@@ -6,7 +6,7 @@ A method provides one per-trajectory step kernel
 
 (model, scene arrays, control arrays, dynamics workspace, step scratch, the method's own scratch
 ``x``, trajectory index, state rows in, state rows out).  The drivers below loop it over the
-batch; :func:`pbsim.backends.kernel.bind` makes a copy of a driver calling a given step, so a new
+batch; :func:`pbsim.jit.bind` makes a copy of a driver calling a given step, so a new
 method never edits them.  ``pbsim.backends.cuda`` runs the same step kernels on the GPU.
 """
 
@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, bind, kernel, unused
+from pbsim.jit import Variants, bind, kernel, unused
 from pbsim.contact.depth import max_depth_state
 from pbsim.dynamics.energy import energy_state
 
@@ -161,7 +161,7 @@ _VARIANTS: dict = {}
 
 def driver(which, step, features: dict | None = None, used: dict | None = None):
     """``step_batch`` or ``steps_batch`` (``which``) bound to ``step``; with ``features`` (the
-    method's :class:`~pbsim.backends.kernel.Variants` map) the build that compiles only the
+    method's :class:`~pbsim.jit.Variants` map) the build that compiles only the
     features in ``used``."""
     d = bind(which, _step=step)
     if not features:

@@ -7,7 +7,7 @@ position-based form (``pbd_nmdp``/``pbd_nmdp_zo``, Eq. 12, :mod:`.pbd_nmdp`).  B
 
 for the configuration theta at ``t + h`` (``h = alpha dt``, B5 item 1) from the carried state
 ``(theta_-, thetadot_-)`` (B5 item 3).  A form supplies, per trajectory, two hooks (bound with
-:func:`pbsim.backends.kernel.specialize`, like the LM loop's problems):
+:func:`pbsim.jit.specialize`, like the LM loop's problems):
 
 - ``pgm_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt) -> nc``: the sub-step's constants and the
   contact set (:func:`pgm_candidates`, fixed for the step: B5 item 8);
@@ -151,7 +151,7 @@ import warnings
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, unused, unused_float
+from pbsim.jit import kernel, unused, unused_float
 from pbsim.contact.depth import pair_candidates_state, predicted_depths_state
 from pbsim.contact.nmdp import nmdp_pair_point, nmdp_point, pair_plane, tangent_frame
 from pbsim.contact.query import contact_detect, pair_force_jt, point_force_jt
@@ -258,20 +258,20 @@ def pgm_options(
 
 
 # ---------------------------------------------------------------------------------------------
-# the form's hooks: placeholders, rebound by pbsim.backends.kernel.specialize (an unbound loop does
+# the form's hooks: placeholders, rebound by pbsim.jit.specialize (an unbound loop does
 # not compile)
 
 
 def pgm_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     """The sub-step's constants (from ``(q0, v0)``, step ``h`` of the frame step ``dt``) and the
     contact set into ``x.act``; returns its size (module docstring)."""
-    raise NotImplementedError("bind the PGM hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the PGM hooks with pbsim.jit.specialize")
 
 
 def pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
     """``x.G`` at ``(th, wts)``; with ``deriv`` ``x.A``, ``x.Bm``, ``x.cap``, ``x.g``, ``x.M``;
     returns K(th) (module docstring)."""
-    raise NotImplementedError("bind the PGM hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the PGM hooks with pbsim.jit.specialize")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1054,7 +1054,7 @@ def no_pairs(*args):
 
 
 # the body-body kernels, compiled only into runs whose scene has body-body items
-# (pbsim.backends.kernel.Variants; StepSpec.features / used)
+# (pbsim.jit.Variants; StepSpec.features / used)
 BODY_CONTACT = {"pgm_pair_candidates": no_pairs, "pgm_pair_point": unused}
 # equality constraints (the position-based form's penalty and end-of-step projection)
 PGM_FEATURES = {"body_contact": BODY_CONTACT,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, unused
+from pbsim.jit import kernel, unused
 from pbsim.contact.query import pair_force_jt, point_force_jt
 from pbsim.control.solve import clamp_joint
 from pbsim.dynamics.joints import integrate_config

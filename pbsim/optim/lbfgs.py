@@ -5,7 +5,7 @@ Per trajectory and allocation-free: the history lives in caller-owned arrays S, 
 alpha (m,) used as a ring buffer with ``count`` stored pairs ending at slot ``head - 1``.
 
 The loop (:func:`lbfgs_loop`) calls the problem-specific pieces through the global names below,
-which ``pbsim.backends.kernel.specialize`` rebinds per problem (``specialize(lbfgs_loop, "pbad2",
+which ``pbsim.jit.specialize`` rebinds per problem (``specialize(lbfgs_loop, "pbad2",
 lbfgs_eval=..., lbfgs_h0=..., lbfgs_try=..., lbfgs_take=...)``).  A problem is an opaque tuple
 ``P`` (the hooks unpack it) plus the rows ``lw = (g, gt, dx, s, y, S, Y, rho, alpha)`` of
 trajectory ``b``: gradient at the iterate and at the trial (n), search direction, step and
@@ -27,7 +27,7 @@ gradient difference (n), the pair store.  The hooks:
 Options: ``maxit``, ``gtol``, ``xtol``; ``rtol``: the Armijo test accepts
 ``Et <= E + 1e-4 step g.dx + rtol |E|`` (0: without the last term).
 """
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.optim.linalg import dot, inf_norm
 
 ARMIJO = 1e-4  # sufficient decrease constant
@@ -89,22 +89,22 @@ def lbfgs_push(S, Y, rho, s_new, y_new, head, n):
 
 def lbfgs_eval(P, b):
     """(E, gn) at the iterate, g filled (module docstring)."""
-    raise NotImplementedError("bind the LBFGS hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LBFGS hooks with pbsim.jit.specialize")
 
 
 def lbfgs_h0(P, b, h0, d):
     """d <- h0 H0 d (module docstring)."""
-    raise NotImplementedError("bind the LBFGS hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LBFGS hooks with pbsim.jit.specialize")
 
 
 def lbfgs_try(P, b):
     """Trial iterate from the step s and the objective there (module docstring)."""
-    raise NotImplementedError("bind the LBFGS hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LBFGS hooks with pbsim.jit.specialize")
 
 
 def lbfgs_take(P, b):
     """The trial iterate becomes the iterate, gt its gradient; returns gn (module docstring)."""
-    raise NotImplementedError("bind the LBFGS hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LBFGS hooks with pbsim.jit.specialize")
 
 
 @kernel

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 LCP_SOLVED, LCP_RAY, LCP_MAXIT = 0, 1, 2  # the status lemke() returns
 LCP_STATUS = {LCP_SOLVED: "solved", LCP_RAY: "ray termination", LCP_MAXIT: "iteration cap"}

@@ -2,7 +2,7 @@
 
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 
 @kernel

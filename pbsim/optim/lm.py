@@ -3,7 +3,7 @@ over the problem; the damped solve and the lambda rule.  Per trajectory and allo
 
 The loop (:func:`lm_loop`: :func:`lm_begin`, :func:`lm_iterate` until it stops, :func:`lm_end`)
 calls the problem-specific pieces through the global names below, which
-``pbsim.backends.kernel.specialize`` rebinds per problem (``specialize(lm_loop, "pbad2",
+``pbsim.jit.specialize`` rebinds per problem (``specialize(lm_loop, "pbad2",
 lm_eval=..., lm_try=..., lm_take=...)``).  A problem is an opaque tuple ``P`` of its arrays and
 constants (the hooks unpack it) plus the rows ``lw = (g, H, M2, L, dx)`` of trajectory ``b`` that
 the damped solve uses: gradient (n), Hessian or its Gauss-Newton form (n, n), two (n, n)
@@ -25,7 +25,7 @@ Options of the loop: ``maxit``, ``gtol``, ``xtol``; ``rtol``, a step is accepted
 ``Et <= E + rtol |E|`` (0: ``Et <= E``); ``window`` > 0 stops (unconverged) when E has not halved
 over ``window`` iterations (a least-squares problem stalled at a local minimum that is no root).
 """
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve, inf_norm
 
 LAMBDA_MIN = 1e-12
@@ -97,17 +97,17 @@ def lm_no_first(P, b, E, xtol):
 
 def lm_eval(P, b):
     """(E, gn) at the iterate (module docstring)."""
-    raise NotImplementedError("bind the LM hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LM hooks with pbsim.jit.specialize")
 
 
 def lm_try(P, b, tries):
     """Trial iterate from dx and the objective there (module docstring)."""
-    raise NotImplementedError("bind the LM hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LM hooks with pbsim.jit.specialize")
 
 
 def lm_take(P, b):
     """The trial iterate becomes the iterate (module docstring)."""
-    raise NotImplementedError("bind the LM hooks with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the LM hooks with pbsim.jit.specialize")
 
 
 lm_first = lm_no_first

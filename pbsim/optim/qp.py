@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.optim.linalg import cholesky_solve, matvec_add
 
 QP_BOX, QP_CONE, QP_SIMPLEX = 0, 1, 2

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 
 
 @dataclass
@@ -83,7 +83,7 @@ def substep(step, start, dt: float, levels: int, level: int = 0, halves: bool = 
 
 def _attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     """The method's plain step kernel (rebound by ``specialize(substep_step, tag, _attempt=...)``)."""
-    raise NotImplementedError("bind the step with pbsim.backends.kernel.specialize")
+    raise NotImplementedError("bind the step with pbsim.jit.specialize")
 
 
 @kernel

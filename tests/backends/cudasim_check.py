@@ -210,7 +210,7 @@ def device_check(ref) -> dict:
     from pbsim.backends import cuda as pc
     from pbsim.backends.cpu import noop_step
     from pbsim.integrators.explicit.step import euler_step, rk_step
-    from pbsim.backends.kernel import cuda_twin, is_kernel
+    from pbsim.jit import cuda_twin, is_kernel
     from pbsim.rollout_gpu import rollout_cuda
 
     assert pc.available(), pc.device_status()

@@ -329,7 +329,7 @@ def test_kernels_call_no_numpy_ufunc():
     import re
 
     import pbsim
-    from pbsim.backends import kernel as K
+    from pbsim.jit import build as K
 
     for mod in pkgutil.walk_packages(pbsim.__path__, "pbsim."):
         if not mod.name.endswith("__main__"):

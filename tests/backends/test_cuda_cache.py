@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'numba-cuda>=0.30')")
 
 from pbsim.backends import cuda as pc  # noqa: E402
-from pbsim.backends.kernel import _source_hash, kernel_tree_hash  # noqa: E402
+from pbsim.jit import source_hash, kernel_tree_hash  # noqa: E402
 
 
 def _env(sim=False, **extra):
@@ -90,7 +90,7 @@ def test_cache_key_covers_options_and_versions(monkeypatch):
     assert _key() != base
     monkeypatch.setitem(pc.JIT_OPTIONS, "lto", False)
     assert _key() == base
-    from pbsim.backends import kernel as K
+    from pbsim.jit import twin as K
 
     base_pbad = _key("pbad")
     monkeypatch.setattr(K, "_NOINLINE", frozenset({"aba_forward"}))
@@ -138,7 +138,7 @@ def test_cache_key_changes_with_a_kernel_source(tmp_path):
 
 # ------------------------------------------------------------------------------- compile options
 def test_kernels_are_built_without_lto_and_with_noinline_functions():
-    from pbsim.backends.kernel import CUDA_NOINLINE_DEFAULT, cuda_noinline
+    from pbsim.jit import CUDA_NOINLINE_DEFAULT, cuda_noinline
 
     assert pc.JIT_OPTIONS["lto"] is False  # numba-cuda's default with nvJitLink is lto=True
     if os.environ.get("PBSIM_CUDA_NOINLINE", "default") == "default":
@@ -272,7 +272,7 @@ def test_second_process_is_served_from_disk(toolkit, tmp_path):
     assert not cold["hit"] and cold["entry"] and cold["cubin"] > 0
     assert "compiling kernels for euler (aos, steps) on the GPU (first run only" in err
     assert Path(cold["path"]).is_file() and Path(cold["path"]).parent.parent == tmp_path / "cuda"
-    assert Path(cold["path"]).parent.name == _source_hash()
+    assert Path(cold["path"]).parent.name == source_hash()
     assert cold["funcs"] > 0  # the noinline functions (here named by $PBSIM_CUDA_NOINLINE) stay .func definitions
     warm, err = _build(tmp_path)
     assert warm["hit"] and warm["path"] == cold["path"] and warm["sha"] == cold["sha"]

@@ -74,7 +74,7 @@ def _query_kernel(mk, s, w, q, v, X, D, N, dD, tau):
 
 def gpu_outputs() -> dict:
     global fk_t, vel_t, wp_t, cq_t, gf_t
-    from pbsim.backends.kernel import cuda_twin
+    from pbsim.jit import cuda_twin
 
     m, ks, q, v = setup()
     B = q.shape[0]

@@ -58,7 +58,7 @@ def _kernel(s, X, row, env, ell):
 
 def gpu_outputs() -> dict:
     global env_t, ell_t
-    from pbsim.backends.kernel import cuda_twin
+    from pbsim.jit import cuda_twin
 
     ks, X, row = setup()
     env_t, ell_t = cuda_twin(env_sdf), cuda_twin(sdf_ellipsoid)

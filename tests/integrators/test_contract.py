@@ -12,7 +12,7 @@ import pytest
 import pbsim
 import pbsim_models
 from pbsim.backends.cpu import CpuBatch
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.errors import InputError
 from pbsim.integrators import Integrator, Option, State, StepSpec, available, make, register, step_spec
 from pbsim.integrators import base

@@ -8,7 +8,7 @@ import pytest
 
 import pbsim
 import pbsim_models
-from pbsim.backends.kernel import Variants, unused
+from pbsim.jit import Variants, unused
 from pbsim.dynamics import energy as en
 from pbsim.integrators.driver import driver, step_batch
 from pbsim.integrators.explicit import step as ex

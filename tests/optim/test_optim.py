@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, python_source, specialize
+from pbsim.jit import kernel, python_source, specialize
 from pbsim.optim import lm
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
 from pbsim.optim.linalg import cholesky_factor, cholesky_solve, lu_solve_inplace

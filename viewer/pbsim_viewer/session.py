@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 import pbsim
-from pbsim.backends.kernel import CompileWatch
+from pbsim.jit import CompileWatch
 
 DT_MIN, DT_MAX = 1e-4, 0.2
 FREE, BALL = 3, 2  # pbsim.dynamics.joints codes (Model.jtype)

@@ -1,5 +1,5 @@
 """Generalized forces and accelerations of the explicit integrators (control, damping, contact)."""
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.penalty import contact_generalized_forces, pair_generalized_forces
 from pbsim.control.control import DF, SF, SPD
 from pbsim.control.solve import joint_forces, solve_and_clamp
@@ -9,7 +9,7 @@ from pbsim.dynamics.kinematics import velocity_pass, world_pass
 
 
 # Optional parts of ``forward_dynamics``: the kernels only each feature reaches.  Steps compile
-# the variant a run uses (pbsim.backends.kernel.Variants), so a plain run does not compile the
+# the variant a run uses (pbsim.jit.Variants), so a plain run does not compile the
 # dense solvers and contact (-35 % first-run compile).  Two features, not one per option: each
 # combination used is a compilation of its own.
 FEATURES = {

@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
 from pbsim.dynamics.equality import equality_project, equality_step_target

@@ -56,7 +56,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.depth import pair_candidates_state
 from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces

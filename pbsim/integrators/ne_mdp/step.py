@@ -48,7 +48,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.depth import pair_candidates_state, predicted_depths_state
 from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction, pair_direction
 from pbsim.contact.query import contact_detect, pair_detect

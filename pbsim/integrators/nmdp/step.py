@@ -60,7 +60,7 @@ the rows are the relative Jacobian's and A's contact part :func:`pbsim.integrato
 The QP (Eq. 8/10, ``Q = H / h^2``: ``x.M = H``), the manifold projection (Eq. 9/11), Algorithm 1
 and Algorithm 2 are the shared PGM of :mod:`pbsim.integrators.pgm` (also the position-based
 form's, ``pbd_nmdp``): this module supplies the form's hooks ``pgm_prepare`` = :func:`nmdp_prepare`
-and ``pgm_eval`` = :func:`nmdp_eval`, bound by :func:`pbsim.backends.kernel.specialize` into
+and ``pgm_eval`` = :func:`nmdp_eval`, bound by :func:`pbsim.jit.specialize` into
 :data:`nmdp_step`, the contract's step kernel.
 
 The contact set is fixed for the whole step (B5 item 8): points with signed depth above
@@ -81,7 +81,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.energy import kinetic_energy_gradient_state

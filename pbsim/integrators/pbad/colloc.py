@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
+from pbsim.jit import Variants, kernel, specialize, unused, unused_float
 from pbsim.contact.energy import V_REF, contact_force_velocity, eq9_velocity_law
 from pbsim.contact.query import item_culled, item_face, pair_detect, pair_local
 from pbsim.control.control import PD, SPD

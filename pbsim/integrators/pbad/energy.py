@@ -26,7 +26,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.energy import contact_energy, contact_step_fraction
 from pbsim.contact.query import contact_detect
 from pbsim.dynamics.joints import BALL, FREE

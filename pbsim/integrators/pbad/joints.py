@@ -9,7 +9,7 @@ large step cannot jump through a limit.  ``d = q (-) q_k`` is the step's tangent
 Shared by every position-based method (PBAD orders 2-4 now; PBFD, PBD-NMDP next)."""
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.joints import PRISMATIC, REVOLUTE, difference_config
 from pbsim.dynamics.liegroup import dexpinv_velocity

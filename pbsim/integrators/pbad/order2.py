@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, kernel, specialize, unused, unused_float
+from pbsim.jit import Variants, kernel, specialize, unused, unused_float
 from pbsim.dynamics.energy import energy_state
 from pbsim.dynamics.equality import equality_penalty, equality_project_mass
 from pbsim.dynamics.joints import FREE, difference_config, integrate_config
@@ -344,7 +344,7 @@ def pbad2_eval_state(m, s, pm, c, w, pw, b, q, v, qeval, dt, want_h, exact_h, E,
 
 
 # Drag sample points (Sec. 6.2) and the scene's contact points (Eq. 9, pbsim.contact.energy) are
-# compiled only into runs that have some (pbsim.backends.kernel.Variants): a chain without contact
+# compiled only into runs that have some (pbsim.jit.Variants): a chain without contact
 # skips their energy, Hessian and step limit.  Likewise each optimizer: a runtime switch alone would compile LBFGS and its M^-1 factor into
 # every LM run (+40 % first-run compile).
 BODY_CONTACT = {"pair_terms": unused_float, "pair_step_limit": unused_float, "pair_guess_limit": unused}

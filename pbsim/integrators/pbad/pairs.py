@@ -24,12 +24,12 @@ contracts with the ancestor on the left, which is wrong on B's side.  Per item t
 ``[x x F; F]`` (6), ``P^T K P`` (6x6) and ``F xbar^T`` (3x4) are gathered first, then one signed
 chain walk each, so the cost per item is O(points + depth^2).
 
-The contact law is a hook (``pair_law``, bound per method by :func:`pbsim.backends.kernel.specialize`):
+The contact law is a hook (``pair_law``, bound per method by :func:`pbsim.jit.specialize`):
 PBAD's Eq. 9 (:func:`eq9_pair_law`), PBFD's force (:mod:`pbsim.integrators.pbfd.residual`).
 """
 import math
 
-from pbsim.backends.kernel import kernel
+from pbsim.jit import kernel
 from pbsim.contact.energy import V_REF, contact_step_fraction, eq9_law
 from pbsim.contact.query import item_culled, item_face, pair_detect, pair_detect_step
 from pbsim.dynamics.joints import BALL, FREE

@@ -20,7 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, unused, unused_float
+from pbsim.jit import kernel, unused, unused_float
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec, body_contact_used
 from pbsim.integrators.pbad.order2 import (BODY_CONTACT, LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_launch_begin,

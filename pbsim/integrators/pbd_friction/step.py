@@ -2,7 +2,7 @@
 
 - ``lm`` (LM on the energy with its exact Hessian, PBAD's solver): PBAD order 2's step kernel
   and its per-launch phases (:mod:`pbsim.integrators.pbad.step`) specialised
-  (:func:`pbsim.backends.kernel.specialize`) with ``pbad2_eval`` -> PBFD's objective
+  (:func:`pbsim.jit.specialize`) with ``pbad2_eval`` -> PBFD's objective
   (:func:`pbsim.integrators.pbfd.residual.pbfd_objective`, which with ``PbfdModel.energy`` is
   Eq. 6 with Eq. 9 + Eq. 11's contact: E, its true gradient and Hessian) and PBAD's contact step
   filter landing entering points at PBFD's fraction of their predicted depth (alpha = 2's normal
@@ -20,7 +20,7 @@ import numpy as np
 
 from collections import namedtuple
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.errors import InputError
 from pbsim.integrators.base import StepSpec
 from pbsim.integrators.pbad.energy import contact_step_limit

@@ -51,7 +51,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.dynamics.joints import BALL, FREE, integrate_config
 from pbsim.dynamics.equality import equality_penalty
 from pbsim.dynamics.kinematics import fk_state

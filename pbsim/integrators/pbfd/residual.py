@@ -9,7 +9,7 @@ gravity + the joint-space terms (control, SPD, damping, armature, springs, dry f
 :mod:`pbsim.integrators.pbad.joints`) + ``C_perp P_perp`` on the scene's contact points, and
 ``f_par`` the non-integrable friction force (:mod:`pbsim.contact.pbfd`).  Nothing of PBAD is
 copied: :func:`pbfd_objective` *is* PBAD's :func:`~pbsim.integrators.pbad.order2.pbad2_eval`,
-specialised (:func:`pbsim.backends.kernel.specialize`) with PBFD's contact model in place of
+specialised (:func:`pbsim.jit.specialize`) with PBFD's contact model in place of
 Eq. 9's.  Because the contact model writes its per-point vector ``F = dP/dx - C_par f_par`` into
 the same ``G_i = dE/dT_i`` accumulator and its ``K = dF/dx`` into the point block, PBAD's adjoint
 gradient (Algorithm 1) returns ``r`` and its exact Hessian (Algorithms 2-3 + the points'
@@ -37,7 +37,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.contact.pbfd import pbfd_law, pbfd_point
 from pbsim.integrators.pbad.energy import PbadModel, make_pbad_model
 from pbsim.integrators.pbad.order2 import pbad2_eval, pbad2_prepare

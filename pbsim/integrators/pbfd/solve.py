@@ -19,7 +19,7 @@ with ``|r|_inf <= STALL_FACTOR gtol`` (the floating-point floor of r).
 """
 from __future__ import annotations
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.backends.kernel import kernel, specialize
+from pbsim.jit import kernel, specialize
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError
@@ -108,7 +108,7 @@ def pbfd_lbfgs_attempt(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 
 # the contract's step kernels: the attempt with the sub-step fallback of a stalled step inside.
 # Each is a kernel of its own name: the batch drivers bound to a step are cached on disk under the
-# step's name (pbsim.backends.kernel.bind), and specialize's copies all keep substep_step's name
+# step's name (pbsim.jit.bind), and specialize's copies all keep substep_step's name
 # (two bindings with the same argument types then load one another's machine code)
 pbfd_lm_substep = specialize(substep_step, "pbfd_step", _attempt=pbfd_attempt)
 pbfd_lbfgs_substep = specialize(substep_step, "pbfd_lbfgs_step", _attempt=pbfd_lbfgs_attempt)
@@ -167,7 +167,7 @@ def pbfd_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # second returned without iterating).  Separate kernels bound to the driver have names of their
 # own.  The contact model is compiled into every build for the same reason.
 # Contact between bodies is compiled only into runs whose scene has body-body items (copies with
-# names of their own: pbsim.backends.kernel.Variants).
+# names of their own: pbsim.jit.Variants).
 BODY = dict(features={"body_contact": BODY_CONTACT}, used=body_contact_used)
 STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info",
                 per_launch=(pbfd_begin, pbfd_iterate, pbfd_end, None), done="done", fallback="levels", **BODY)

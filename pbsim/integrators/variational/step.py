@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.backends.kernel import Variants, kernel
+from pbsim.jit import Variants, kernel
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_state
@@ -293,7 +293,7 @@ def vi_rollout(m, m0, c, w, dw, vw, q, v, qn, vn, dt, method, ig, tol, maxit, ns
 
 
 # Newton's and Broyden's dense Jacobian and solves are compiled only into runs that use them
-# (pbsim.backends.kernel.Variants): RIQN, the default, needs neither.
+# (pbsim.jit.Variants): RIQN, the default, needs neither.
 DENSE_METHODS = {"dense": ("drnea_jacobian", "lu_solve_inplace", "gj_inverse")}
 VI_BATCH = Variants(vi_batch, DENSE_METHODS)
 VI_ROLLOUT = Variants(vi_rollout, DENSE_METHODS)

@@ -1,4 +1,4 @@
-"""One kernel source, two targets.
+"""One kernel source, two targets: the ``@kernel`` decorator, ``bind``, ``specialize``, ``Variants``.
 
 Kernels are plain Python functions over preallocated arrays (no allocation, no
 Python objects, no exceptions).  ``@kernel`` compiles one with ``numba.njit``
@@ -14,22 +14,19 @@ import ast
 import hashlib
 import inspect
 import os
-import sys
 import textwrap
-import time
 import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
-from numba.core import event as _event
 from numba.core import types as types_
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 
-def _source_hash() -> str:
+def source_hash() -> str:
     """Hash of every pbsim source file that defines kernels.
 
     numba's cache only watches a function's own file, so a kernel whose callee (in another
@@ -39,7 +36,7 @@ def _source_hash() -> str:
     root = Path(__file__).resolve().parents[1]
     for p in sorted(root.rglob("*.py")):
         data = p.read_bytes()
-        if b"@kernel" in data or p.name == "kernel.py":
+        if b"@kernel" in data or p.parent.name == "jit":
             h.update(str(p.relative_to(root)).encode())
             h.update(data)
     return h.hexdigest()[:16]
@@ -48,7 +45,7 @@ def _source_hash() -> str:
 def _cache_dir() -> str:
     base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim", "numba")
-    return os.path.join(base, f"{numba.__version__}-{_source_hash()}")
+    return os.path.join(base, f"{numba.__version__}-{source_hash()}")
 
 
 numba.config.CACHE_DIR = _cache_dir()
@@ -62,7 +59,6 @@ def cuda_cache_dir() -> str:
     return os.path.join(base, "cuda")
 
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
-_CUDA_TWINS: dict[tuple, object] = {}  # (id(kernel), noinline set) -> its CUDA twin
 
 
 PARALLEL_MIN_BATCH = 4  # below this many states a batch runs on the calling thread
@@ -406,81 +402,6 @@ class Variants:
         return self._built[off]
 
 
-# ---------------------------------------------------------------------------------------------
-# first-run compilation: notice and timing
-
-# First-run compile seconds of the common kernels on the 2-core reference machine (cold cache,
-# single trajectory; docs/benchmarks.md "First-run compilation"): the estimate in the notice.
-COMPILE_ESTIMATE_S = {"euler": 25, "explicit_euler": 23, "rk2": 23, "rk3": 23, "rk4": 23, "pbad": 22,
-                      "pbad3": 36, "pbad4": 36, "variational": 36, "variational_newton": 40,
-                      "variational_broyden": 40}
-
-
-class CompileWatch:
-    """Time numba compilation inside a block; say so once when it starts.
-
-    Numba raises its ``numba:compile`` event only on a cache miss, so the notice appears exactly
-    when kernels are being compiled (the first run on a machine, or after pbsim was changed),
-    never on a cached run.  ``seconds`` holds the wall time spent compiling (outermost
-    compilations only); callers report it apart from the simulation's own time.
-
-        with CompileWatch("pbad") as cw:
-            integ.step(state, ctrl, dt)
-        cw.seconds
-    """
-
-    def __init__(self, label: str, notice=None, estimate_s: float | None = None):
-        self.label = label
-        self.notice = notice if notice is not None else _stderr_notice
-        self.estimate_s = COMPILE_ESTIMATE_S.get(label.split()[0]) if estimate_s is None else estimate_s
-        self.seconds = 0.0
-        self.compilations = 0
-        self.noticed = False
-        self._depth = 0
-        self._t0 = 0.0
-
-    def message(self) -> str:
-        est = f", ~{self.estimate_s:.0f} s" if self.estimate_s else ""
-        return f"pbsim: compiling kernels for {self.label} (first run only{est})..."
-
-    def on_start(self, ev):
-        if self._depth == 0:
-            self._t0 = time.perf_counter()
-            if not self.noticed:
-                self.noticed = True
-                if self.notice:
-                    self.notice(self.message())
-        self._depth += 1
-        self.compilations += 1
-
-    def on_end(self, ev):
-        self._depth -= 1
-        if self._depth == 0:
-            self.seconds += time.perf_counter() - self._t0
-
-    def __enter__(self):
-        self._listener = _Listener(self)
-        _event.register("numba:compile", self._listener)
-        return self
-
-    def __exit__(self, *exc):
-        _event.unregister("numba:compile", self._listener)
-        return False
-
-
-class _Listener(_event.Listener):
-    def __init__(self, watch):
-        self.watch = watch
-
-    def on_start(self, event):
-        self.watch.on_start(event)
-
-    def on_end(self, event):
-        self.watch.on_end(event)
-
-
-def _stderr_notice(msg: str):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def is_kernel(obj) -> bool:
@@ -492,111 +413,3 @@ def python_source(disp):
     return _PY_FUNCS[id(disp)]
 
 
-def cuda_twin(disp, noinline=None):
-    """``numba.cuda.jit(device=True)`` compilation of the same source as ``disp``, its callees'
-    twins bound in its globals.  ``noinline``: the names of the device functions of this tree kept
-    out of line (None: :func:`cuda_noinline`); each set gets its own twins."""
-    ni = cuda_noinline() if noinline is None else frozenset(noinline)
-    key = (id(disp), ni)
-    if key in _CUDA_TWINS:
-        return _CUDA_TWINS[key]
-    from numba import cuda  # imported lazily: the CPU path never needs it
-
-    f = _PY_FUNCS[id(disp)]
-    g = dict(f.__globals__)
-    twin_fn = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
-    twin = cuda.jit(device=True)(twin_fn)
-    if f.__name__ in ni:
-        _mark_noinline(twin)
-    _CUDA_TWINS[key] = twin
-    # callees: swap every registered CPU kernel in the copied globals for its twin
-    for name, val in list(g.items()):
-        if is_kernel(val):
-            g[name] = cuda_twin(val, ni)
-    return twin
-
-
-# ---------------------------------------------------------------------------------------------
-# CUDA only: device functions kept out of line, and the identity of a kernel tree (the CUDA cache)
-
-# Device functions (by Python name) that the CUDA build keeps out of line: NVVM otherwise inlines the
-# whole step into one function, and NVVM and ptxas time grow faster than linearly with its size
-# (scripts/bench_compile.py --device cuda, docs/benchmarks/gpu.md).  The CPU build is not affected.
-CUDA_NOINLINE_DEFAULT = ("aba_backward", "aba_forward", "accel_solve", "clamp_active_set", "contact_generalized_forces",
-                         "control_torques", "crba_state", "rnea_state", "pbad2_eval", "lm_iterate", "lm_trial",
-                         "joint_energy", "joint_gradient")
-_NOINLINE: frozenset | None = None
-
-
-def cuda_noinline() -> frozenset:
-    """The names :func:`cuda_twin` marks ``noinline`` in this process: ``$PBSIM_CUDA_NOINLINE``
-    ("default", "none", or a comma list of kernel names), read once (the twins are built once)."""
-    global _NOINLINE
-    if _NOINLINE is None:
-        v = os.environ.get("PBSIM_CUDA_NOINLINE", "default").strip()
-        if v in ("", "default"):
-            _NOINLINE = frozenset(CUDA_NOINLINE_DEFAULT)
-        elif v == "none":
-            _NOINLINE = frozenset()
-        else:
-            _NOINLINE = frozenset(n.strip() for n in v.split(",") if n.strip())
-    return _NOINLINE
-
-
-def _mark_noinline(twin):
-    """Give the LLVM definition of every build of the device function ``twin`` the ``noinline``
-    attribute (numba-cuda has no option for it; NVVM never inlines such a call)."""
-    orig = getattr(twin, "compile_device", None)
-    if orig is None:  # the CUDA simulator's stand-in: Python, nothing to inline
-        return
-
-    def compile_device(args, return_type=None):
-        new = args not in twin.overloads
-        cres = orig(args, return_type)
-        if new:
-            fn = cres.library.get_function(cres.fndesc.llvm_func_name)
-            fn.attributes.discard("alwaysinline")
-            fn.attributes.add("noinline")
-        return cres
-
-    twin.compile_device = compile_device
-
-
-def code_digest(code) -> str:
-    """A hash of a code object's bytecode, names and constants (nested code objects included).
-    Not ``marshal.dumps``: its bytes depend on reference counts, so they differ between processes."""
-    h = hashlib.sha256()
-    h.update(code.co_code)
-    h.update(repr((code.co_name, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
-                   code.co_argcount, code.co_kwonlyargcount, code.co_flags)).encode())
-    for c in code.co_consts:
-        h.update(code_digest(c).encode() if isinstance(c, types.CodeType) else repr((type(c).__name__, c)).encode())
-    return h.hexdigest()[:32]
-
-
-def kernel_tree_hash(k) -> str:
-    """A hash of the kernel tree below kernel ``k`` as it would be compiled: every reachable
-    kernel's module, qualified name and code, the kernel each global name calls (a
-    :class:`Variants` or :func:`specialize` copy calls other kernels than its original) and the
-    plain constants it reads.  Part of the CUDA cache key, beside the source hash."""
-    order: dict = {}
-    todo = [k]
-    while todo:
-        d = todo.pop()
-        if id(d) in order:
-            continue
-        order[id(d)] = len(order)
-        f = _PY_FUNCS[id(d)]
-        todo.extend(v for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n)))
-    h = hashlib.sha256()
-    for kid in order:
-        f = _PY_FUNCS[kid]
-        h.update(f"{f.__module__}.{f.__qualname__}\0".encode())
-        h.update(code_digest(f.__code__).encode())
-        for n in f.__code__.co_names:
-            v = f.__globals__.get(n)
-            if is_kernel(v):
-                h.update(f"{n}->{order[id(v)]};".encode())
-            elif isinstance(v, (bool, int, float, str, tuple)):
-                h.update(f"{n}={v!r};".encode())
-    return h.hexdigest()[:32]
