@@ -102,6 +102,7 @@ def rollout(
         scene = default_scene(model)  # the model's own world geometry (MJCF floor ...), else none
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
     state = State.make(model, q0, v0, batch, names=("q0", "v0"), act=act0)
+    integ.warn_explicit_servos(state.q, dt, control)
     B = state.batch
     name = integrator if isinstance(integrator, str) else integ.name
     watch = CompileWatch(name, notice=_notice(progress))

@@ -617,3 +617,36 @@ def spatial_force_tendons(model) -> list:
                 or i in driven):
             out.append(t.names[i])
     return out
+
+
+def explicit_servo_limits(model, q) -> list:
+    """The tendon actuators whose state terms (``b1 l + b2 dl/dt``: a servo's stiffness and
+    damping along the tendon) the explicit and velocity-level steps apply explicitly, with the
+    largest dt at which that is stable at ``q``: ``[(actuator, tendon, dt_max)]``.
+
+    Along the tendon the servo is ``x'' = -(k x + d x') / m_t`` with ``k = -b1 g^2``,
+    ``d = -b2 g^2`` and the tendon's effective mass ``m_t = 1 / (J M^-1 J^T)``; semi-implicit
+    Euler on it is stable while ``h d / m_t < 2`` and ``h^2 k / m_t < 4 - 2 h d / m_t`` (the
+    step matrix's trace and determinant), solved here for h."""
+    acts = getattr(model, "actuators", None)
+    if acts is None or model.ntendon == 0:
+        return []
+    from pbsim.dynamics.api import crba
+
+    J = tendon_moment(model, q)
+    Minv = np.linalg.inv(crba(model, q))
+    out = []
+    for a in range(acts.nu):
+        t = int(acts.tendon[a])
+        if t < 0:
+            continue
+        g = float(acts.gear[a])
+        k, d = -float(acts.bias[a, 1]) * g * g, -float(acts.bias[a, 2]) * g * g
+        if k <= 0.0 and d <= 0.0:
+            continue
+        w = float(J[t] @ Minv @ J[t])  # 1 / m_t
+        k, d = max(k, 0.0) * w, max(d, 0.0) * w
+        # h^2 k + 2 h d < 4 (this bound also gives h d < 2)
+        h = (-d + math.sqrt(d * d + 4.0 * k)) / k if k > 0.0 else 2.0 / d
+        out.append((acts.names[a], model.tendons.names[t], h))
+    return out

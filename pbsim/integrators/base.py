@@ -201,8 +201,36 @@ class Integrator:
         self.options = options
         self._scratch_key = None
 
+    def warn_explicit_servos(self, q, dt: float, control=None, stacklevel: int = 3):
+        """Warn once per dt when this method applies a tendon actuator's servo terms explicitly
+        (every method but the position-based ones, whose step holds fixed tendons as potentials)
+        at a dt beyond their explicit stability bound at ``q``
+        (:func:`pbsim.dynamics.tendon.explicit_servo_limits`): such a run oscillates, possibly
+        without diverging."""
+        if not self.spatial_tendons or not getattr(self.model, "ntendon", 0) or getattr(control, "ctrl", None) is None:
+            return
+        done = self.__dict__.setdefault("_servo_checked", set())
+        if dt in done:
+            return
+        done.add(dt)
+        from pbsim.dynamics.tendon import explicit_servo_limits
+
+        q1 = np.asarray(q, float).reshape(-1, self.model.nq)[0]
+        bad = [(a, t, h) for a, t, h in explicit_servo_limits(self.model, q1) if dt >= h]
+        if bad:
+            import warnings
+
+            from pbsim.errors import PbsimWarning
+
+            a, t, h = min(bad, key=lambda x: x[2])
+            warnings.warn(f"{self.name} applies tendon actuator {a!r} (on tendon {t!r}) explicitly: its servo "
+                          f"is stable only for dt < {h:.4g} s at the start pose, and dt = {dt:g}; use a smaller "
+                          "dt, or a position-based method (pbad, pbd_nmdp, pbfd), which holds it in the step",
+                          PbsimWarning, stacklevel=stacklevel)
+
     def step(self, state: State, control: Control | None, dt: float):
         dt = check_dt(dt)
+        self.warn_explicit_servos(state.q, dt, control)
         if control is None:
             control = self.__dict__.setdefault("_no_control", Control())
         act_next = None
