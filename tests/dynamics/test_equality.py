@@ -13,6 +13,9 @@ these models; the trajectory it gives is converged to ~1e-5 rad).  What holds:
   distance from the oracle + 1e-3 rad and halving with dt; violation < 1e-6 m (rad), also over
   1e5 steps;
 - ``active="false"``: no rows, the same trajectory as without the constraint.
+
+pbad's and pbd_nmdp's penalty and the explicit steps' CUDA twins (``Integrator.step``'s kernels) are
+in test_equality_steps.py.
 """
 
 import numpy as np
@@ -227,29 +230,6 @@ def test_info_lists_them(tmp_path):
     assert not any("equality" in n and "not imported" in n for n in m.notes)
 
 
-@pytest.mark.parametrize("method", ["pbad", "pbd_nmdp"])
-@pytest.mark.parametrize("dt", [0.02, 0.05])
-def test_position_based_keep_the_loop_closed(tmp_path, dt, method):
-    """pbad and pbd_nmdp hold the constraint as a stiff penalty in their step's objective (kc =
-    1e4 M / dt^2 per row, pbsim.dynamics.equality.EQ_PENALTY) and project each step's result onto
-    it (two Newton steps in the mass metric): the four-bar swings down for 3 s and stays closed
-    to 1e-9 m at 20 and 50 ms (measured 2e-16 m), every step converged, no energy gained."""
-    m = _load(tmp_path, "fourbar", _xml("fourbar", 1e-3, "Euler"))
-    integ = make(method, m)
-    st = pbsim.State.make(m, m.default_configuration())
-    e0 = pbsim.energy(m, st.q[0], st.v[0]).sum()
-    viol, q1, en = [], [], []
-    for _ in range(int(round(3.0 / dt))):
-        st, diag = integ.step(st, None, dt)
-        assert diag.converged.all()
-        viol.append(np.abs(equality_residual(m, st.q[0])[0]).max())
-        q1.append(st.q[0, 0])
-        en.append(pbsim.energy(m, st.q[0], st.v[0]).sum())
-    assert max(viol) < 1e-9, max(viol)
-    assert np.ptp(q1) > 1.0  # it swung
-    assert max(en) <= e0 + 1e-9
-
-
 def test_export_round_trip(tmp_path):
     """The MJCF writer writes connect/weld with sites and joint polynomials re-expanded about its
     qpos0 = 0: loaded back, every written row has the same residual and Jacobian; the tendon
@@ -287,14 +267,3 @@ def test_inconsistent_start_is_projected(tmp_path, integ):
         viol = [np.abs(equality_residual(m, q)[0]).max() for q in tr.q]
         assert max(viol[10:]) < 1e-6, (name, viol[:12])
         assert np.abs(tr.v).max() < 10.0, (name, np.abs(tr.v).max())
-
-
-def test_cuda_twins_equal_cpu(tmp_path):
-    """The explicit steps' CUDA twins (under numba's simulator) give the CPU's states with the
-    constraints held (four-bar, weld; euler, rk4; one start off the constraint)."""
-    from pathlib import Path
-
-    from conftest import run_cudasim_twin
-
-    diffs, out = run_cudasim_twin(Path(__file__).parent / "_cudasim_equality.py", tmp_path / "cpu.npz")
-    assert len(diffs) == 12 and max(diffs.values()) < 1e-12, out
