@@ -1,5 +1,9 @@
 """The PGM's contact set and the contact part of G, A and B (scene points, contact between bodies).
 
+Against the environment a candidate is a scene point with NMDP's polytope
+(:func:`pbsim.contact.nmdp.nmdp_point`) and ``A``'s contact part :func:`pgm_contact_jacobian`;
+:func:`pgm_contact` sums both kinds into G (and with ``deriv`` into A, B) for both forms.
+
 **Contact between bodies** (issue 28, notes/body_contact.md Sec. 3.4).  The contact set holds the
 scene's points against the environment (candidate ``kp < s.npts``) and, when the scene has
 body-body items (:mod:`pbsim.contact.pairs`), the body-body points (``kp = s.npts + k``) with signed
@@ -18,7 +22,7 @@ The wrench ``v^i = (k d^3 + zeta)(n + mu t^i)`` (``mu`` the point's own, ``n`` o
 at ``a = c - r n`` and ``-v^i`` on B: ``G -= (J_A(a) - J_B(a))^T f`` and the rows of ``B^T``
 through :func:`pbsim.contact.query.pair_force_jt`; ``A``'s contact part is
 :func:`pgm_pair_jacobian` (the exact derivative at first order; zeroth order: f fixed in B's frame).
-The body-body kernels are compiled only into runs whose scene has items (:data:`PGM_FEATURES`).
+The body-body kernels are compiled only into runs whose scene has items (:data:`.integrator.PGM_FEATURES`: :data:`BODY_CONTACT`).
 """
 
 from __future__ import annotations
