@@ -98,7 +98,7 @@ def phase_kernels():
     import numba
 
     from pbsim.integrators.nmdp.step import nmdp_eval
-    from pbsim.integrators.pgm import pgm_qp
+    from pbsim.integrators.pgm.qp import pgm_qp
     from pbsim.optim.linalg import gram_symmetric, lu_factor, lu_solve
 
     @numba.njit(cache=False)

@@ -58,7 +58,7 @@ in B's frame), its own ``mu`` (``s.pp_mu``) and the tangent basis of ``sigma n``
 ``sigma = sign(n . up)`` fixed for the step, smooth at ``n = -up``); :func:`nmdp_pair_point` gives
 them with ``dv^i/dn`` at a fixed depth and B's curvature (:func:`shape_normal_jacobian`, or the
 step's frozen contact plane against boxes, cylinders and hulls: :func:`pair_plane`).  The integrator
-(:mod:`pbsim.integrators.pgm`) composes them with the relative motion of A and B.
+(:mod:`pbsim.integrators.pgm.contact`) composes them with the relative motion of A and B.
 """
 
 import math

@@ -395,13 +395,19 @@ def make(name: str, model, scene: Scene | None = None, **options) -> Integrator:
     return cls(model, scene, **opts)
 
 
+# the sub-packages of pbsim.integrators that hold pieces shared by several methods, not a method
+SHARED = ("pgm", "velocity_level")
+
+
 def _load_all():
-    """Import every integrator module so that it registers itself (plugin discovery by file
-    name: this module never imports the ``pbsim.integrators`` package that imports it)."""
+    """Import every integrator package so that it registers itself (plugin discovery by folder:
+    a method is a sub-package of ``pbsim.integrators``, not one of :data:`SHARED`; the modules
+    beside them, ``base``, ``options`` ..., are the registry's own; this module never imports the
+    ``pbsim.integrators`` package that imports it)."""
     import importlib
     import os
     import pkgutil
 
     for mod in pkgutil.iter_modules([os.path.dirname(__file__)]):
-        if mod.name not in ("base", "options", "driver", "divergence") and not mod.name.startswith("_"):
+        if mod.ispkg and mod.name not in SHARED and not mod.name.startswith("_"):
             importlib.import_module(f"{__package__}.{mod.name}")

@@ -4,7 +4,7 @@ _cudasim_pbfd.py): :func:`cpu_outputs` in the pytest process; ``python _cudasim_
 CPU.npz [METHOD]`` (under NUMBA_ENABLE_CUDASIM=1) runs the CUDA path on the same inputs and prints
 ``DIFF name value`` lines (relative max differences) and ``ITER same|differ`` (iterations of the
 last step).  METHOD: ``ne_mdp`` (default), or ``nmdp`` / ``pbd_nmdp`` (the PGM kernel of
-integrators/pgm.py with the NE or position-based hooks)."""
+integrators/pgm/ with the NE or position-based hooks)."""
 
 import sys
 from pathlib import Path

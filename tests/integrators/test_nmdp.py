@@ -199,7 +199,7 @@ def test_bt3_incline_35deg_slides_at_g_sin_minus_mu_cos(method, dt):
 def test_zo_at_50ms_slides_and_sticks_without_sub_steps(method):
     """B-T3 at 50 ms for the zeroth-order forms, and B-T7's concern (Algorithm 2 should rarely
     halve): the chord projection's natural-monotonicity merit and its step cut to ``max_step``
-    (pgm.py) need no sub-step here; measured with the |G|_2 merit (a failure at max_step): 10 %
+    (pgm/project.py) need no sub-step here; measured with the |G|_2 merit (a failure at max_step): 10 %
     (nmdp_zo) / 23 % (pbd_nmdp_zo) of the sliding steps and 2 % of the sticking ones halved."""
     want = G * (np.sin(np.radians(35)) - 0.5 * np.cos(np.radians(35)))
     r = slide(method, 50e-3)
@@ -373,7 +373,7 @@ def test_algorithm_2_sub_steps_carry_theta_and_thetadot():
 
 @pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
 def test_pgm_step_on_cuda_backend_cudasim(tmp_path, method):
-    """The PGM step kernel (integrators/pgm.py with the NE or the position-based hooks, the
+    """The PGM step kernel (integrators/pgm/ with the NE or the position-based hooks, the
     active-set QP and the projection) through the CUDA backend (CudaBatch, its cuda_twin; numba's
     CUDA simulator in a subprocess) equals the CPU integrator's three steps on a sliding and a
     falling box, outer iterations included (_cudasim_ne_mdp.py with the method's name)."""

@@ -1,6 +1,6 @@
 """``pbd_nmdp`` / ``pbd_nmdp_zo`` (PBD-NMDP of paper 002 Eq. 12; notes/pbfd_nmdp.md B1, B4, B5):
 the position-based form on PBAD's energy, through the PGM shared with ``nmdp``
-(pbsim/integrators/pgm.py).
+(pbsim/integrators/pgm/).
 
 B-T1: A = dG/dtheta (first order), B = dG/dw, g = dK/dtheta and Q (``k_hessian="exact"``) against
 central differences, <= 1e-6 relative, on test_nmdp's spinning box on a tilted plane (free joint)

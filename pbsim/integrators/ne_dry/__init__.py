@@ -23,8 +23,8 @@ import math
 from pbsim.errors import InputError
 from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_used, register
 from pbsim.integrators.ne_dry.step import FEATURES, BATCHED, NeDryX, make_ne_dry_extra, ne_dry_step  # noqa: F401
-from pbsim.integrators.nmdp_wrench import (MAX_CONTACTS, MAX_CONTACTS_OPTION, check_max_contacts, overflow_warning,
-                                           pair_capacity)
+from pbsim.integrators.pgm.wrench import (MAX_CONTACTS, MAX_CONTACTS_OPTION, check_max_contacts, overflow_warning,
+                                          pair_capacity)
 
 MARGIN = 0.01  # [m] default activation margin: points within 1 cm of the environment enter the LCP
 BAUMGARTE = 0.2  # default fraction of a penetration depth pushed out per step (velocity bias 0.2 d / dt)

@@ -61,9 +61,10 @@ from pbsim.contact.depth import pair_candidates_state
 from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
-from pbsim.integrators.velocity_level import (BODY_CONTACT, bias_forces, clamp_velocity_step, contact_force_jt,
-                                              contact_normal_row, factor_or_nan, finish_step, free_velocity,
-                                              no_pair_candidates)
+from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
+                                                      no_pair_candidates)
+from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
+from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
 from pbsim.optim.linalg import cholesky_solve
 

@@ -40,9 +40,9 @@ from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_us
 from pbsim.integrators.ne_mdp.step import (BATCHED, FEATURES, SPD_BACKWARD, SPD_TAN, NeMdpX,  # noqa: F401
                                           make_ne_mdp_extra, ne_mdp_step)
 
-from pbsim.integrators.nmdp_wrench import (MARGIN, MAX_CONTACTS, MAX_CONTACTS_OPTION, VX,  # noqa: F401
-                                           WRENCH_OPTIONS, check_max_contacts, overflow_warning, pair_capacity,
-                                           wrench_parameters)
+from pbsim.integrators.pgm.wrench import (MARGIN, MAX_CONTACTS, MAX_CONTACTS_OPTION, VX,  # noqa: F401
+                                          WRENCH_OPTIONS, check_max_contacts, overflow_warning, pair_capacity,
+                                          wrench_parameters)
 
 MAX_ITERATIONS = 10000  # QP iteration cap (degenerate steps, every capacity saturated while settling, took up to ~2000)
 # QP KKT residual (vertex forces over the step's largest capacity; QP scaled by its largest diagonal):

@@ -54,9 +54,10 @@ from pbsim.contact.nmdp import nmdp_capacity, nmdp_direction, pair_direction
 from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
-from pbsim.integrators.velocity_level import (BODY_CONTACT, bias_forces, clamp_velocity_step, contact_force_jt,
-                                              contact_normal_row, factor_or_nan, finish_step, free_velocity,
-                                              no_pair_candidates, no_pair_direction)
+from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
+                                                      no_pair_candidates, no_pair_direction)
+from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
+from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
 from pbsim.optim.qp import QP_SIMPLEX, qp_solve_as, qp_work_as
 

@@ -48,8 +48,9 @@ from pbsim.integrators.base import StepSpec, register
 from pbsim.integrators.options import Option
 from pbsim.integrators.nmdp.step import (BATCHED, METRIC_INERTIA, METRIC_STEP, make_nmdp_extra, nmdp_eval,
                                         nmdp_prepare, nmdp_step)
-from pbsim.integrators.nmdp_wrench import MARGIN, VX, WRENCH_OPTIONS, wrench_parameters  # noqa: F401
-from pbsim.integrators.pgm import GAMMA0_ZO, PGM_FEATURES, PGM_USED, PgmIntegrator, pair_capacity, pgm_option_specs
+from pbsim.integrators.pgm.integrator import PGM_FEATURES, PGM_USED, PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm.solve import GAMMA0_ZO
+from pbsim.integrators.pgm.wrench import MARGIN, VX, WRENCH_OPTIONS, pair_capacity, wrench_parameters  # noqa: F401
 
 __all__ = ["Nmdp", "NmdpZo"]
 
@@ -73,7 +74,7 @@ METRIC = Option("metric", "inertia", "the kinetic energy the contact minimises: 
                       "first-order PGM (Algorithm 1) with adaptive sub-steps (Algorithm 2)")  # fmt: skip
 class Nmdp(PgmIntegrator):
     """NE-NMDP, first-order projected gradient method (paper 002, Eq. 6-9, Algorithms 1-2); options,
-    checks, diagnostics and the tools ``residual`` / ``candidates``: :class:`pbsim.integrators.pgm.PgmIntegrator`."""
+    checks, diagnostics and the tools ``residual`` / ``candidates``: :class:`pbsim.integrators.pgm.integrator.PgmIntegrator`."""
 
     name = "nmdp"
     ZO = False

@@ -54,7 +54,7 @@ rotation vector; ``[u]x`` from the linear part's re-expression)::
 twist ``xi`` moves every column ``S_j`` of its subtree (j at or below k: ``dS_j = xi x S_j``, the
 joint's own bracket for ball/free joints included) and the point ``da = (I - r dn/dx) dc``,
 ``dc = xi_w x c + xi_v``: ``d tau_j = (xi x S_j) . [a x f; f] + (S_j,w x da) . f``.  Between bodies
-the rows are the relative Jacobian's and A's contact part :func:`pbsim.integrators.pgm.pgm_pair_jacobian`
+the rows are the relative Jacobian's and A's contact part :func:`pbsim.integrators.pgm.contact.pgm_pair_jacobian`
 (both bodies' chains, the normal turning with B and with the point's motion relative to B).
 
 The QP (Eq. 8/10, ``Q = H / h^2``: ``x.M = H``), the manifold projection (Eq. 9/11), Algorithm 1
@@ -88,16 +88,9 @@ from pbsim.dynamics.energy import kinetic_energy_gradient_state
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.rnea_derivatives import make_rnea_derivatives_work, rnea_derivatives_state
-from pbsim.integrators.pgm import (
-    PGM_FIELDS,
-    PGM_OPTIONS,
-    pgm_arrays,
-    pgm_candidates,
-    pgm_contact,
-    pgm_options,
-    pgm_step,
-    pgm_velocity,
-)
+from pbsim.integrators.pgm.contact import pgm_candidates, pgm_contact
+from pbsim.integrators.pgm.problem import PGM_FIELDS, PGM_OPTIONS, pgm_arrays, pgm_options, pgm_velocity
+from pbsim.integrators.pgm.step import pgm_step
 
 # The form's scratch: the shared PGM fields (pbsim.integrators.pgm), then rw RneaDerivWork; tau0,
 # arm, mv (n); dRq, dRv (n, n); metric (the option: METRIC_INERTIA or METRIC_STEP); then the PGM's

@@ -24,7 +24,8 @@ from pbsim.errors import InputError
 from pbsim.integrators.base import Option, StepSpec, register
 from pbsim.integrators.pbad.energy import make_pbad_model
 from pbsim.integrators.pbd_nmdp.step import BATCHED, make_pbd_nmdp_extra, pbd_nmdp_eval, pbd_nmdp_prepare, pbd_nmdp_step
-from pbsim.integrators.pgm import GAMMA0_FO, GAMMA0_ZO, PGM_FEATURES, PGM_USED, PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm.integrator import PGM_FEATURES, PGM_USED, PgmIntegrator, pgm_option_specs
+from pbsim.integrators.pgm.solve import GAMMA0_FO, GAMMA0_ZO
 
 __all__ = ["PbdNmdp", "PbdNmdpZo"]
 

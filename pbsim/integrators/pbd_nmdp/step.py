@@ -20,7 +20,7 @@ unknown theta is at ``t + h``, ``alpha = h / dt`` (1 unless Algorithm 2 split th
 ``alpha = 1`` ``I_alpha + P_g + E_j`` is PBAD order 2's step objective (paper 000 Eq. 5) without
 its penalty contact, so without contact a step is PBAD's (the stationary point of the same
 energy).  The contact wrench is NMDP's (:mod:`pbsim.contact.nmdp`) through the shared
-:func:`~pbsim.integrators.pgm.pgm_contact`, exactly as in ``nmdp``.
+:func:`~pbsim.integrators.pgm.contact.pgm_contact`, exactly as in ``nmdp``.
 
 **Derivatives** (tangent ``theta (+) delta``, ``integrate_config``'s right increments; all
 analytic, through PBAD's world-pose machinery, :mod:`pbsim.integrators.pbad.energy`)::
@@ -65,7 +65,9 @@ from pbsim.integrators.pbad.energy import (
     world_twists,
 )
 from pbsim.integrators.pbad.joints import joint_energy, joint_gradient, joint_hessian
-from pbsim.integrators.pgm import PGM_FIELDS, PGM_OPTIONS, pgm_arrays, pgm_candidates, pgm_contact, pgm_step
+from pbsim.integrators.pgm.contact import pgm_candidates, pgm_contact
+from pbsim.integrators.pgm.problem import PGM_FIELDS, PGM_OPTIONS, pgm_arrays
+from pbsim.integrators.pgm.step import pgm_step
 
 # The form's scratch: the shared PGM fields, then (leading axis B) T, Tm1, Tm2 (nb, 3, 4) the poses
 # of theta, theta_-, theta_--; Ab, Gb, Wb (nb, 3, 4) the pose combination, dE/dT_i and the subtree
@@ -79,7 +81,7 @@ BATCHED = PGM_FIELDS + OWN
 
 def make_pbd_nmdp_extra(model, pm, npts, B, kexact, options) -> PbdNmdpX:
     """Scratch for ``B`` trajectories of ``model`` (``pm``: its PbadModel) with ``npts`` scene
-    contact points; ``options``: :func:`pbsim.integrators.pgm.pgm_options`."""
+    contact points; ``options``: :func:`pbsim.integrators.pgm.problem.pgm_options`."""
     nb = max(model.nb, 1)
     n = max(model.nv, 1)
     nq = max(model.nq, 1)

@@ -1,9 +1,8 @@
-"""The options of NMDP's contact wrench (:mod:`pbsim.contact.nmdp`) shared by the methods over it
-(``ne_mdp``; ``nmdp``, ``nmdp_zo``): their specs and the resolution of their defaults; and the
-bounded body-body candidate buffer of the contact sets (``max_contacts``: those methods, ``pbd_nmdp``
-and ``ne_dry``).
+"""The options of NMDP's contact wrench (:mod:`pbsim.contact.nmdp`) and the bounded body-body candidate buffer.
 
-Not a method: no ``register`` here (the registry's discovery imports it like a method's module).
+Their specs and the resolution of their defaults, shared by the methods over the wrench: the PGM's
+forms (``nmdp``, ``nmdp_zo``, ``pbd_nmdp``, ``pbd_nmdp_zo``, through :mod:`.integrator`) and the
+velocity-level baseline ``ne_mdp``; the buffer (``max_contacts``) also by ``ne_dry``.
 """
 
 from __future__ import annotations
