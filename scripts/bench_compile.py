@@ -183,9 +183,10 @@ def _get(self, ptx):
 DRV._Linker._get_linker_options = _get
 import pbsim_models
 from pbsim.backends import cuda as pc
+from pbsim.backends import cuda_cache as pc_cache
 from pbsim.backends.cuda import build_offline
 pc.JIT_OPTIONS["lto"] = bool(cfg["lto"])
-pc.NOTICE = None
+pc_cache.NOTICE = None
 m = pbsim_models.swimmer()
 from pbsim.contact import make_scene
 scene = make_scene(m, ground="plane")

@@ -208,6 +208,7 @@ def cpu_reference(humanoid="") -> dict:
 def device_check(ref) -> dict:
     """Run the CUDA path on ``ref``'s inputs: ``{check: relative error vs the CPU outputs}``."""
     from pbsim.backends import cuda as pc
+    from pbsim.backends import cuda_kernels as pc_kern
     from pbsim.backends.cpu import noop_step
     from pbsim.integrators.explicit.step import euler_step, rk_step
     from pbsim.jit import cuda_twin, is_kernel
@@ -221,11 +222,11 @@ def device_check(ref) -> dict:
     from pbsim.integrators.pbad.step import pbad_begin, pbad_end, pbad_iterate, pbad_step
 
     twins = (
-        pc._fk,
-        pc._rnea,
-        pc._crba,
-        pc._aba,
-        pc._energy,
+        pc_kern._fk,
+        pc_kern._rnea,
+        pc_kern._crba,
+        pc_kern._aba,
+        pc_kern._energy,
         cuda_twin(euler_step),
         cuda_twin(rk_step),
         cuda_twin(pbad_step),

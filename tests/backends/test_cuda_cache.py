@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'numba-cuda>=0.30')")
 
 from pbsim.backends import cuda as pc  # noqa: E402
+from pbsim.backends import cuda_cache as pc_cache  # noqa: E402
+from pbsim.backends import cuda_device as pc_device  # noqa: E402
 from pbsim.jit import source_hash, kernel_tree_hash  # noqa: E402
 
 
@@ -98,7 +100,7 @@ def test_cache_key_covers_options_and_versions(monkeypatch):
     monkeypatch.setenv("PBSIM_CUDA_NOINLINE", "aba_forward")
     assert _key() != base  # $PBSIM_CUDA_NOINLINE decides for every method
     monkeypatch.undo()
-    monkeypatch.setattr(pc, "_VERSIONS", pc.toolchain_versions()[:-1] + ("nvjitlink 13.0",))
+    monkeypatch.setattr(pc_cache, "_VERSIONS", pc.toolchain_versions()[:-1] + ("nvjitlink 13.0",))
     assert _key() != base
 
 
@@ -201,10 +203,10 @@ def test_memory_estimate_matches_what_a_batch_allocates(monkeypatch):
     for name in ("euler", "pbad"):
         per, shared = pc.memory_estimate(m, name)
         assert per > 0 and shared > 0
-        monkeypatch.setattr(pc, "_HOST_ARRAYS", True)
+        monkeypatch.setattr(pc_device, "_HOST_ARRAYS", True)
         B = 7
         p = pc._Plan(m, name, None, B, "soa", {})
-        monkeypatch.setattr(pc, "_HOST_ARRAYS", False)
+        monkeypatch.setattr(pc_device, "_HOST_ARRAYS", False)
         got = sum(pc._nbytes(t) for t in (p.m, p.s, p.w, p.sw, p.x)) + sum(a.nbytes for a in (p.q, p.v, p.qn, p.vn))
         got += 8 * B * (m.nq + m.nv + 2) + pc._nbytes(Control().kernel_arrays(m, 1))  # frames, control
         assert got == per * B + shared, (name, got, per, shared)

@@ -1,7 +1,8 @@
 """PBAD: position-based articulated dynamics (paper 000), orders 2 (Eq. 5), 3 and 4 (Eq. 6-7).
 
 Files: :mod:`.energy` (the objective's terms through world poses and Eq. 8's second moments,
-Algorithms 1-3), :mod:`.order2` (Eq. 5 and its LM / LBFGS solvers), :mod:`.colloc` (Eq. 6-7),
+Algorithms 1-3), :mod:`.order2` (Eq. 5 and its LM / LBFGS solvers), :mod:`.colloc_residual` (Eq. 6's
+residuals and their Jacobian), :mod:`.colloc` (Eq. 7: the LM solve of orders 3, 4),
 :mod:`.step` (order 2 as the contract's per-trajectory step kernel, for the CPU batch and GPU
 drivers); this file: the integrator classes and their option specs.
 """
@@ -14,8 +15,9 @@ import numpy as np
 from pbsim.dynamics.workspace import make_work, work_for
 from pbsim.errors import InputError
 from pbsim.integrators.base import Diagnostics, Integrator, Option, State, register
-from pbsim.integrators.pbad.colloc import (_GUESS, COLLOC, COLLOC_EVAL, collocation_nodes, colloc_rotation_batch,
-                                           lagrange_derivatives, linear_spectral_radius)  # noqa: F401 (public)
+from pbsim.integrators.pbad.colloc import _GUESS, COLLOC, COLLOC_EVAL, colloc_rotation_batch
+from pbsim.integrators.pbad.colloc_residual import (collocation_nodes, lagrange_derivatives,  # noqa: F401 (public)
+                                                    linear_spectral_radius)
 from pbsim.integrators.pbad.energy import make_pbad_model
 from pbsim.integrators.pbad.order2 import PBAD2, make_pbad_work, pbad2_eval_batch
 from pbsim.integrators.pbad.step import STEP
