@@ -8,7 +8,8 @@ the bias ``J' v`` (the rows' acceleration at ``qdd = 0``).  Given ``qdd0`` with 
 
     qdd = qdd0 + A^-1 J^T lambda,   (J A^-1 J^T) lambda = -J' v - J qdd0
 
-with ``A^-1 J_r^T`` one O(n) response pass per row (:func:`pbsim.dynamics.minv.minv_solve`) and
+with ``A^-1 J_r^T`` one transform-free O(n) response pass per row in world coordinates with ABA's
+factor (:mod:`pbsim.dynamics.delassus`) and
 a K x K Cholesky factor in which a row whose pivot vanishes (a row dependent on earlier ones:
 the out-of-plane row of a planar loop) is dropped with multiplier 0.  Violations are removed
 after every step by projection (post-stabilisation, Ascher et al. 1994) in the metric ``A`` with
@@ -36,7 +37,8 @@ from numba import prange
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
-from pbsim.dynamics.minv import minv_factor, minv_solve
+from pbsim.dynamics.delassus import delassus, responses, world_axes
+from pbsim.dynamics.minv import minv_factor
 from pbsim.dynamics.spatial import motion_to_child
 from pbsim.dynamics.workspace import make_work
 
@@ -373,47 +375,27 @@ def eq_solve(L, drop, x, n):
 
 
 @kernel
-def eq_responses(m, w, b, J, Y, K):
-    """``Y_r = A^-1 J_r^T`` (one O(n) response pass each); a row that is identically zero (the
-    out-of-plane rows of a planar loop) gets ``Y_r = 0`` without a pass (then dropped)."""
-    for r in range(K):
-        nz = False
-        for j in range(m.nv):
-            if J[r, j] != 0.0:
-                nz = True
-                break
-        if nz:
-            minv_solve(m, w, b, J[r], Y[r])
-        else:
-            for j in range(m.nv):
-                Y[r, j] = 0.0
-
-
-@kernel
 def equality_accel(m, w, b, q, v, qdd):
     """Project ``qdd`` (``A qdd = f`` solved by ABA/MABA; its factor ``w.U``, ``w.Dinv`` in place,
     the velocity pass done for (q, v)) onto the constrained accelerations (module doc).  Leaves
     ``w.eY`` = A^-1 J^T and the factor of J A^-1 J^T in ``w.eK``/``w.ed`` for
-    :func:`equality_project`.  Overwrites ``w.Rw``, ``w.pw``, ``w.acc``, ``w.pA``, ``w.u``."""
+    :func:`equality_project`.  Overwrites ``w.Rw``, ``w.pw``, ``w.acc``, ``w.pA``, ``w.vec``, ``w.eS``,
+    ``w.eU``, ``w.ez``."""
     K = w.eJ.shape[1]
     if K == 0:
         return
+    world_pass(m, w, b)
     if eq_has_bodies(m):
-        world_pass(m, w, b)
         eq_bias_pass(m, w, b)
     equality_rows(m, w, b, q, v, True)
     J = w.eJ[b]
     Y = w.eY[b]
     Km = w.eK[b]
     lam = w.el[b]
-    eq_responses(m, w, b, J, Y, K)
-    for a in range(K):  # K = J A^-1 J^T, rhs = -J' v - J qdd0
-        for c in range(a + 1):
-            s = 0.0
-            for j in range(m.nv):
-                s += J[a, j] * Y[c, j]
-            Km[a, c] = s
-            Km[c, a] = s
+    world_axes(m, w, b)
+    responses(m, w, b, J, Y, K)
+    delassus(m, w, b, J, Y, Km, K)  # K = J A^-1 J^T
+    for a in range(K):  # rhs = -J' v - J qdd0
         s = w.ea[b, a]
         for j in range(m.nv):
             s += J[a, j] * qdd[j]
@@ -585,14 +567,10 @@ def equality_project_mass(m, w, b, q, iters):
         world_pass(m, w, b)
         equality_rows(m, w, b, q, zero, False)
         J = w.eJ[b]
-        eq_responses(m, w, b, J, Y, K)
+        world_axes(m, w, b)
+        responses(m, w, b, J, Y, K)
+        delassus(m, w, b, J, Y, Km, K)
         for a in range(K):
-            for c in range(a + 1):
-                s = 0.0
-                for j in range(m.nv):
-                    s += J[a, j] * Y[c, j]
-                Km[a, c] = s
-                Km[c, a] = s
             lam[a] = -w.er[b, a]
         eq_factor(Km, w.ed[b], K)
         eq_solve(Km, w.ed[b], lam, K)

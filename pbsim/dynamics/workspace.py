@@ -11,8 +11,10 @@ import numpy as np
 # of mimic joints (k = 0: empty, the kernels compile once either way)
 # eJ, eY, eK, er, ea, el, ed, edq, eq: scratch of the equality constraints (pbsim.dynamics.equality),
 # sized by their rows K: Jacobian, A^-1 J^T, J A^-1 J^T (its factor), residual, bias, multipliers,
-# dropped rows, a tangent step and a configuration
-DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq")
+# dropped rows, a tangent step and a configuration; eS, eU, ez: every DOF's S and U = I^A S in world
+# coordinates and the rows that are identically zero (pbsim.dynamics.delassus)
+DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
+                     "eS eU ez")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -31,6 +33,7 @@ def make_work(model, batch: int) -> DynWork:
         mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
         eJ=z((B, ke, model.nv)), eY=z((B, ke, model.nv)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
         el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
+        eS=z((B, model.nv if ke else 0, 6)), eU=z((B, model.nv if ke else 0, 6)), ez=z((B, ke)),
     )
 
 
