@@ -37,7 +37,7 @@ from numba import prange
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
-from pbsim.dynamics.delassus import delassus, responses, world_axes
+from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
 from pbsim.dynamics.minv import minv_factor
 from pbsim.dynamics.spatial import motion_to_child
 from pbsim.dynamics.workspace import make_work
@@ -100,23 +100,15 @@ def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias):
         az = ab[5] + ab[0] * pt[1] - ab[1] * pt[0] + vb[0] * vy - vb[1] * vx
         for k in range(3):
             bias[r0 + k] += sign * (Rw[body, k, 0] * ax + Rw[body, k, 1] * ay + Rw[body, k, 2] * az)
+    Sw = w.eS[b]
     j = body
-    while j >= 0:
+    while j >= 0:  # the point's velocity per DOF: v0 + w0 x p with the world axes (delassus Eq. 1)
         j0 = m.iv[j]
         for k in range(m.nvj[j]):
-            s = m.S[j, k]
-            wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-            wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-            wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
-            vx = Rw[j, 0, 0] * s[3] + Rw[j, 0, 1] * s[4] + Rw[j, 0, 2] * s[5]
-            vy = Rw[j, 1, 0] * s[3] + Rw[j, 1, 1] * s[4] + Rw[j, 1, 2] * s[5]
-            vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5]
-            dx = px - pw[j, 0]
-            dy = py - pw[j, 1]
-            dz = pz - pw[j, 2]
-            J[r0, j0 + k] += sign * (vx + wy * dz - wz * dy)
-            J[r0 + 1, j0 + k] += sign * (vy + wz * dx - wx * dz)
-            J[r0 + 2, j0 + k] += sign * (vz + wx * dy - wy * dx)
+            s = Sw[j0 + k]
+            J[r0, j0 + k] += sign * (s[3] + s[1] * pz - s[2] * py)
+            J[r0 + 1, j0 + k] += sign * (s[4] + s[2] * px - s[0] * pz)
+            J[r0 + 2, j0 + k] += sign * (s[5] + s[0] * py - s[1] * px)
         j = m.parent[j]
 
 
@@ -162,16 +154,14 @@ def eq_angular(m, w, b, body, sign, Rt, J, r0, wout, wdout, with_bias):
                 wd += Rw[body, k, c] * w.acc[b, body, c]
         wout[k] += sign * wv
         wdout[k] += sign * wd
+    Sw = w.eS[b]
     j = body
     while j >= 0:
         j0 = m.iv[j]
         for k in range(m.nvj[j]):
-            s = m.S[j, k]
-            wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-            wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-            wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
+            s = Sw[j0 + k]  # the world angular axis (delassus Eq. 1)
             for r in range(3):
-                J[r0 + r, j0 + k] += sign * (Rt[r, 0] * wx + Rt[r, 1] * wy + Rt[r, 2] * wz)
+                J[r0 + r, j0 + k] += sign * (Rt[r, 0] * s[0] + Rt[r, 1] * s[1] + Rt[r, 2] * s[2])
         j = m.parent[j]
 
 
@@ -300,11 +290,13 @@ def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias):
 def equality_rows(m, w, b, q, v, with_bias):
     """Rows of the active constraints at state b into ``w.eJ``, ``w.er`` (phi) and, with
     ``with_bias``, ``w.ea`` (the bias ``J' v``).  Expects world poses (and for the bias the
-    velocity pass and :func:`eq_bias_pass`)."""
+    velocity pass and :func:`eq_bias_pass`).  Leaves the world axes in ``w.eS``."""
     K = w.eJ.shape[1]
     J = w.eJ[b]
     phi = w.er[b]
     bias = w.ea[b]
+    if eq_has_bodies(m):
+        world_motion_axes(m, w, b)
     for r in range(K):
         phi[r] = 0.0
         bias[r] = 0.0
@@ -378,9 +370,9 @@ def eq_solve(L, drop, x, n):
 def equality_accel(m, w, b, q, v, qdd):
     """Project ``qdd`` (``A qdd = f`` solved by ABA/MABA; its factor ``w.U``, ``w.Dinv`` in place,
     the velocity pass done for (q, v)) onto the constrained accelerations (module doc).  Leaves
-    ``w.eY`` = A^-1 J^T and the factor of J A^-1 J^T in ``w.eK``/``w.ed`` for
+    ``w.eY`` = A^-1 J^T (nv, K) and the factor of J A^-1 J^T in ``w.eK``/``w.ed`` for
     :func:`equality_project`.  Overwrites ``w.Rw``, ``w.pw``, ``w.acc``, ``w.pA``, ``w.vec``, ``w.eS``,
-    ``w.eU``, ``w.ez``."""
+    ``w.eU``, ``w.ez``, ``w.eP``."""
     K = w.eJ.shape[1]
     if K == 0:
         return
@@ -392,7 +384,9 @@ def equality_accel(m, w, b, q, v, qdd):
     Y = w.eY[b]
     Km = w.eK[b]
     lam = w.el[b]
-    world_axes(m, w, b)
+    if not eq_has_bodies(m):
+        world_motion_axes(m, w, b)
+    world_force_axes(m, w, b)
     responses(m, w, b, J, Y, K)
     delassus(m, w, b, J, Y, Km, K)  # K = J A^-1 J^T
     for a in range(K):  # rhs = -J' v - J qdd0
@@ -405,7 +399,7 @@ def equality_accel(m, w, b, q, v, qdd):
     for r in range(K):
         lr = lam[r]
         for j in range(m.nv):
-            qdd[j] += Y[r, j] * lr
+            qdd[j] += Y[j, r] * lr
 
 
 @kernel
@@ -428,7 +422,7 @@ def equality_project(m, w, b, q, v, with_velocity):
     for j in range(m.nv):
         s = 0.0
         for r in range(K):
-            s += Y[r, j] * lam[r]
+            s += Y[j, r] * lam[r]
         dq[j] = s
     if with_velocity:
         equality_project_velocity(m, w, b, v)
@@ -451,7 +445,7 @@ def equality_project_velocity(m, w, b, v):
     for j in range(m.nv):
         s = 0.0
         for r in range(K):
-            s += Y[r, j] * lam[r]
+            s += Y[j, r] * lam[r]
         v[j] += s
 
 
@@ -500,7 +494,7 @@ def equality_step_target(m, w, b, v, dt, qdd):
     for r in range(K):
         lr = lam[r]
         for j in range(m.nv):
-            qdd[j] += Y[r, j] * lr
+            qdd[j] += Y[j, r] * lr
 
 
 # The position-based steps' constraint term: a stiff penalty kc/2 |phi|^2 with
@@ -567,7 +561,9 @@ def equality_project_mass(m, w, b, q, iters):
         world_pass(m, w, b)
         equality_rows(m, w, b, q, zero, False)
         J = w.eJ[b]
-        world_axes(m, w, b)
+        if not eq_has_bodies(m):
+            world_motion_axes(m, w, b)
+        world_force_axes(m, w, b)
         responses(m, w, b, J, Y, K)
         delassus(m, w, b, J, Y, Km, K)
         for a in range(K):
@@ -577,6 +573,6 @@ def equality_project_mass(m, w, b, q, iters):
         for j in range(m.nv):
             s = 0.0
             for r in range(K):
-                s += Y[r, j] * lam[r]
+                s += Y[j, r] * lam[r]
             dq[j] = s
         integrate_config(m, q, dq, q, w.Rj[b])

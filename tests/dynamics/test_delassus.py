@@ -10,7 +10,7 @@ import numpy as np
 import pbsim
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 from pbsim.dynamics.api import crba
-from pbsim.dynamics.delassus import delassus, responses, world_axes
+from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
 from pbsim.dynamics.equality import eq_bias_pass, equality_accel, equality_rows
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
 from pbsim.dynamics.workspace import make_work
@@ -67,13 +67,14 @@ def _check_delassus(model, seed):
         _factor(model, w, q, v, arm, np.zeros(model.nv))
         world_pass(m, w, 0)
         equality_rows(m, w, 0, q, v, False)
-        world_axes(m, w, 0)
+        world_motion_axes(m, w, 0)
+        world_force_axes(m, w, 0)
         responses(m, w, 0, w.eJ[0], w.eY[0], K)
         delassus(m, w, 0, w.eJ[0], w.eY[0], w.eK[0], K)
         J = w.eJ[0].copy()
         A = crba(model, q) + np.diag(arm)
-        Y = np.linalg.solve(A, J.T).T  # A^-1 J^T, row per constraint row
-        Kd = J @ Y.T
+        Y = np.linalg.solve(A, J.T)  # A^-1 J^T (nv, K)
+        Kd = J @ Y
         assert np.abs(w.eY[0] - Y).max() <= 1e-12 * max(1.0, np.abs(Y).max())
         assert np.abs(w.eK[0] - Kd).max() <= 1e-12 * max(1.0, np.abs(Kd).max())
         assert np.array_equal(w.ez[0], (np.abs(J).max(axis=1) == 0.0).astype(float))
