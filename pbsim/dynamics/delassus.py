@@ -75,7 +75,8 @@ def world_force_axes(m, w, b):
 def responses(m, w, b, J, Y, K):
     """``Y = A^-1 J^T`` (nv, K) for the K rows of ``J`` (K, nv) in one sweep (Eq. 3-4), with
     :func:`world_motion_axes` and :func:`world_force_axes` done; ``w.ez[b, r]`` = 1 for a row
-    that is identically zero (its column of Y is 0).  Scratch: ``w.eP``, ``w.vec``."""
+    that is identically zero (its column of Y is 0; the sweep runs over the others only).
+    Scratch: ``w.eP``, ``w.ei``, ``w.vec``."""
     Sw = w.eS[b]
     Uw = w.eU[b]
     Dinv = w.Dinv[b]
@@ -83,6 +84,8 @@ def responses(m, w, b, J, Y, K):
     t = w.vec[b, 0]
     x = w.vec[b, 1]
     ez = w.ez[b]
+    ei = w.ei[b]
+    n = 0  # the nonzero rows ei[:n]: the sweep's columns, compacted (moved into place at the end)
     for r in range(K):
         z = 1.0
         for j in range(m.nv):
@@ -90,9 +93,12 @@ def responses(m, w, b, J, Y, K):
                 z = 0.0
                 break
         ez[r] = z
+        if z == 0.0:
+            ei[n] = r
+            n += 1
     for i in range(m.nb):
         for c in range(6):
-            for r in range(K):
+            for r in range(n):
                 P[i, c, r] = 0.0
     for i in range(m.nb - 1, -1, -1):  # Eq. 3
         j0 = m.iv[i]
@@ -101,16 +107,16 @@ def responses(m, w, b, J, Y, K):
         for a in range(nvi):  # u = J^T - S^T p
             Sa = Sw[j0 + a]
             Ya = Y[j0 + a]
-            for r in range(K):
-                Ya[r] = J[r, j0 + a] - (Sa[0] * Pi[0, r] + Sa[1] * Pi[1, r] + Sa[2] * Pi[2, r]
+            for r in range(n):
+                Ya[r] = J[ei[r], j0 + a] - (Sa[0] * Pi[0, r] + Sa[1] * Pi[1, r] + Sa[2] * Pi[2, r]
                                         + Sa[3] * Pi[3, r] + Sa[4] * Pi[4, r] + Sa[5] * Pi[5, r])
         if nvi == 1:  # d = D^-1 u
             d = Dinv[i, 0, 0]
             Y0 = Y[j0]
-            for r in range(K):
+            for r in range(n):
                 Y0[r] *= d
         else:
-            for r in range(K):
+            for r in range(n):
                 for a in range(nvi):
                     t[a] = Y[j0 + a, r]
                 for a in range(nvi):
@@ -125,12 +131,12 @@ def responses(m, w, b, J, Y, K):
         for c in range(6):  # p_parent += p + U d
             Pic = Pi[c]
             Ppc = Pp[c]
-            for r in range(K):
+            for r in range(n):
                 Ppc[r] += Pic[r]
             for a in range(nvi):
                 uc = Uw[j0 + a, c]
                 Ya = Y[j0 + a]
-                for r in range(K):
+                for r in range(n):
                     Ppc[r] += uc * Ya[r]
     for i in range(m.nb):  # Eq. 4 (P now holds the accelerations a)
         j0 = m.iv[i]
@@ -138,7 +144,7 @@ def responses(m, w, b, J, Y, K):
         par = m.parent[i]
         if par < 0:  # a' = 0: Y = d, a = S Y
             for c in range(6):
-                for r in range(K):
+                for r in range(n):
                     P[i, c, r] = 0.0
             for a in range(nvi):
                 Sa = Sw[j0 + a]
@@ -146,13 +152,13 @@ def responses(m, w, b, J, Y, K):
                 for c in range(6):
                     sc = Sa[c]
                     Pic = P[i, c]
-                    for r in range(K):
+                    for r in range(n):
                         Pic[r] += sc * Ya[r]
             continue
         Pi = P[i]
         Pp = P[par]
         for c in range(6):
-            for r in range(K):
+            for r in range(n):
                 Pi[c, r] = Pp[c, r]
         if nvi == 1:
             d = Dinv[i, 0, 0]
@@ -161,7 +167,7 @@ def responses(m, w, b, J, Y, K):
             Y0 = Y[j0]
             u0, u1, u2, u3, u4, u5 = U0[0], U0[1], U0[2], U0[3], U0[4], U0[5]
             s0, s1, s2, s3, s4, s5 = S0[0], S0[1], S0[2], S0[3], S0[4], S0[5]
-            for r in range(K):
+            for r in range(n):
                 y = Y0[r] - d * (u0 * Pi[0, r] + u1 * Pi[1, r] + u2 * Pi[2, r]
                                  + u3 * Pi[3, r] + u4 * Pi[4, r] + u5 * Pi[5, r])
                 Y0[r] = y
@@ -172,7 +178,7 @@ def responses(m, w, b, J, Y, K):
                 Pi[4, r] += s4 * y
                 Pi[5, r] += s5 * y
             continue
-        for r in range(K):
+        for r in range(n):
             for a in range(nvi):
                 Ua = Uw[j0 + a]
                 t[a] = (Ua[0] * Pi[0, r] + Ua[1] * Pi[1, r] + Ua[2] * Pi[2, r]
@@ -187,6 +193,15 @@ def responses(m, w, b, J, Y, K):
                 Sa = Sw[j0 + a]
                 for c in range(6):
                     Pi[c, r] += Sa[c] * x[a]
+    for c in range(n - 1, -1, -1):  # column c to row ei[c] >= c (from the last: nothing overwritten)
+        r = ei[c]
+        if r != c:
+            for j in range(m.nv):
+                Y[j, r] = Y[j, c]
+    for r in range(K):
+        if ez[r] != 0.0:
+            for j in range(m.nv):
+                Y[j, r] = 0.0
 
 
 @kernel

@@ -12,10 +12,10 @@ import numpy as np
 # eJ, eY, eK, er, ea, el, ed, edq, eq: scratch of the equality constraints (pbsim.dynamics.equality),
 # sized by their rows K: Jacobian, A^-1 J^T (nv, K), J A^-1 J^T (its factor), residual, bias, multipliers,
 # dropped rows, a tangent step and a configuration; eS, eU, ez, eP: every DOF's S and U = I^A S in
-# world coordinates, the rows that are identically zero and the (6, K) forces/accelerations per body
-# of the responses' sweep (pbsim.dynamics.delassus)
+# world coordinates, the rows that are identically zero, the (6, K) forces/accelerations per body
+# of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus)
 DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
-                     "eS eU ez eP")
+                     "eS eU ez eP ei")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -35,6 +35,7 @@ def make_work(model, batch: int) -> DynWork:
         eJ=z((B, ke, model.nv)), eY=z((B, model.nv, ke)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
         el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
         eS=z((B, model.nv if ke else 0, 6)), eU=z((B, model.nv if ke else 0, 6)), ez=z((B, ke)), eP=z((B, nb, 6, ke)),
+        ei=z((B, ke), np.int64),
     )
 
 
