@@ -8,10 +8,10 @@ the bias ``J' v`` (the rows' acceleration at ``qdd = 0``).  Given ``qdd0`` with 
 
     qdd = qdd0 + A^-1 J^T lambda,   (J A^-1 J^T) lambda = -J' v - J qdd0
 
-with ``A^-1 J_r^T`` one transform-free O(n) response pass per row in world coordinates with ABA's
-factor (:mod:`pbsim.dynamics.delassus`) and
-a K x K Cholesky factor in which a row whose pivot vanishes (a row dependent on earlier ones:
-the out-of-plane row of a planar loop) is dropped with multiplier 0.  Violations are removed
+with ``A^-1 J^T`` from one transform-free O(n) sweep over the tree for all rows at once, in world
+coordinates with ABA's factor (:mod:`pbsim.dynamics.delassus`), and a K x K Cholesky factor in
+which a row whose pivot vanishes (a row dependent on earlier ones: the out-of-plane row of a
+planar loop) is dropped with multiplier 0.  Violations are removed
 after every step by projection (post-stabilisation, Ascher et al. 1994) in the metric ``A`` with
 the step's factor: ``q <- q (+) A^-1 J^T lambda_q``, ``(J A^-1 J^T) lambda_q = -phi(q)``, then
 ``v <- v + A^-1 J^T lambda_v``, ``(J A^-1 J^T) lambda_v = -J(q) v``.
