@@ -8,9 +8,10 @@ the bias ``J' v`` (the rows' acceleration at ``qdd = 0``).  Given ``qdd0`` with 
 
     qdd = qdd0 + A^-1 J^T lambda,   (J A^-1 J^T) lambda = -J' v - J qdd0
 
-with ``A^-1 J_r^T`` one O(n) response pass per row (:func:`pbsim.dynamics.minv.minv_solve`) and
-a K x K Cholesky factor in which a row whose pivot vanishes (a row dependent on earlier ones:
-the out-of-plane row of a planar loop) is dropped with multiplier 0.  Violations are removed
+with ``A^-1 J^T`` from one transform-free O(n) sweep over the tree for all rows at once, in world
+coordinates with ABA's factor (:mod:`pbsim.dynamics.delassus`), and a K x K Cholesky factor in
+which a row whose pivot vanishes (a row dependent on earlier ones: the out-of-plane row of a
+planar loop) is dropped with multiplier 0.  Violations are removed
 after every step by projection (post-stabilisation, Ascher et al. 1994) in the metric ``A`` with
 the step's factor: ``q <- q (+) A^-1 J^T lambda_q``, ``(J A^-1 J^T) lambda_q = -phi(q)``, then
 ``v <- v + A^-1 J^T lambda_v``, ``(J A^-1 J^T) lambda_v = -J(q) v``.
@@ -36,7 +37,8 @@ from numba import prange
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
-from pbsim.dynamics.minv import minv_factor, minv_solve
+from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
+from pbsim.dynamics.minv import minv_factor
 from pbsim.dynamics.spatial import motion_to_child
 from pbsim.dynamics.workspace import make_work
 
@@ -98,23 +100,15 @@ def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias):
         az = ab[5] + ab[0] * pt[1] - ab[1] * pt[0] + vb[0] * vy - vb[1] * vx
         for k in range(3):
             bias[r0 + k] += sign * (Rw[body, k, 0] * ax + Rw[body, k, 1] * ay + Rw[body, k, 2] * az)
+    Sw = w.eS[b]
     j = body
-    while j >= 0:
+    while j >= 0:  # the point's velocity per DOF: v0 + w0 x p with the world axes (delassus Eq. 1)
         j0 = m.iv[j]
         for k in range(m.nvj[j]):
-            s = m.S[j, k]
-            wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-            wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-            wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
-            vx = Rw[j, 0, 0] * s[3] + Rw[j, 0, 1] * s[4] + Rw[j, 0, 2] * s[5]
-            vy = Rw[j, 1, 0] * s[3] + Rw[j, 1, 1] * s[4] + Rw[j, 1, 2] * s[5]
-            vz = Rw[j, 2, 0] * s[3] + Rw[j, 2, 1] * s[4] + Rw[j, 2, 2] * s[5]
-            dx = px - pw[j, 0]
-            dy = py - pw[j, 1]
-            dz = pz - pw[j, 2]
-            J[r0, j0 + k] += sign * (vx + wy * dz - wz * dy)
-            J[r0 + 1, j0 + k] += sign * (vy + wz * dx - wx * dz)
-            J[r0 + 2, j0 + k] += sign * (vz + wx * dy - wy * dx)
+            s = Sw[j0 + k]
+            J[r0, j0 + k] += sign * (s[3] + s[1] * pz - s[2] * py)
+            J[r0 + 1, j0 + k] += sign * (s[4] + s[2] * px - s[0] * pz)
+            J[r0 + 2, j0 + k] += sign * (s[5] + s[0] * py - s[1] * px)
         j = m.parent[j]
 
 
@@ -160,16 +154,14 @@ def eq_angular(m, w, b, body, sign, Rt, J, r0, wout, wdout, with_bias):
                 wd += Rw[body, k, c] * w.acc[b, body, c]
         wout[k] += sign * wv
         wdout[k] += sign * wd
+    Sw = w.eS[b]
     j = body
     while j >= 0:
         j0 = m.iv[j]
         for k in range(m.nvj[j]):
-            s = m.S[j, k]
-            wx = Rw[j, 0, 0] * s[0] + Rw[j, 0, 1] * s[1] + Rw[j, 0, 2] * s[2]
-            wy = Rw[j, 1, 0] * s[0] + Rw[j, 1, 1] * s[1] + Rw[j, 1, 2] * s[2]
-            wz = Rw[j, 2, 0] * s[0] + Rw[j, 2, 1] * s[1] + Rw[j, 2, 2] * s[2]
+            s = Sw[j0 + k]  # the world angular axis (delassus Eq. 1)
             for r in range(3):
-                J[r0 + r, j0 + k] += sign * (Rt[r, 0] * wx + Rt[r, 1] * wy + Rt[r, 2] * wz)
+                J[r0 + r, j0 + k] += sign * (Rt[r, 0] * s[0] + Rt[r, 1] * s[1] + Rt[r, 2] * s[2])
         j = m.parent[j]
 
 
@@ -298,11 +290,13 @@ def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias):
 def equality_rows(m, w, b, q, v, with_bias):
     """Rows of the active constraints at state b into ``w.eJ``, ``w.er`` (phi) and, with
     ``with_bias``, ``w.ea`` (the bias ``J' v``).  Expects world poses (and for the bias the
-    velocity pass and :func:`eq_bias_pass`)."""
+    velocity pass and :func:`eq_bias_pass`).  Leaves the world axes in ``w.eS``."""
     K = w.eJ.shape[1]
     J = w.eJ[b]
     phi = w.er[b]
     bias = w.ea[b]
+    if eq_has_bodies(m):
+        world_motion_axes(m, w, b)
     for r in range(K):
         phi[r] = 0.0
         bias[r] = 0.0
@@ -373,47 +367,29 @@ def eq_solve(L, drop, x, n):
 
 
 @kernel
-def eq_responses(m, w, b, J, Y, K):
-    """``Y_r = A^-1 J_r^T`` (one O(n) response pass each); a row that is identically zero (the
-    out-of-plane rows of a planar loop) gets ``Y_r = 0`` without a pass (then dropped)."""
-    for r in range(K):
-        nz = False
-        for j in range(m.nv):
-            if J[r, j] != 0.0:
-                nz = True
-                break
-        if nz:
-            minv_solve(m, w, b, J[r], Y[r])
-        else:
-            for j in range(m.nv):
-                Y[r, j] = 0.0
-
-
-@kernel
 def equality_accel(m, w, b, q, v, qdd):
     """Project ``qdd`` (``A qdd = f`` solved by ABA/MABA; its factor ``w.U``, ``w.Dinv`` in place,
     the velocity pass done for (q, v)) onto the constrained accelerations (module doc).  Leaves
-    ``w.eY`` = A^-1 J^T and the factor of J A^-1 J^T in ``w.eK``/``w.ed`` for
-    :func:`equality_project`.  Overwrites ``w.Rw``, ``w.pw``, ``w.acc``, ``w.pA``, ``w.u``."""
+    ``w.eY`` = A^-1 J^T (nv, K) and the factor of J A^-1 J^T in ``w.eK``/``w.ed`` for
+    :func:`equality_project`.  Overwrites ``w.Rw``, ``w.pw``, ``w.acc``, ``w.pA``, ``w.vec``, ``w.eS``,
+    ``w.eU``, ``w.ez``, ``w.eP``."""
     K = w.eJ.shape[1]
     if K == 0:
         return
+    world_pass(m, w, b)
     if eq_has_bodies(m):
-        world_pass(m, w, b)
         eq_bias_pass(m, w, b)
     equality_rows(m, w, b, q, v, True)
     J = w.eJ[b]
     Y = w.eY[b]
     Km = w.eK[b]
     lam = w.el[b]
-    eq_responses(m, w, b, J, Y, K)
-    for a in range(K):  # K = J A^-1 J^T, rhs = -J' v - J qdd0
-        for c in range(a + 1):
-            s = 0.0
-            for j in range(m.nv):
-                s += J[a, j] * Y[c, j]
-            Km[a, c] = s
-            Km[c, a] = s
+    if not eq_has_bodies(m):
+        world_motion_axes(m, w, b)
+    world_force_axes(m, w, b)
+    responses(m, w, b, J, Y, K)
+    delassus(m, w, b, J, Y, Km, K)  # K = J A^-1 J^T
+    for a in range(K):  # rhs = -J' v - J qdd0
         s = w.ea[b, a]
         for j in range(m.nv):
             s += J[a, j] * qdd[j]
@@ -423,7 +399,7 @@ def equality_accel(m, w, b, q, v, qdd):
     for r in range(K):
         lr = lam[r]
         for j in range(m.nv):
-            qdd[j] += Y[r, j] * lr
+            qdd[j] += Y[j, r] * lr
 
 
 @kernel
@@ -446,7 +422,7 @@ def equality_project(m, w, b, q, v, with_velocity):
     for j in range(m.nv):
         s = 0.0
         for r in range(K):
-            s += Y[r, j] * lam[r]
+            s += Y[j, r] * lam[r]
         dq[j] = s
     if with_velocity:
         equality_project_velocity(m, w, b, v)
@@ -469,7 +445,7 @@ def equality_project_velocity(m, w, b, v):
     for j in range(m.nv):
         s = 0.0
         for r in range(K):
-            s += Y[r, j] * lam[r]
+            s += Y[j, r] * lam[r]
         v[j] += s
 
 
@@ -518,7 +494,7 @@ def equality_step_target(m, w, b, v, dt, qdd):
     for r in range(K):
         lr = lam[r]
         for j in range(m.nv):
-            qdd[j] += Y[r, j] * lr
+            qdd[j] += Y[j, r] * lr
 
 
 # The position-based steps' constraint term: a stiff penalty kc/2 |phi|^2 with
@@ -585,20 +561,18 @@ def equality_project_mass(m, w, b, q, iters):
         world_pass(m, w, b)
         equality_rows(m, w, b, q, zero, False)
         J = w.eJ[b]
-        eq_responses(m, w, b, J, Y, K)
+        if not eq_has_bodies(m):
+            world_motion_axes(m, w, b)
+        world_force_axes(m, w, b)
+        responses(m, w, b, J, Y, K)
+        delassus(m, w, b, J, Y, Km, K)
         for a in range(K):
-            for c in range(a + 1):
-                s = 0.0
-                for j in range(m.nv):
-                    s += J[a, j] * Y[c, j]
-                Km[a, c] = s
-                Km[c, a] = s
             lam[a] = -w.er[b, a]
         eq_factor(Km, w.ed[b], K)
         eq_solve(Km, w.ed[b], lam, K)
         for j in range(m.nv):
             s = 0.0
             for r in range(K):
-                s += Y[r, j] * lam[r]
+                s += Y[j, r] * lam[r]
             dq[j] = s
         integrate_config(m, q, dq, q, w.Rj[b])

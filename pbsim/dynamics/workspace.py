@@ -10,9 +10,12 @@ import numpy as np
 # mY, mK, mt: scratch of the mimic-joint coupling (pbsim.dynamics.mimic), sized by the number k
 # of mimic joints (k = 0: empty, the kernels compile once either way)
 # eJ, eY, eK, er, ea, el, ed, edq, eq: scratch of the equality constraints (pbsim.dynamics.equality),
-# sized by their rows K: Jacobian, A^-1 J^T, J A^-1 J^T (its factor), residual, bias, multipliers,
-# dropped rows, a tangent step and a configuration
-DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq")
+# sized by their rows K: Jacobian, A^-1 J^T (nv, K), J A^-1 J^T (its factor), residual, bias, multipliers,
+# dropped rows, a tangent step and a configuration; eS, eU, ez, eP: every DOF's S and U = I^A S in
+# world coordinates, the rows that are identically zero, the (6, K) forces/accelerations per body
+# of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus)
+DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
+                     "eS eU ez eP ei")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -29,8 +32,10 @@ def make_work(model, batch: int) -> DynWork:
         U=z((B, nb, 6, 6)), Dinv=z((B, nb, 6, 6)), u=z((B, nb, 6)),
         tmp=z((B, 2, 6, 6)), vec=z((B, 2, 6)), Rj=z((B, 3, 3)),
         mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
-        eJ=z((B, ke, model.nv)), eY=z((B, ke, model.nv)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
+        eJ=z((B, ke, model.nv)), eY=z((B, model.nv, ke)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
         el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
+        eS=z((B, model.nv if ke else 0, 6)), eU=z((B, model.nv if ke else 0, 6)), ez=z((B, ke)), eP=z((B, nb, 6, ke)),
+        ei=z((B, ke), np.int64),
     )
 
 

@@ -1,0 +1,219 @@
+"""The constraint-space inverse inertia (Delassus matrix) ``K = J A^-1 J^T`` and the responses
+``Y = A^-1 J^T`` of all constraint rows from ABA's factor, in world coordinates (no transforms).
+
+ABA's factor of ``A = M + diag(arm)`` (``U_i = I^A_i S_i``, ``D_i^-1`` per joint) left in place by
+the solve is reused, not recomputed.  Every spatial quantity is expressed at the world origin in
+world axes; a motion ``[w; v]`` and a force ``[n; f]`` of body i (world pose ``R_i, x_i``) become::
+
+    (1)  [R_i w; R_i v + x_i x R_i w],    (2)  [R_i n + x_i x R_i f; R_i f]
+
+(Featherstone RBDA Sec. 2.8, the inverse of the world-to-body Plücker transform), which leaves
+``S^T p`` and ``U^T a`` unchanged and makes every body-to-body transform the identity.  The
+impulse-based solve ``Y = A^-1 J^T`` (paper 004 Eq. 25; RBDA Table 7.1 with no velocity and no
+gravity) then has no transforms, and runs for all K rows (columns of ``J^T``) in one sweep over
+the tree, the K columns innermost (contiguous, vectorised; no pass per row)::
+
+    (3)  backward (leaves to root):  u_i = J_i^T - S_i^T p_i,   d_i = D_i^-1 u_i,
+                                     p_parent += p_i + U_i d_i
+    (4)  forward (root to leaves):   a'_i = a_parent (0 at a root),
+                                     Y_i = d_i - D_i^-1 U_i^T a'_i,   a_i = a'_i + S_i Y_i
+    (5)  K = J Y
+
+(``J_i``: joint i's columns of J; p and a: (6, K) per body).  About 40 flops per DOF and row,
+vectorised over rows, against ~130 scalar ones per DOF and row for one body-frame pass per row
+(:func:`pbsim.dynamics.minv.minv_solve`).  The world axes ``S`` (1) also give the point and
+angular Jacobians of the rows (:mod:`pbsim.dynamics.equality`) without walking transforms.
+"""
+from pbsim.jit import kernel
+
+
+@kernel
+def world_motion_axes(m, w, b):
+    """Every DOF's motion axis ``S`` at the world origin in world axes (Eq. 1) into ``w.eS``
+    (the world-frame Jacobian column of the DOF).  Expects world poses."""
+    Sw = w.eS[b]
+    for i in range(m.nb):
+        R = w.Rw[b, i]
+        px = w.pw[b, i, 0]
+        py = w.pw[b, i, 1]
+        pz = w.pw[b, i, 2]
+        j0 = m.iv[i]
+        for k in range(m.nvj[i]):
+            s = m.S[i, k]
+            o = Sw[j0 + k]
+            for r in range(3):
+                o[r] = R[r, 0] * s[0] + R[r, 1] * s[1] + R[r, 2] * s[2]
+                o[3 + r] = R[r, 0] * s[3] + R[r, 1] * s[4] + R[r, 2] * s[5]
+            o[3] += py * o[2] - pz * o[1]  # v0 = R v + x x w0 (Eq. 1)
+            o[4] += pz * o[0] - px * o[2]
+            o[5] += px * o[1] - py * o[0]
+
+
+@kernel
+def world_force_axes(m, w, b):
+    """ABA's ``U = I^A S`` of every DOF at the world origin in world axes (Eq. 2) into ``w.eU``.
+    Expects world poses and ABA's factor."""
+    Uw = w.eU[b]
+    for i in range(m.nb):
+        R = w.Rw[b, i]
+        px = w.pw[b, i, 0]
+        py = w.pw[b, i, 1]
+        pz = w.pw[b, i, 2]
+        j0 = m.iv[i]
+        for k in range(m.nvj[i]):
+            u = w.U[b, i, k]
+            f = Uw[j0 + k]
+            for r in range(3):
+                f[r] = R[r, 0] * u[0] + R[r, 1] * u[1] + R[r, 2] * u[2]
+                f[3 + r] = R[r, 0] * u[3] + R[r, 1] * u[4] + R[r, 2] * u[5]
+            f[0] += py * f[5] - pz * f[4]  # n0 = R n + x x f0 (Eq. 2)
+            f[1] += pz * f[3] - px * f[5]
+            f[2] += px * f[4] - py * f[3]
+
+
+@kernel
+def responses(m, w, b, J, Y, K):
+    """``Y = A^-1 J^T`` (nv, K) for the K rows of ``J`` (K, nv) in one sweep (Eq. 3-4), with
+    :func:`world_motion_axes` and :func:`world_force_axes` done; ``w.ez[b, r]`` = 1 for a row
+    that is identically zero (its column of Y is 0; the sweep runs over the others only).
+    Scratch: ``w.eP``, ``w.ei``, ``w.vec``."""
+    Sw = w.eS[b]
+    Uw = w.eU[b]
+    Dinv = w.Dinv[b]
+    P = w.eP[b]
+    t = w.vec[b, 0]
+    x = w.vec[b, 1]
+    ez = w.ez[b]
+    ei = w.ei[b]
+    n = 0  # the nonzero rows ei[:n]: the sweep's columns, compacted (moved into place at the end)
+    for r in range(K):
+        z = 1.0
+        for j in range(m.nv):
+            if J[r, j] != 0.0:
+                z = 0.0
+                break
+        ez[r] = z
+        if z == 0.0:
+            ei[n] = r
+            n += 1
+    for i in range(m.nb):
+        for c in range(6):
+            for r in range(n):
+                P[i, c, r] = 0.0
+    for i in range(m.nb - 1, -1, -1):  # Eq. 3
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        Pi = P[i]
+        for a in range(nvi):  # u = J^T - S^T p
+            Sa = Sw[j0 + a]
+            Ya = Y[j0 + a]
+            for r in range(n):
+                Ya[r] = J[ei[r], j0 + a] - (Sa[0] * Pi[0, r] + Sa[1] * Pi[1, r] + Sa[2] * Pi[2, r]
+                                        + Sa[3] * Pi[3, r] + Sa[4] * Pi[4, r] + Sa[5] * Pi[5, r])
+        if nvi == 1:  # d = D^-1 u
+            d = Dinv[i, 0, 0]
+            Y0 = Y[j0]
+            for r in range(n):
+                Y0[r] *= d
+        else:
+            for r in range(n):
+                for a in range(nvi):
+                    t[a] = Y[j0 + a, r]
+                for a in range(nvi):
+                    s = 0.0
+                    for k in range(nvi):
+                        s += Dinv[i, a, k] * t[k]
+                    Y[j0 + a, r] = s
+        par = m.parent[i]
+        if par < 0:
+            continue
+        Pp = P[par]
+        for c in range(6):  # p_parent += p + U d
+            Pic = Pi[c]
+            Ppc = Pp[c]
+            for r in range(n):
+                Ppc[r] += Pic[r]
+            for a in range(nvi):
+                uc = Uw[j0 + a, c]
+                Ya = Y[j0 + a]
+                for r in range(n):
+                    Ppc[r] += uc * Ya[r]
+    for i in range(m.nb):  # Eq. 4 (P now holds the accelerations a)
+        j0 = m.iv[i]
+        nvi = m.nvj[i]
+        par = m.parent[i]
+        if par < 0:  # a' = 0: Y = d, a = S Y
+            for c in range(6):
+                for r in range(n):
+                    P[i, c, r] = 0.0
+            for a in range(nvi):
+                Sa = Sw[j0 + a]
+                Ya = Y[j0 + a]
+                for c in range(6):
+                    sc = Sa[c]
+                    Pic = P[i, c]
+                    for r in range(n):
+                        Pic[r] += sc * Ya[r]
+            continue
+        Pi = P[i]
+        Pp = P[par]
+        for c in range(6):
+            for r in range(n):
+                Pi[c, r] = Pp[c, r]
+        if nvi == 1:
+            d = Dinv[i, 0, 0]
+            U0 = Uw[j0]
+            S0 = Sw[j0]
+            Y0 = Y[j0]
+            u0, u1, u2, u3, u4, u5 = U0[0], U0[1], U0[2], U0[3], U0[4], U0[5]
+            s0, s1, s2, s3, s4, s5 = S0[0], S0[1], S0[2], S0[3], S0[4], S0[5]
+            for r in range(n):
+                y = Y0[r] - d * (u0 * Pi[0, r] + u1 * Pi[1, r] + u2 * Pi[2, r]
+                                 + u3 * Pi[3, r] + u4 * Pi[4, r] + u5 * Pi[5, r])
+                Y0[r] = y
+                Pi[0, r] += s0 * y
+                Pi[1, r] += s1 * y
+                Pi[2, r] += s2 * y
+                Pi[3, r] += s3 * y
+                Pi[4, r] += s4 * y
+                Pi[5, r] += s5 * y
+            continue
+        for r in range(n):
+            for a in range(nvi):
+                Ua = Uw[j0 + a]
+                t[a] = (Ua[0] * Pi[0, r] + Ua[1] * Pi[1, r] + Ua[2] * Pi[2, r]
+                        + Ua[3] * Pi[3, r] + Ua[4] * Pi[4, r] + Ua[5] * Pi[5, r])
+            for a in range(nvi):
+                s = Y[j0 + a, r]
+                for k in range(nvi):
+                    s -= Dinv[i, a, k] * t[k]
+                x[a] = s
+            for a in range(nvi):
+                Y[j0 + a, r] = x[a]
+                Sa = Sw[j0 + a]
+                for c in range(6):
+                    Pi[c, r] += Sa[c] * x[a]
+    for c in range(n - 1, -1, -1):  # column c to row ei[c] >= c (from the last: nothing overwritten)
+        r = ei[c]
+        if r != c:
+            for j in range(m.nv):
+                Y[j, r] = Y[j, c]
+    for r in range(K):
+        if ez[r] != 0.0:
+            for j in range(m.nv):
+                Y[j, r] = 0.0
+
+
+@kernel
+def delassus(m, w, b, J, Y, Km, K):
+    """``Km = J Y = J A^-1 J^T`` (Eq. 5; K x K, symmetric; the zero rows' entries 0 without a
+    product), after :func:`responses`."""
+    ez = w.ez[b]
+    for a in range(K):
+        for c in range(a + 1):
+            s = 0.0
+            if ez[a] == 0.0 and ez[c] == 0.0:
+                for j in range(m.nv):
+                    s += J[a, j] * Y[j, c]
+            Km[a, c] = s
+            Km[c, a] = s
