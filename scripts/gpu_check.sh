@@ -7,10 +7,10 @@
 #   0. in the background from the start: every CUDA kernel of stages 1 and 3 and the CPU references
 #      of the agreement, each in its own process (16 cores), filling the disk caches
 #   1. compile time per stage, cold (its own empty cache) and from the disk cache in a second
-#      process: process start to the first step (scripts/bench_compile.py --device cuda --on-gpu)
+#      process: process start to the first step (scripts/bench/bench_compile.py --device cuda --on-gpu)
 #   2. real GPU vs CPU agreement on the humanoid with its floor and contact between bodies: euler
 #      (both layouts), pbad, pbfd, 20 steps of 8 trajectories
-#   3. throughput on gymnasium's humanoid (scripts/bench_gpu.py --cases g): euler, pbad, pbfd at
+#   3. throughput on gymnasium's humanoid (scripts/bench/bench_gpu.py --cases g): euler, pbad, pbfd at
 #      B 16k / 64k in both layouts with contact between bodies; euler and pbad with the floor only
 #      (as the table before issue 31); pbad fully inlined (PBSIM_CUDA_NOINLINE=none) against its
 #      out-of-line default; euler threads per block 64/128/256; pbfd's 16k drops (issue 30); nmdp
@@ -66,7 +66,7 @@ if [ -n "$MJCF" ]; then
 fi
 
 say "1. compile per stage, cold and cached (process start to first step)"
-timeout 140 python3 scripts/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
+timeout 140 python3 scripts/bench/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
   ${MJCF:+--mjcf $MJCF} --batch 16384 2>&1 | tee "$LOGS/compile_gpu.txt"
 say "compile done"
 
@@ -99,31 +99,31 @@ for integ, dt, lays in (("euler", 0.005, ("aos", "soa")), ("pbad", 0.02, ("aos",
 EOF
 
   say "3a. throughput with contact between bodies (the default scene): euler, pbad, pbfd; 16k/64k; aos/soa"
-  timeout 120 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd \
+  timeout 120 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$OUT/bench_g.png" 2>&1 | tee "$LOGS/bench_g.txt"
   say "3b. floor only (as the pre-issue-31 table): euler, pbad"
-  timeout 60 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
+  timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_floor.txt"
   say "3c. noinline cost: pbad fully inlined (PBSIM_CUDA_NOINLINE=none), aos, against 3a's aos rows"
-  timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
+  timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
     --batches 16384,65536 --layouts aos --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$LOGS/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_inlined.txt"
   say "3d. threads per block: euler soa 64k, tpb 64 / 128 / 256"
   for TPB in 64 128 256; do
-    timeout 30 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
+    timeout 30 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
       --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 --tpb $TPB --png "$LOGS/bench_tpb.png" 2>&1 \
       | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
   done
-  if [ -f scripts/pbfd_drops.py ]; then
+  if [ -f scripts/checks/pbfd_drops.py ]; then
     say "3e. pbfd drops on the GPU (issue 30): 16,384 starts, 2 s, dt 5/20/50 ms"
-    timeout 75 python3 scripts/pbfd_drops.py --device cuda --batch 16384 --dt 0.005,0.02,0.05 --mjcf "$MJCF" 2>&1 \
+    timeout 75 python3 scripts/checks/pbfd_drops.py --device cuda --batch 16384 --dt 0.005,0.02,0.05 --mjcf "$MJCF" 2>&1 \
       | grep "^|\|^pbfd" | tee "$LOGS/pbfd_drops.txt"
   fi
   say "3f. nmdp, floor only, if its background compile finished"
   if grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null; then
-    timeout 60 python3 scripts/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
+    timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
       --batches 16384 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 100 \
       --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^| g\|^row:\|Error" | tee "$LOGS/bench_nmdp.txt"
   else

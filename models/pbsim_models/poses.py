@@ -39,7 +39,7 @@ def symmetrize_robosimian(model) -> float:
     pose (limbs 3 and 4 are at ``(0, 1.5708, 0)``); here they get yaw pi exactly.  Afterwards body
     masses, centres of mass and inertias mirror front-back and left-right to 1e-3 m / 4e-3 kg m^2 except
     the torso's own centre of mass (-0.8, -2.1) mm off its origin, and the 16 sampled contact points
-    of each foot mirror exactly (scripts/nmdp_robosimian.py, docs/benchmarks/nmdp.md).  Returns the
+    of each foot mirror exactly (scripts/figures/nmdp_robosimian.py, docs/benchmarks/nmdp.md).  Returns the
     largest change of a rotation-matrix entry (0.01)."""
     c, s = np.cos(1.5708), np.sin(1.5708)  # Rz(pi) Ry(1.5708): the file's 1.5708, not pi/2
     R = np.array([[-c, 0.0, -s], [0.0, -1.0, 0.0], [-s, 0.0, c]])

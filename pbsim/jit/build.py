@@ -112,7 +112,7 @@ class BatchKernel:
     share nothing but the read-only model.  The price is one argument dispatch per thread
     (~40 us, under the GIL) instead of one per call: per-step batched calls measured 10-50 %
     slower on the 2-vCPU machine, batched ABA on 1000 states the same
-    (``scripts/bench_batch.py``, docs/benchmarks.md); multi-step calls amortize it.  Batches smaller than ``PARALLEL_MIN_BATCH``
+    (``scripts/bench/bench_batch.py``, docs/benchmarks.md); multi-step calls amortize it.  Batches smaller than ``PARALLEL_MIN_BATCH``
     (or one thread) run on the calling thread.
     """
 

@@ -41,7 +41,7 @@ def cuda_twin(disp, noinline=None):
 
 # Device functions (by Python name) that the CUDA build keeps out of line: NVVM otherwise inlines the
 # whole step into one function, and NVVM and ptxas time grow faster than linearly with its size
-# (scripts/bench_compile.py --device cuda, docs/benchmarks/gpu.md).  The CPU build is not affected.
+# (scripts/bench/bench_compile.py --device cuda, docs/benchmarks/gpu.md).  The CPU build is not affected.
 CUDA_NOINLINE_DEFAULT = ("aba_backward", "aba_forward", "accel_solve", "clamp_active_set", "contact_generalized_forces",
                          "control_torques", "crba_state", "rnea_state", "pbad2_eval", "lm_iterate", "lm_trial",
                          "joint_energy", "joint_gradient")

@@ -41,7 +41,7 @@ more free dofs than the factor's rows (``qp_work_as``'s ``kmax``), go to FISTA f
 stands.  No allocation, scalar loops, so the CUDA twin compiles.  Measured on QPs captured from
 the standing Robosimian (128 weights, rank <= 38): 122 against FISTA's 5954 iterations (means)
 and 570x less time for ne_mdp's, 87 against 578 and 53x for nmdp's proximal ones, at ``tol`` 1e-8
-(``scripts/bench_qp.py``, docs/benchmarks/nmdp.md "QP solver").
+(``scripts/bench/bench_qp.py``, docs/benchmarks/nmdp.md "QP solver").
 """
 
 import math

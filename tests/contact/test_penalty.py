@@ -1,5 +1,5 @@
 """Penalty contact with semi-implicit Euler: rest, rolling without tunnelling, sliding distance,
-robots dropped on plane and terrain (short versions; scripts/drop_robots.py runs 10 s)."""
+robots dropped on plane and terrain (short versions; scripts/checks/drop_robots.py runs 10 s)."""
 
 import numpy as np
 import pytest

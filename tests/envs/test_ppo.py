@@ -1,4 +1,4 @@
-"""scripts/train_hopper_ppo.py in miniature: the numpy MLP's backprop against finite differences,
+"""scripts/examples/train_hopper_ppo.py in miniature: the numpy MLP's backprop against finite differences,
 and two PPO updates on 4 hoppers of the native vector env writing the curve and the policy."""
 
 import os
@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def ppo():
     env = dict(os.environ)
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "examples"))
     try:
         import train_hopper_ppo
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "scripts" / "examples"))
         os.environ.clear()  # the script sets BLAS thread variables for its own process
         os.environ.update(env)
     return train_hopper_ppo

@@ -1,6 +1,6 @@
 """The examples of issue #21 in miniature: the policy evaluation runs with several contact-capable
-integrators (scripts/eval_policy.py), and CMA-ES on the swimmer's gait improves its forward
-distance within 3 generations (scripts/train_swimmer.py, pbsim.envs.gaits)."""
+integrators (scripts/examples/eval_policy.py), and CMA-ES on the swimmer's gait improves its forward
+distance within 3 generations (scripts/examples/train_swimmer.py, pbsim.envs.gaits)."""
 
 import sys
 from pathlib import Path
@@ -12,7 +12,7 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("cma")
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "examples"))
 
 
 def test_policy_evaluation_runs_with_contact_integrators():

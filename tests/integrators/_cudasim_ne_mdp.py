@@ -14,7 +14,7 @@ import numpy as np
 sys.path[:0] = [
     str(Path(__file__).parents[1]),
     str(Path(__file__).parents[2]),
-    str(Path(__file__).parents[2] / "scripts"),
+    str(Path(__file__).parents[2] / "scripts" / "figures"),
 ]
 
 from cudasim_steps import cpu_steps, gpu_steps, print_diffs  # noqa: E402

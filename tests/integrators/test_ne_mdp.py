@@ -24,7 +24,7 @@ from pbsim.integrators import State, make
 from pbsim.optim.qp import capped_simplex_project, qp_layout
 from test_limits import URDF as URDF_LIMITED  # the limited pendulum
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "figures"))
 from bench_ne_mdp import box, slide, stick  # noqa: E402
 
 G = 9.81

@@ -26,7 +26,7 @@ from pbsim.contact.nmdp import nmdp_vertices
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators import State, make
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "figures"))
 from bench_nmdp_incline import box, slide, stick  # noqa: E402
 
 G = 9.81
@@ -385,7 +385,7 @@ def test_pgm_step_on_cuda_backend_cudasim(tmp_path, method):
 
 
 def test_robosimian_script_measures_jump_apexes_and_step_cost_as_documented():
-    """scripts/nmdp_robosimian.py's B-T4 apex: the highest point from the push (0.8 s into each 2 s
+    """scripts/figures/nmdp_robosimian.py's B-T4 apex: the highest point from the push (0.8 s into each 2 s
     period) to the period's end, so the initial standing pose at t = 0 is no apex, and every full
     period counts even when float steps end at 9.99999 s; B-T8 compares the step cost only where
     ne_mdp completed."""
@@ -436,7 +436,7 @@ def test_kinetic_energy_metric_and_its_gradient(metric):
 
 
 def test_step_metric_lets_the_spider_jump_at_20ms():
-    """The two-mass mechanism (scripts/nmdp_two_mass.py): minimising 1/2 v^T H v with SPD implicit in
+    """The two-mass mechanism (scripts/figures/nmdp_two_mass.py): minimising 1/2 v^T H v with SPD implicit in
     the step lets the feet give way to the legs' push, so at 20 ms the spider's jump never leaves
     the ground (its torso stays below the stance); in the step's metric the contact stops the feet
     (maximal dissipation at the contacts) and the torso rises (measured, 10 s: apex -0.015 m vs

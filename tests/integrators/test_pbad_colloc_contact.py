@@ -123,7 +123,7 @@ def test_residual_jacobian_with_contact_fd(name, env):
 
 
 def _swimmer_drag(model):
-    """The swimmer of scripts/demo_swimmer.py: 4 drag points per link along its axis."""
+    """The swimmer of scripts/examples/demo_swimmer.py: 4 drag points per link along its axis."""
     pb, pl = [], []
     for i in range(model.nb):
         for s in (0.125, 0.375, 0.625, 0.875):

@@ -1,5 +1,5 @@
 """PBAD2 spider on a plane with Eq. 9 penalty contact (paper 000 Sec. 6.2): the contact gradient
-against central differences, and a short walk at dt = 0.05 (scripts/demo_spider.py runs 10 s)."""
+against central differences, and a short walk at dt = 0.05 (scripts/examples/demo_spider.py runs 10 s)."""
 
 import numpy as np
 

@@ -175,7 +175,7 @@ def test_fig5_pbd_friction_is_not_monotone_pbfd_is(box, dt):
     log-spaced values (1e-4 ... 1e4 of the nominal C_perp / (2 g dt^2 v0 T)).  pbfd's distance is
     non-increasing; pbd_friction's first decreases, then increases by >= 10 % between neighbours
     once the spurious normal force (gamma+1) C_par |u|^2 d outgrows C_perp d^2 and lifts the box
-    out of contact (measured, the same runs as scripts/fig_pbfd_sliding.py at dt 0.05: pbd_friction
+    out of contact (measured, the same runs as scripts/figures/fig_pbfd_sliding.py at dt 0.05: pbd_friction
     4.995 m at C_par 40, down to 2.01 m at 4e5, up to 4.84 m at 4e6 (+141 %) and 5.00 m at 4e9, max
     depth 3.53 mm -> 0.00 mm; pbfd 5.00 -> 0.006 m, never increasing; docs/benchmarks/pbfd.md)."""
     m, scene = box

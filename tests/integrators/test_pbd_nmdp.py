@@ -27,7 +27,7 @@ from pbsim.errors import InputError
 from pbsim.integrators import State, make
 from test_nmdp import CASES, _body_pose, _rel, _state_in_contact
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "figures"))
 from bench_nmdp_incline import box, slide, stick  # noqa: E402
 
 G = 9.81
@@ -210,7 +210,7 @@ def test_bad_options_are_input_errors(opts, match):
 
 
 def test_two_mass_mdp_jump_sinks_the_foot_by_the_predicted_fraction():
-    """scripts/nmdp_two_mass.py (docs/benchmarks/nmdp.md, "Why the jump does not lift off"): on
+    """scripts/figures/nmdp_two_mass.py (docs/benchmarks/nmdp.md, "Why the jump does not lift off"): on
     the exactly solved two-mass hopper the minimum-KE foot force lets the foot sink
     (M / (M + m)) (s - 1) / s of the 0.26 m push (within 10 %), so MDP lifts off at 1 ms and not
     at 5 or 50 ms, while rigid contact (LCP) lifts off at every dt; the same for the walk's push."""

@@ -1,4 +1,4 @@
-"""Robosimian standing on the DRC rough terrain with pbfd at dt 0.05 (scripts/robosimian_walk.py's
+"""Robosimian standing on the DRC rough terrain with pbfd at dt 0.05 (scripts/examples/robosimian_walk.py's
 world, cropped): 1 s under SPD, feet and torso as contact points."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def test_newton_broyden_riqn_same_trajectory():
 
 def test_energy_bounded_while_euler_drifts():
     """Paper 004 Fig. 2b in small: 10-link chain under gravity, 1000 steps at 1 ms (the 1e5-step
-    version is scripts/fig_variational_energy.py).  Variational: O(dt^2) bounded error (measured
+    version is scripts/figures/fig_variational_energy.py).  Variational: O(dt^2) bounded error (measured
     7.8e-4 J at 1 ms, 3.1e-3 J at 2 ms); semi-implicit Euler gains 0.27 J in 1 s."""
     model = pbsim_models.chain(10)
     q0 = np.zeros(10)

@@ -2,14 +2,14 @@
 pybullet_data/mjcf) is loaded, with ABA and CRBA finite at 3 random states, or refused with a
 PbsimError naming the file and a reason; no other exception.  Every file the reference parser
 loads (Pinocchio's buildModelFromUrdf, MuJoCo's MjModel.from_xml_path) is loaded by pbsim, with the
-same mass matrix, except the reasons listed in scripts/corpus.py RETRY (docs/robots.md), and those
-load with the option named there.  ``python scripts/corpus.py`` prints the counts table."""
+same mass matrix, except the reasons listed in scripts/checks/corpus.py RETRY (docs/robots.md), and those
+load with the option named there.  ``python scripts/checks/corpus.py`` prints the counts table."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts import corpus as C
+from scripts.checks import corpus as C
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_mass_matrix_equals_the_reference(records):
 
 
 def test_mjcf_table_names_what_is_dropped(tmp_path):
-    """scripts/corpus.py's MJCF table (no corpus needed): a row per file with bodies/DOF and one
+    """scripts/checks/corpus.py's MJCF table (no corpus needed): a row per file with bodies/DOF and one
     phrase per note, a refusal with its reason, and per-kind file counts."""
     f = tmp_path / "m.xml"
     f.write_text(

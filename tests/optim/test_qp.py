@@ -356,7 +356,7 @@ def test_active_set_equals_reference(rng, kind):
 def test_active_set_needs_far_fewer_iterations_than_fista(rng):
     """On ill-conditioned low-rank contact QPs (curvature ratio 1e6, rank 38 < 128 weights, as the
     Robosimian's) both reach 1e-9; the active-set method in < 1/4 of FISTA's iterations in all
-    (on the Robosimian's own QPs the ratio is 10-80: scripts/bench_qp.py), at the same objective."""
+    (on the Robosimian's own QPs the ratio is 10-80: scripts/bench/bench_qp.py), at the same objective."""
     its_a = its_f = 0
     for _ in range(3):
         A, b, layout = _contact_qp(rng, ncontacts=32, rank=38, ratio=1e6, boxes=False)

@@ -35,7 +35,7 @@ in ``w`` weighs the contact velocity ``J (H + diag(arm))^-1 H thetadot``; only w
 is it ``J thetadot``, the maximal dissipation principle at the contacts (Stewart's: the friction
 force opposes the contact's sliding velocity).  With SPD implicit in the step, ``"inertia"`` lets a
 stance foot give way to its own leg's push by the fraction ``(s - 1) / s``, ``s = 1 + h (Kd + h
-Kp) / mu`` (scripts/nmdp_two_mass.py).  Measured on the Robosimian, 10 s at 5-50 ms: the walk's
+Kp) / mu`` (scripts/figures/nmdp_two_mass.py).  Measured on the Robosimian, 10 s at 5-50 ms: the walk's
 distance spread across dt drops from 0.275 to 0.054 m, and the jump lifts off at every dt to 25 ms.
 But at 50 ms, where the 0.15 s push spans three steps, the jump tilts 3.8 deg (docs/benchmarks/nmdp.md).
 The position-based form keeps Eq. 12's K.

@@ -53,7 +53,7 @@ def pair_landing_limit(m, s, T, xi, dx, frac):
 def pbd_lbfgs_limit(P, b, slope):
     """LBFGS hook (PBAD's loop has none): PBFD's landing limit and trust cap on the direction
     (:func:`~pbsim.integrators.pbfd.solve.lbfgs_trust`; without it LBFGS sent the falling chain
-    of scripts/fig_pbfd_optimizers.py 4e4 m away)."""
+    of scripts/figures/fig_pbfd_optimizers.py 4e4 m away)."""
     m, s, pm, c, w, wf, pw, q, v, dt = P
     return lbfgs_trust(m, s, pw, b, slope)
 

@@ -37,7 +37,7 @@ Measured (the same 10 s runs): min alpha dt nmdp_zo 3.12 -> 12.5 ms, pbd_nmdp_zo
 the first order is untouched (``|G|_2``, ``max_step`` a failure).  That chord iteration (option
 ``projection="chord"`` of the zeroth-order forms) is still what made them slow at large dt on a
 body lying on the floor: counted on the gymnasium humanoid dropped from qpos0 and a small 18-DOF
-quadruped (issue 30, ``scripts/bench_large_dt.py``), 2,750-3,900 chord steps and 12,000-18,600
+quadruped (issue 30, ``scripts/bench/bench_large_dt.py``), 2,750-3,900 chord steps and 12,000-18,600
 evaluations per 50 ms step, 60-154 s of wall per simulated second.  **[ours]** The default
 ``projection="newton"`` projects with the exact A of Eq. 9 (the contact stiffness ``J^T (dv/dtheta)
 w`` included, the same Newton iteration as the first order: its root of ``G(., w) = 0`` is the one
