@@ -107,12 +107,20 @@ def test_gripper_closes_with_pbad_at_large_dt(tmp_path, dt):
     """Position-based: the fixed-tendon servos as potentials of the step; the fingers come to
     MuJoCo's resting opening (1 ms RK4) at 20 and 50 ms.  (The spatial cable's motor is dropped:
     pbad refuses a spatial tendon with an actuator.)"""
-    import mujoco
-
     xml = GRIPPER.replace('<motor name="pull" tendon="cable" gear="3"/>', "")
     m, mj = _load(tmp_path, xml)
     with pytest.raises(pbsim.InputError, match="spatial tendons"):
         pbsim.integrators.make("pbad", _load(tmp_path)[0])
+    u, q0, ref = mujoco_rest(mj)
+    tr = pbsim.rollout(m, "pbad", dt=dt, steps=int(round(2.0 / dt)), q0=q0, control=pbsim.Control(ctrl=u))
+    assert np.abs(tr.q[-1, :2] - ref[:2]).max() < 1e-3, (tr.q[-1], ref)
+
+
+def mujoco_rest(mj):
+    """The closing gripper's ``ctrl``, start ``q0`` and MuJoCo's state after 2 s of 1 ms RK4 (the
+    large-dt tests' reference; the gripper without the cable motor)."""
+    import mujoco
+
     u = np.array([0.02, 0.0, 0.2])
     q0 = np.array([-0.01, 0.005, 0.0])
     mj.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
@@ -120,8 +128,7 @@ def test_gripper_closes_with_pbad_at_large_dt(tmp_path, dt):
     d.qpos[:], d.ctrl[:] = q0, u
     for _ in range(2000):
         mujoco.mj_step(mj, d)
-    tr = pbsim.rollout(m, "pbad", dt=dt, steps=int(round(2.0 / dt)), q0=q0, control=pbsim.Control(ctrl=u))
-    assert np.abs(tr.q[-1, :2] - d.qpos[:2]).max() < 1e-3, (tr.q[-1], d.qpos)
+    return u, q0, d.qpos.copy()
 
 
 SITES = GRIPPER.replace(

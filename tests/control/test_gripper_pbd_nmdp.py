@@ -8,7 +8,7 @@ import pytest
 
 import pbsim
 
-from tests.control.test_actuators_tendon import GRIPPER, _load
+from tests.control.test_actuators_tendon import GRIPPER, _load, mujoco_rest
 
 
 @pytest.mark.parametrize("dt", [0.02, 0.05])
@@ -16,19 +16,11 @@ def test_gripper_closes_with_pbd_nmdp_at_large_dt(tmp_path, dt):
     """The fingers' joints after 2 s within 1e-3 m of MuJoCo's 1 ms RK4 run (which rests them at
     0.0145 / 0.0295 m); the wrist swings freely under gravity and is not compared (MuJoCo's own
     wrist angle depends on its integrator)."""
-    import mujoco
-
     xml = GRIPPER.replace('<motor name="pull" tendon="cable" gear="3"/>', "")
     m, mj = _load(tmp_path, xml)
-    u = np.array([0.02, 0.0, 0.2])
-    q0 = np.array([-0.01, 0.005, 0.0])
-    mj.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    d = mujoco.MjData(mj)
-    d.qpos[:], d.ctrl[:] = q0, u
-    for _ in range(2000):
-        mujoco.mj_step(mj, d)
+    u, q0, ref = mujoco_rest(mj)
     tr = pbsim.rollout(m, "pbd_nmdp", dt=dt, steps=int(round(2.0 / dt)), q0=q0, control=pbsim.Control(ctrl=u))
-    assert np.abs(tr.q[-1, :2] - d.qpos[:2]).max() < 1e-3, (tr.q[-1], d.qpos)
+    assert np.abs(tr.q[-1, :2] - ref[:2]).max() < 1e-3, (tr.q[-1], ref)
     assert abs(0.5 * (tr.q[-1, 0] + tr.q[-1, 1]) - 0.5 * (q0[0] + q0[1])) > 0.015  # it moved: closed by 2 cm
 
 
