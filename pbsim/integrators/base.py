@@ -170,6 +170,9 @@ class Integrator:
     # applies the forces of spatial tendons (pbsim.dynamics.tendon: the explicit steps); a method
     # that does not (the position-based ones: fixed tendons only) refuses such a model here
     spatial_tendons = True
+    # holds fixed tendons and their actuators' servos as potentials of the step (the position-based
+    # methods); every other method applies a tendon servo explicitly (Integrator.warn_explicit_servos)
+    tendon_potentials = False
     # holds equality constraints (Model.equality: the explicit steps, pbsim.dynamics.equality); a
     # method that does not refuses a model with active ones here, naming them
     supports_equality = False
@@ -203,11 +206,10 @@ class Integrator:
 
     def warn_explicit_servos(self, q, dt: float, control=None, stacklevel: int = 3):
         """Warn once per dt when this method applies a tendon actuator's servo terms explicitly
-        (every method but the position-based ones, whose step holds fixed tendons as potentials)
-        at a dt beyond their explicit stability bound at ``q``
+        (``not tendon_potentials``) at a dt beyond their explicit stability bound at ``q``
         (:func:`pbsim.dynamics.tendon.explicit_servo_limits`): such a run oscillates, possibly
         without diverging."""
-        if not self.spatial_tendons or not getattr(self.model, "ntendon", 0) or getattr(control, "ctrl", None) is None:
+        if self.tendon_potentials or not getattr(self.model, "ntendon", 0) or getattr(control, "ctrl", None) is None:
             return
         done = self.__dict__.setdefault("_servo_checked", set())
         if dt in done:

@@ -29,6 +29,7 @@ from pbsim.optim.substep import failed, substep
 class _PbadBase(Integrator):
     implicit = True
     spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
+    tendon_potentials = True
     order = 2
     OPTIONS = (
         Option("optimizer", "lm", "minimiser of the step objective (Levenberg-Marquardt or LBFGS)", "str",

@@ -51,6 +51,7 @@ class PbdNmdp(PgmIntegrator):
     ZO = False
     supports_equality = True  # PBAD's penalty in Eq. 12 and the end-of-step projection (pbsim.dynamics.equality)
     spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
+    tendon_potentials = True
     OPTIONS = _options(200, GAMMA0_FO)
     STEP = StepSpec(pbd_nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES,
                     used=PGM_USED)

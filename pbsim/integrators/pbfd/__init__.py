@@ -85,6 +85,7 @@ class Pbfd(Integrator):
     name = "pbfd"
     implicit = True
     spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
+    tendon_potentials = True
     OPTIONS = (
         Option("optimizer", "lm", "minimiser of GE = |r|^2/2: JTJ Levenberg-Marquardt (QR-solved) or LBFGS", "str",
                ("lm", "lbfgs")),
