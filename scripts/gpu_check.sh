@@ -9,11 +9,11 @@
 #   1. compile time per stage, cold (its own empty cache) and from the disk cache in a second
 #      process: process start to the first step (scripts/bench/bench_compile.py --device cuda --on-gpu)
 #   2. real GPU vs CPU agreement on the humanoid with its floor and contact between bodies: euler
-#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories
+#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories; then pbfd's 16k drops (issue 30)
 #   3. throughput on gymnasium's humanoid (scripts/bench/bench_gpu.py --cases g): euler, pbad, pbfd at
 #      B 16k / 64k in both layouts with contact between bodies; euler and pbad with the floor only
 #      (as the table before issue 31); pbad fully inlined (PBSIM_CUDA_NOINLINE=none) against its
-#      out-of-line default; euler threads per block 64/128/256; pbfd's 16k drops (issue 30); nmdp
+#      out-of-line default; euler threads per block 64/128/256; nmdp
 #      with the floor only if its (slow) compile finished
 #   4. MJX on the same file, if jax and mujoco-mjx are importable (carried or in the image)
 #   GPU_CHECK_TWINS=1 adds the broad twin check (tests/backends/cudasim_check.py) at the end.
@@ -76,7 +76,7 @@ if [ -n "$MJCF" ]; then
   grep -h "compiled\|Error" "$LOGS"/pre_*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
 
   say "2. agreement: real GPU vs CPU (gym humanoid, floor and contact between bodies)"
-  timeout 90 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee "$LOGS/agreement.txt"
+  timeout 90 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee "$LOGS/agreement.txt" "$OUT/agreement.txt"
 import sys, time
 import numpy as np
 import pbsim
@@ -98,10 +98,15 @@ for integ, dt, lays in (("euler", 0.005, ("aos", "soa")), ("pbad", 0.02, ("aos",
               f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
 EOF
 
+  if [ -f scripts/checks/pbfd_drops.py ]; then
+    say "2b. pbfd drops on the GPU (issue 30): 16,384 starts, 2 s, dt 5/20/50 ms"
+    timeout 110 python3 scripts/checks/pbfd_drops.py --device cuda --batch 16384 --dt 0.005,0.02,0.05 --mjcf "$MJCF" 2>&1 \
+      | grep "^|\|^pbfd" | tee "$LOGS/pbfd_drops.txt" "$OUT/pbfd_drops.txt"
+  fi
   say "3a. throughput with contact between bodies (the default scene): euler, pbad, pbfd; 16k/64k; aos/soa"
   timeout 120 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
-    --png "$OUT/bench_g.png" 2>&1 | tee "$LOGS/bench_g.txt"
+    --png "$OUT/bench_g.png" 2>&1 | tee "$LOGS/bench_g.txt" "$OUT/bench_g.txt"
   say "3b. floor only (as the pre-issue-31 table): euler, pbad"
   timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
@@ -116,11 +121,6 @@ EOF
       --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 --tpb $TPB --png "$LOGS/bench_tpb.png" 2>&1 \
       | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
   done
-  if [ -f scripts/checks/pbfd_drops.py ]; then
-    say "3e. pbfd drops on the GPU (issue 30): 16,384 starts, 2 s, dt 5/20/50 ms"
-    timeout 75 python3 scripts/checks/pbfd_drops.py --device cuda --batch 16384 --dt 0.005,0.02,0.05 --mjcf "$MJCF" 2>&1 \
-      | grep "^|\|^pbfd" | tee "$LOGS/pbfd_drops.txt"
-  fi
   say "3f. nmdp, floor only, if its background compile finished"
   if grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null; then
     timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
