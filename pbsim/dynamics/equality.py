@@ -14,7 +14,11 @@ which a row whose pivot vanishes (a row dependent on earlier ones: the out-of-pl
 planar loop) is dropped with multiplier 0.  Violations are removed
 after every step by projection (post-stabilisation, Ascher et al. 1994) in the metric ``A`` with
 the step's factor: ``q <- q (+) A^-1 J^T lambda_q``, ``(J A^-1 J^T) lambda_q = -phi(q)``, then
-``v <- v + A^-1 J^T lambda_v``, ``(J A^-1 J^T) lambda_v = -J(q) v``.
+``v <- v + A^-1 J^T lambda_v``, ``(J A^-1 J^T) lambda_v = -J(q) v`` (Runge-Kutta).  Semi-implicit
+Euler instead aims its acceleration at the new position's constraint
+(:func:`equality_step_target`) and projects q alone, with ``phi`` only (no Jacobian at the new q);
+where every row is linear in q (:func:`eq_rows_linear`) that aim is exact, and the start's own
+violation is removed inside the position update (:func:`equality_correction`), with no projection.
 
 Rows (world axes; body b's pose ``(R_b, x_b)``, its world angular velocity ``w_b``):
 
@@ -73,9 +77,9 @@ def eq_bias_pass(m, w, b):
 
 
 @kernel
-def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias):
+def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias, with_j):
     """Add ``sign`` times body ``body``'s point ``pt`` (body frame) to rows r0..r0+2: its world
-    position to ``phi``, its linear Jacobian to ``J`` and (``with_bias``) its classical
+    position to ``phi``, (``with_j``) its linear Jacobian to ``J`` and (``with_bias``) its classical
     acceleration at ``qdd = 0`` to ``bias`` (needs ``w.vel`` and :func:`eq_bias_pass`)."""
     if body < 0:  # the world: a fixed point
         for k in range(3):
@@ -100,6 +104,8 @@ def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias):
         az = ab[5] + ab[0] * pt[1] - ab[1] * pt[0] + vb[0] * vy - vb[1] * vx
         for k in range(3):
             bias[r0 + k] += sign * (Rw[body, k, 0] * ax + Rw[body, k, 1] * ay + Rw[body, k, 2] * az)
+    if not with_j:
+        return
     Sw = w.eS[b]
     j = body
     while j >= 0:  # the point's velocity per DOF: v0 + w0 x p with the world axes (delassus Eq. 1)
@@ -166,7 +172,7 @@ def eq_angular(m, w, b, body, sign, Rt, J, r0, wout, wdout, with_bias):
 
 
 @kernel
-def eq_weld_rot(m, w, b, e, J, r0, phi, bias, with_bias):
+def eq_weld_rot(m, w, b, e, J, r0, phi, bias, with_bias, with_j):
     """The weld's rotation rows r0..r0+2 (module doc): ``phi = vec(conj(Q_2) Q_1)``, ``J = G (J_w1 -
     J_w2)`` and the bias.  Uses ``w.tmp[b]`` as scratch."""
     b1 = m.eq_body[e, 0]
@@ -192,6 +198,8 @@ def eq_weld_rot(m, w, b, e, J, r0, phi, bias, with_bias):
     phi[r0] += ex
     phi[r0 + 1] += ey
     phi[r0 + 2] += ez
+    if not with_j:
+        return
     # G = 1/2 (s I - [e]x) R2^T
     for c in range(3):
         t0 = R2[c, 0]
@@ -254,7 +262,7 @@ def eq_scalar(m, e, side, q, v):
 
 
 @kernel
-def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias):
+def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias, with_j):
     """Row r of a joint/tendon constraint: ``phi = (y_1 - r_1) - P(x)``, ``x = y_2 - r_2``,
     ``J = c_1 - P'(x) c_2``, bias ``-P''(x) ydot_2^2``."""
     a = m.eq_poly[e]
@@ -275,6 +283,8 @@ def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias):
     phi[r] = y1 - m.eq_ref[e, 0] - p
     if with_bias:
         bias[r] = -ddp * yd2 * yd2
+    if not with_j:
+        return
     if m.eq_type[e] == JOINT:
         J[r, m.eq_jv[e, 0]] += 1.0
         if two:
@@ -287,31 +297,47 @@ def eq_scalar_row(m, e, q, v, J, r, phi, bias, with_bias):
 
 
 @kernel
-def equality_rows(m, w, b, q, v, with_bias):
-    """Rows of the active constraints at state b into ``w.eJ``, ``w.er`` (phi) and, with
-    ``with_bias``, ``w.ea`` (the bias ``J' v``).  Expects world poses (and for the bias the
-    velocity pass and :func:`eq_bias_pass`).  Leaves the world axes in ``w.eS``."""
+def equality_rows(m, w, b, q, v, with_bias, with_j):
+    """Rows of the active constraints at state b into ``w.er`` (phi), with ``with_j`` ``w.eJ`` and
+    with ``with_bias`` ``w.ea`` (the bias ``J' v``).  Expects world poses (and for the bias the
+    velocity pass and :func:`eq_bias_pass`).  With ``with_j``, leaves the world axes in ``w.eS``."""
     K = w.eJ.shape[1]
     J = w.eJ[b]
     phi = w.er[b]
     bias = w.ea[b]
-    if eq_has_bodies(m):
+    if with_j and eq_has_bodies(m):
         world_motion_axes(m, w, b)
     for r in range(K):
         phi[r] = 0.0
         bias[r] = 0.0
-        for j in range(m.nv):
-            J[r, j] = 0.0
+        if with_j:
+            for j in range(m.nv):
+                J[r, j] = 0.0
     for e in range(m.eq_type.shape[0]):
         r0 = m.eq_row[e]
         t = m.eq_type[e]
         if t == CONNECT or t == WELD:
-            eq_point_rows(m, w, b, m.eq_body[e, 0], m.eq_point[e, 0], 1.0, J, r0, phi, bias, with_bias)
-            eq_point_rows(m, w, b, m.eq_body[e, 1], m.eq_point[e, 1], -1.0, J, r0, phi, bias, with_bias)
+            eq_point_rows(m, w, b, m.eq_body[e, 0], m.eq_point[e, 0], 1.0, J, r0, phi, bias, with_bias, with_j)
+            eq_point_rows(m, w, b, m.eq_body[e, 1], m.eq_point[e, 1], -1.0, J, r0, phi, bias, with_bias, with_j)
             if t == WELD and m.eq_nrow[e] == 6:
-                eq_weld_rot(m, w, b, e, J, r0 + 3, phi, bias, with_bias)
+                eq_weld_rot(m, w, b, e, J, r0 + 3, phi, bias, with_bias, with_j)
         else:
-            eq_scalar_row(m, e, q, v, J, r0, phi, bias, with_bias)
+            eq_scalar_row(m, e, q, v, J, r0, phi, bias, with_bias, with_j)
+
+
+@kernel
+def eq_rows_linear(m):
+    """Whether every active row is linear in q (joint/tendon rows whose polynomial has degree <= 1,
+    on hinge/slide coordinates): then a step's position update keeps them exactly, with no
+    projection at the new q."""
+    for e in range(m.eq_type.shape[0]):
+        t = m.eq_type[e]
+        if t == CONNECT or t == WELD:
+            return False
+        a = m.eq_poly[e]
+        if m.eq_jq[e, 1] >= 0 and (a[2] != 0.0 or a[3] != 0.0 or a[4] != 0.0):
+            return False
+    return True
 
 
 @kernel
@@ -379,7 +405,7 @@ def equality_accel(m, w, b, q, v, qdd):
     world_pass(m, w, b)
     if eq_has_bodies(m):
         eq_bias_pass(m, w, b)
-    equality_rows(m, w, b, q, v, True)
+    equality_rows(m, w, b, q, v, True, True)
     J = w.eJ[b]
     Y = w.eY[b]
     Km = w.eK[b]
@@ -412,7 +438,7 @@ def equality_project(m, w, b, q, v, with_velocity):
         return
     if eq_has_bodies(m):
         fk_state(m, w, b, q)
-    equality_rows(m, w, b, q, v, False)
+    equality_rows(m, w, b, q, v, False, with_velocity)  # J(q) only for the velocity projection
     Y = w.eY[b]
     lam = w.el[b]
     dq = w.edq[b]
@@ -427,6 +453,28 @@ def equality_project(m, w, b, q, v, with_velocity):
     if with_velocity:
         equality_project_velocity(m, w, b, v)
     integrate_config(m, q, dq, q, w.Rj[b])
+
+
+@kernel
+def equality_correction(m, w, b, dq):
+    """``dq += A^-1 J^T lambda_q``, ``(J A^-1 J^T) lambda_q = -phi`` with the rows, responses and
+    factor :func:`equality_accel` left at the step's start q: the projection's Newton step taken
+    inside the step's own position update (``q+ = q (+) (dt v+ + dq_c)``) of semi-implicit Euler
+    whose rows are all linear in q (:func:`eq_rows_linear`): then ``phi(q+) = 0`` to round-off and
+    no projection at q+ is needed; v is not changed (no velocity kick)."""
+    K = w.eJ.shape[1]
+    if K == 0:
+        return
+    Y = w.eY[b]
+    lam = w.el[b]
+    for r in range(K):
+        lam[r] = -w.er[b, r]
+    eq_solve(w.eK[b], w.ed[b], lam, K)
+    for j in range(m.nv):
+        s = 0.0
+        for r in range(K):
+            s += Y[j, r] * lam[r]
+        dq[j] += s
 
 
 @kernel
@@ -457,7 +505,7 @@ def equality_rows_batch(m, w, q, v):
         velocity_pass(m, w, b, q[b], v[b])
         world_pass(m, w, b)
         eq_bias_pass(m, w, b)
-        equality_rows(m, w, b, q[b], v[b], True)
+        equality_rows(m, w, b, q[b], v[b], True, True)
 
 
 def equality_residual(model, q, v=None):
@@ -512,7 +560,7 @@ def equality_penalty(m, w, b, q, v, dt, want_g, want_h, g, H):
     if K == 0:
         return 0.0
     fk_state(m, w, b, q)
-    equality_rows(m, w, b, q, v, False)
+    equality_rows(m, w, b, q, v, False, want_g or want_h)
     mt = 0.0
     for i in range(m.nb):
         mt += m.mass[i]
@@ -559,7 +607,7 @@ def equality_project_mass(m, w, b, q, iters):
     for _it in range(iters):
         minv_factor(m, w, b, q, zero, zero)
         world_pass(m, w, b)
-        equality_rows(m, w, b, q, zero, False)
+        equality_rows(m, w, b, q, zero, False, True)
         J = w.eJ[b]
         if not eq_has_bodies(m):
             world_motion_axes(m, w, b)

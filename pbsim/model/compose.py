@@ -95,8 +95,8 @@ def combine(*parts, name: str | None = None) -> Model:
     """One Model of ``parts`` (Models, or ``(model, position)`` / ``(model, (x, y, z, qw, qx, qy,
     qz))`` to place a part whose root is free: its default configuration's root pose is replaced).
     Bodies, joints, q and v follow each other in the order given; a name that repeats gets its
-    part's name as prefix.  The first part's gravity holds.  Parts with actuators: only the first
-    (a later part's actuators are refused by name)."""
+    part's name as prefix.  The first part's gravity holds.  Actuators, equality constraints,
+    tendons and keyframes: the first part's (a later part's are refused by name)."""
     items = []
     for p in parts:
         model, pose = p if isinstance(p, tuple) else (p, None)
@@ -106,10 +106,19 @@ def combine(*parts, name: str | None = None) -> Model:
     if not items:
         raise InputError("combine: no models given")
     for model, _ in items[1:]:
-        if model.nu:
+        what = [
+            k
+            for k, n in (
+                ("actuators", model.nu),
+                ("equality constraints", len(model.equality)),
+                ("tendons", model.ntendon),
+            )
+            if n
+        ]
+        if what:
             raise InputError(
-                f"combine: the actuators of {model.name!r} would be dropped; give the model with "
-                "actuators first (only its actuators are kept)"
+                f"combine: the {' and '.join(what)} of {model.name!r} would be dropped; give the model with "
+                f"them first (only the first part's actuators, equality constraints, tendons and keyframes are kept)"
             )
     body_names, joint_names, taken_b, taken_j = [], [], set(), set()
     arrays = {k: [] for k in ("parent",) + PER_BODY_DOF}
@@ -181,6 +190,17 @@ def combine(*parts, name: str | None = None) -> Model:
                 if geoms[gi_].role != "collision":
                     geoms[gi_] = dataclasses.replace(geoms[gi_], role="collision")
     first = items[0][0]
+    # the first part's bodies, joints, DOFs, frames and geoms keep their indices and names: its
+    # actuators, equality constraints, tendons and keyframes hold as they are (keyframes: the other
+    # parts at their default configuration, at rest)
+    keyframes = {
+        k: dataclasses.replace(
+            kf,
+            q=np.concatenate([kf.q] + qdef[1:]),
+            v=np.concatenate([kf.v] + [np.zeros(m.nv) for m, _ in items[1:]]),
+        )
+        for k, kf in first.keyframes.items()
+    }
     cat = {k: np.concatenate(v) for k, v in arrays.items()}
     springref = cat.pop("springref")
     out = Model(
@@ -202,5 +222,8 @@ def combine(*parts, name: str | None = None) -> Model:
         contact_pairs=pairs,
         contact_disabled=any(m.contact_disabled for m, _ in items),
         body_group=np.concatenate(groups),
+        equality=[dataclasses.replace(e) for e in first.equality],
+        tendons=first.tendons,
+        keyframes=keyframes,
     )
     return out

@@ -66,7 +66,7 @@ def _check_delassus(model, seed):
     for q, v, arm in _states(model, 5, seed):
         _factor(model, w, q, v, arm, np.zeros(model.nv))
         world_pass(m, w, 0)
-        equality_rows(m, w, 0, q, v, False)
+        equality_rows(m, w, 0, q, v, False, True)
         world_motion_axes(m, w, 0)
         world_force_axes(m, w, 0)
         responses(m, w, 0, w.eJ[0], w.eY[0], K)
@@ -106,7 +106,7 @@ def test_equality_accel_is_kkt(tmp_path):
         velocity_pass(m, w, 0, q, v)
         world_pass(m, w, 0)
         eq_bias_pass(m, w, 0)
-        equality_rows(m, w, 0, q, v, True)
+        equality_rows(m, w, 0, q, v, True, True)
         J, bias = w.eJ[0].copy(), w.ea[0].copy()
         A = crba(model, q) + np.diag(arm)
         lam = np.linalg.solve(J @ np.linalg.solve(A, J.T), -bias - J @ qdd0)

@@ -267,3 +267,26 @@ def test_inconsistent_start_is_projected(tmp_path, integ):
         viol = [np.abs(equality_residual(m, q)[0]).max() for q in tr.q]
         assert max(viol[10:]) < 1e-6, (name, viol[:12])
         assert np.abs(tr.v).max() < 10.0, (name, np.abs(tr.v).max())
+
+
+def test_combine_keeps_the_first_parts_constraints_tendons_and_keyframes(tmp_path):
+    """``pbsim.combine(robot, object)`` keeps the robot's equality constraints, tendons and
+    keyframes (its indices come first), so the tendon-coupled pair moves as on its own (the free
+    box beside it does not touch it); a later part's constraints are refused by name."""
+    xml = _xml("tendon", 1e-3, "Euler").replace(
+        "</mujoco>", '<keyframe><key name="bent" qpos="0.3 -0.2 0.1"/></keyframe></mujoco>'
+    )
+    m = _load(tmp_path, "tendon", xml)
+    box = pbsim.free_object("box", (0.05, 0.05, 0.05), 0.5, "box")
+    two = pbsim.combine(m, (box, (2.0, 0.0, 1.0)))
+    assert [e.name for e in two.equality] == ["tt"] and two.ntendon == 2 and two.neq_rows == 1
+    key = two.keyframes["bent"]
+    assert key.q.shape == (two.nq,) and np.allclose(key.q[:3], [0.3, -0.2, 0.1]) and key.v.shape == (two.nv,)
+    alone = pbsim.rollout(m, "euler", dt=1e-3, steps=300, q0=m.default_configuration())
+    tr = pbsim.rollout(two, "euler", dt=1e-3, steps=300, q0=two.default_configuration())
+    viol = max(np.abs(equality_residual(two, q)[0]).max() for q in tr.q)
+    assert viol < 1e-6, viol
+    assert np.abs(tr.q[-1, :3] - alone.q[-1]).max() < 1e-9  # the pair moves as on its own
+    assert np.abs(alone.q[-1] - alone.q[0]).max() > 0.05  # ... and it moved
+    with pytest.raises(InputError, match="equality constraints and tendons of 'tendon'"):
+        pbsim.combine(box, m)

@@ -18,7 +18,8 @@ FEATURES = {
     "contact": ("contact_generalized_forces",),  # penalty contact with the scene
     "body_contact": ("pair_generalized_forces",),  # penalty contact between bodies
     # equality constraints (pbsim.dynamics.equality)
-    "equality": ("equality_accel", "equality_project", "equality_step_target", "equality_project_velocity"),
+    "equality": ("equality_accel", "equality_project", "equality_step_target", "equality_correction",
+                 "equality_project_velocity"),
 }
 
 

@@ -11,7 +11,10 @@ masters (which also corrects an initial state that violates the coupling).  Equa
 constraints likewise (:mod:`pbsim.dynamics.equality`): constrained accelerations, and each step
 ends with one projection of (q, v) onto the constraints (RK); semi-implicit Euler aims the
 acceleration at the new position's constraint (:func:`~pbsim.dynamics.equality.equality_step_target`)
-and projects q alone (its velocity projection costs first-order accuracy).
+and projects q alone (its velocity projection costs first-order accuracy); where every row is
+linear in q (joint and tendon couplings of degree <= 1) its position update keeps them exactly, so
+the start's violation is removed inside that update
+(:func:`~pbsim.dynamics.equality.equality_correction`) and no projection runs at the new q.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import numpy as np
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
-from pbsim.dynamics.equality import equality_project, equality_step_target
+from pbsim.dynamics.equality import eq_rows_linear, equality_correction, equality_project, equality_step_target
 from pbsim.dynamics.mimic import mimic_project
 from pbsim.dynamics.passive import limit_project
 from pbsim.integrators.explicit.forces import forward_dynamics
@@ -46,9 +49,13 @@ def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
     for j in range(m.nv):
         vn[b, j] = v[b, j] + dt * qdd[j]
         sw.dq[b, j] = dt * vn[b, j]
+    linear = eq_rows_linear(m)
+    if linear:  # rows linear in q: this update keeps them exactly, the start's violation removed in it
+        equality_correction(m, w, b, sw.dq[b])
     integrate_config(m, q[b], sw.dq[b], qn[b], w.Rj[b])
     mimic_project(m, qn[b], vn[b])
-    equality_project(m, w, b, qn[b], vn[b], False)  # equality constraints: q back onto them (O(dt^3))
+    if not linear:  # equality constraints: q back onto them (O(dt^3))
+        equality_project(m, w, b, qn[b], vn[b], False)
 
 
 @kernel
