@@ -359,6 +359,7 @@ class _KernelLoop:
                     iters,
                     fbs,
                     stop,
+                    False,
                 )
 
         k, chunk = 0, steps

@@ -82,6 +82,23 @@ def test_read_only_inputs_do_not_recompile():
     assert cw.compilations == 0
 
 
+def test_models_with_given_limit_gains_do_not_recompile():
+    """The model's own arrays likewise: limit gains given per joint (every combined model, an MJCF
+    with its own limit stiffness) were broadcast views, read-only, and every kernel compiled a
+    second time for such a model (the suite compiled ~10 drivers twice)."""
+    m = pbsim_models.chain(3)
+    two = pbsim.combine(m, (pbsim.free_object("box", (0.05, 0.05, 0.05), 0.5), (0.0, 0.0, 1.0)))
+    assert two.limit_stiffness is not None
+    assert all(a.flags.writeable for a in two.k if isinstance(a, np.ndarray))
+    frozen = pbsim_models.chain(3)
+    frozen.limit_damping = np.broadcast_to(0.5, (frozen.nv,))
+    assert all(a.flags.writeable for a in frozen.k if isinstance(a, np.ndarray))
+    pbsim.rollout(m, "euler", dt=1e-3, steps=2)
+    with CompileWatch("euler", notice=False) as cw:
+        pbsim.rollout(frozen, "euler", dt=1e-3, steps=2)
+    assert cw.compilations == 0
+
+
 def test_cli_summary_has_compile_s_and_wall_without_it():
     r = subprocess.run(
         [

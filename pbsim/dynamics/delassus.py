@@ -76,7 +76,8 @@ def responses(m, w, b, J, Y, K):
     """``Y = A^-1 J^T`` (nv, K) for the K rows of ``J`` (K, nv) in one sweep (Eq. 3-4), with
     :func:`world_motion_axes` and :func:`world_force_axes` done; ``w.ez[b, r]`` = 1 for a row
     that is identically zero (its column of Y is 0; the sweep runs over the others only).
-    Scratch: ``w.eP``, ``w.ei``, ``w.vec``."""
+    Scratch: ``w.eP``, ``w.ei``, ``w.vec``.  Indexed in place (no per-body views: at a few rows
+    their set-up cost more than the arithmetic)."""
     Sw = w.eS[b]
     Uw = w.eU[b]
     Dinv = w.Dinv[b]
@@ -103,18 +104,16 @@ def responses(m, w, b, J, Y, K):
     for i in range(m.nb - 1, -1, -1):  # Eq. 3
         j0 = m.iv[i]
         nvi = m.nvj[i]
-        Pi = P[i]
         for a in range(nvi):  # u = J^T - S^T p
-            Sa = Sw[j0 + a]
-            Ya = Y[j0 + a]
+            ja = j0 + a
+            s0, s1, s2, s3, s4, s5 = Sw[ja, 0], Sw[ja, 1], Sw[ja, 2], Sw[ja, 3], Sw[ja, 4], Sw[ja, 5]
             for r in range(n):
-                Ya[r] = J[ei[r], j0 + a] - (Sa[0] * Pi[0, r] + Sa[1] * Pi[1, r] + Sa[2] * Pi[2, r]
-                                        + Sa[3] * Pi[3, r] + Sa[4] * Pi[4, r] + Sa[5] * Pi[5, r])
+                Y[ja, r] = J[ei[r], ja] - (s0 * P[i, 0, r] + s1 * P[i, 1, r] + s2 * P[i, 2, r]
+                                           + s3 * P[i, 3, r] + s4 * P[i, 4, r] + s5 * P[i, 5, r])
         if nvi == 1:  # d = D^-1 u
             d = Dinv[i, 0, 0]
-            Y0 = Y[j0]
             for r in range(n):
-                Y0[r] *= d
+                Y[j0, r] *= d
         else:
             for r in range(n):
                 for a in range(nvi):
@@ -127,17 +126,24 @@ def responses(m, w, b, J, Y, K):
         par = m.parent[i]
         if par < 0:
             continue
-        Pp = P[par]
-        for c in range(6):  # p_parent += p + U d
-            Pic = Pi[c]
-            Ppc = Pp[c]
+        if nvi == 1:  # p_parent += p + U d
+            u0, u1, u2, u3, u4, u5 = Uw[j0, 0], Uw[j0, 1], Uw[j0, 2], Uw[j0, 3], Uw[j0, 4], Uw[j0, 5]
             for r in range(n):
-                Ppc[r] += Pic[r]
+                y = Y[j0, r]
+                P[par, 0, r] += P[i, 0, r] + u0 * y
+                P[par, 1, r] += P[i, 1, r] + u1 * y
+                P[par, 2, r] += P[i, 2, r] + u2 * y
+                P[par, 3, r] += P[i, 3, r] + u3 * y
+                P[par, 4, r] += P[i, 4, r] + u4 * y
+                P[par, 5, r] += P[i, 5, r] + u5 * y
+            continue
+        for c in range(6):
+            for r in range(n):
+                P[par, c, r] += P[i, c, r]
             for a in range(nvi):
                 uc = Uw[j0 + a, c]
-                Ya = Y[j0 + a]
                 for r in range(n):
-                    Ppc[r] += uc * Ya[r]
+                    P[par, c, r] += uc * Y[j0 + a, r]
     for i in range(m.nb):  # Eq. 4 (P now holds the accelerations a)
         j0 = m.iv[i]
         nvi = m.nvj[i]
@@ -147,42 +153,34 @@ def responses(m, w, b, J, Y, K):
                 for r in range(n):
                     P[i, c, r] = 0.0
             for a in range(nvi):
-                Sa = Sw[j0 + a]
-                Ya = Y[j0 + a]
                 for c in range(6):
-                    sc = Sa[c]
-                    Pic = P[i, c]
+                    sc = Sw[j0 + a, c]
                     for r in range(n):
-                        Pic[r] += sc * Ya[r]
+                        P[i, c, r] += sc * Y[j0 + a, r]
             continue
-        Pi = P[i]
-        Pp = P[par]
-        for c in range(6):
-            for r in range(n):
-                Pi[c, r] = Pp[c, r]
         if nvi == 1:
             d = Dinv[i, 0, 0]
-            U0 = Uw[j0]
-            S0 = Sw[j0]
-            Y0 = Y[j0]
-            u0, u1, u2, u3, u4, u5 = U0[0], U0[1], U0[2], U0[3], U0[4], U0[5]
-            s0, s1, s2, s3, s4, s5 = S0[0], S0[1], S0[2], S0[3], S0[4], S0[5]
+            u0, u1, u2, u3, u4, u5 = Uw[j0, 0], Uw[j0, 1], Uw[j0, 2], Uw[j0, 3], Uw[j0, 4], Uw[j0, 5]
+            s0, s1, s2, s3, s4, s5 = Sw[j0, 0], Sw[j0, 1], Sw[j0, 2], Sw[j0, 3], Sw[j0, 4], Sw[j0, 5]
             for r in range(n):
-                y = Y0[r] - d * (u0 * Pi[0, r] + u1 * Pi[1, r] + u2 * Pi[2, r]
-                                 + u3 * Pi[3, r] + u4 * Pi[4, r] + u5 * Pi[5, r])
-                Y0[r] = y
-                Pi[0, r] += s0 * y
-                Pi[1, r] += s1 * y
-                Pi[2, r] += s2 * y
-                Pi[3, r] += s3 * y
-                Pi[4, r] += s4 * y
-                Pi[5, r] += s5 * y
+                a0, a1, a2 = P[par, 0, r], P[par, 1, r], P[par, 2, r]
+                a3, a4, a5 = P[par, 3, r], P[par, 4, r], P[par, 5, r]
+                y = Y[j0, r] - d * (u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3 + u4 * a4 + u5 * a5)
+                Y[j0, r] = y
+                P[i, 0, r] = a0 + s0 * y
+                P[i, 1, r] = a1 + s1 * y
+                P[i, 2, r] = a2 + s2 * y
+                P[i, 3, r] = a3 + s3 * y
+                P[i, 4, r] = a4 + s4 * y
+                P[i, 5, r] = a5 + s5 * y
             continue
+        for c in range(6):
+            for r in range(n):
+                P[i, c, r] = P[par, c, r]
         for r in range(n):
             for a in range(nvi):
-                Ua = Uw[j0 + a]
-                t[a] = (Ua[0] * Pi[0, r] + Ua[1] * Pi[1, r] + Ua[2] * Pi[2, r]
-                        + Ua[3] * Pi[3, r] + Ua[4] * Pi[4, r] + Ua[5] * Pi[5, r])
+                t[a] = (Uw[j0 + a, 0] * P[i, 0, r] + Uw[j0 + a, 1] * P[i, 1, r] + Uw[j0 + a, 2] * P[i, 2, r]
+                        + Uw[j0 + a, 3] * P[i, 3, r] + Uw[j0 + a, 4] * P[i, 4, r] + Uw[j0 + a, 5] * P[i, 5, r])
             for a in range(nvi):
                 s = Y[j0 + a, r]
                 for k in range(nvi):
@@ -190,9 +188,8 @@ def responses(m, w, b, J, Y, K):
                 x[a] = s
             for a in range(nvi):
                 Y[j0 + a, r] = x[a]
-                Sa = Sw[j0 + a]
                 for c in range(6):
-                    Pi[c, r] += Sa[c] * x[a]
+                    P[i, c, r] += Sw[j0 + a, c] * x[a]
     for c in range(n - 1, -1, -1):  # column c to row ei[c] >= c (from the last: nothing overwritten)
         r = ei[c]
         if r != c:

@@ -52,25 +52,6 @@ def state_flags(m, b, q, v, vlim):
 
 
 @kernel(parallel=True)
-def step_batch(m, s, c, w, sw, x, q, v, dt, qn, vn, e):
-    """One step of every trajectory into (qn, vn) and the energy [kinetic, potential] after it."""
-    for i in prange(q.shape[0]):
-        b = np.int64(i)  # prange indices are unsigned; kernels mix b with signed ints
-        _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
-        energy_state(m, w, b, qn[b], vn[b], e[b])
-
-
-@kernel(parallel=True)
-def steps_batch(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps):
-    """``nsteps`` steps of every trajectory; the state stays in (q, v) (no energy, no per-step Python)."""
-    for i in prange(q.shape[0]):
-        b = np.int64(i)
-        for _k in range(nsteps):
-            _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
-            copy_rows(m, b, qn, vn, q, v)
-
-
-@kernel(parallel=True)
 def rollout_batch(
     m,
     s,
@@ -101,6 +82,7 @@ def rollout_batch(
     iters,
     fbs,
     stop,
+    lite,
 ):
     """Steps ``k0 + 1 .. k0 + nsteps`` of every trajectory, the state kept in (q, v) and every
     ``every``-th frame recorded into ``Q[k // every, b], V[...], E[...]`` (energy K + U after the
@@ -118,12 +100,22 @@ def rollout_batch(
     rows).  A row already diverged (on_nan="stop") that diverges again keeps its state and
     records NaN energy, as the Python loop does.  ``iters[b]`` adds up ``info[b, 0]``, ``fbs[b]``
     the steps whose kernel ran the sub-step fallback (``info[b, 4]`` > 1, methods with
-    ``StepSpec.fallback``)."""
+    ``StepSpec.fallback``).
+
+    With ``lite`` it is the bare loop of :data:`step_batch` and :data:`steps_batch`: every step
+    committed to (q, v) (qn, vn hold the last), the energy after the last step in ``e``, no rule,
+    no record (``info``, ``Q``..``stop`` untouched).  One compiled loop serves all three, so a
+    method compiles once per feature set, not once per driver."""
     for i in prange(q.shape[0]):
         b = np.int64(i)
         stop[b] = 0
         for k in range(k0 + 1, k0 + nsteps + 1):
             _step(m, s, c, w, sw, x, b, q, v, dt, qn, vn)
+            if lite:
+                if k == k0 + nsteps:
+                    energy_state(m, w, b, qn[b], vn[b], e[b])
+                copy_rows(m, b, qn, vn, q, v)
+                continue
             energy_state(m, w, b, qn[b], vn[b], e[b])
             en = e[b, 0] + e[b, 1]
             finite, fast = state_flags(m, b, qn, vn, vlim)
@@ -156,13 +148,63 @@ def rollout_batch(
                 E[r, b] = en
 
 
+class _LiteDriver:
+    """A driver the compiled loop :func:`rollout_batch` runs in its ``lite`` mode (the name kept
+    for callers: ``driver(step_batch, step, ...)``)."""
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"<pbsim driver {self.__name__} (rollout_batch, lite)>"
+
+
+step_batch = _LiteDriver(
+    "step_batch",
+    """``(m, s, c, w, sw, x, q, v, dt, qn, vn, e)``: one step of every trajectory into (qn, vn)
+    and the energy [kinetic, potential] after it; q and v are left as they are.""",
+)
+steps_batch = _LiteDriver(
+    "steps_batch",
+    """``(m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps)``: ``nsteps`` steps of every trajectory;
+    the state stays in (q, v) (no energy, no per-step Python).""",
+)
+
+
+class _LiteCall:
+    """:data:`step_batch` / :data:`steps_batch` bound to a step: the arguments of the driver,
+    passed on to the bound :func:`rollout_batch` with ``lite`` (bookkeeping arrays of the batch
+    size, untouched by the kernel, are made here)."""
+
+    def __init__(self, which: _LiteDriver, loop):
+        self.which, self.loop = which, loop
+        self.py_func = loop.py_func  # the bound step, as drivers expose it (``__globals__["_step"]``)
+
+    def __call__(self, *a):
+        if self.which is step_batch:
+            m, s, c, w, sw, x, q, v, dt, qn, vn, e = a
+            q, v, nsteps = np.array(q, np.float64, order="C"), np.array(v, np.float64, order="C"), 1
+        else:
+            m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps = a
+            e = np.empty((q.shape[0], 2))
+        B = q.shape[0]
+        z = np.zeros(B)
+        self.loop(m, s, c, w, sw, x, q, v, qn, vn, e, np.ones((B, 4)), float(dt), 0, int(nsteps), 1,
+                  np.zeros((1, B, m.nq)), np.zeros((1, B, m.nv)), np.zeros((1, B)), z, z, 0.0,
+                  np.zeros(B, np.bool_), False, 0.0, z, z, z, np.zeros(B, np.int64), True)
+
+
 _VARIANTS: dict = {}
 
 
 def driver(which, step, features: dict | None = None, used: dict | None = None):
-    """``step_batch`` or ``steps_batch`` (``which``) bound to ``step``; with ``features`` (the
-    method's :class:`~pbsim.jit.Variants` map) the build that compiles only the
-    features in ``used``."""
+    """``rollout_batch``, ``step_batch`` or ``steps_batch`` (``which``) bound to ``step``; with
+    ``features`` (the method's :class:`~pbsim.jit.Variants` map) the build that compiles only the
+    features in ``used``.  The latter two run the first (its ``lite`` mode): one compilation per
+    method and feature set serves ``rollout``, ``Integrator.step`` and ``CpuBatch``."""
+    if isinstance(which, _LiteDriver):
+        return _LiteCall(which, driver(rollout_batch, step, features, used))
     d = bind(which, _step=step)
     if not features:
         return d

@@ -137,6 +137,10 @@ class Model:
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
                              self.mimic_off, **self._tendon_fields(), **self._equality_arrays())
+            # a read-only field (a broadcast view, a frozen array) would change the kernels' types
+            # and compile every kernel again for this model: writeable copies instead
+            self._k = KModel(*(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
+                               for a in self._k))
         return self._k
 
     def _tendon_fields(self) -> dict:
@@ -199,10 +203,12 @@ class Model:
         from pbsim.model.limits import default_limit_gains
 
         kp, kd = default_limit_gains(self)
+        # copies (np.array), never broadcast views: a read-only array is another numba type, and
+        # every kernel would compile a second time for the models that carry one
         if self.limit_stiffness is not None:
-            kp = np.ascontiguousarray(np.broadcast_to(self.limit_stiffness, (self.nv,)), np.float64)
+            kp = np.array(np.broadcast_to(self.limit_stiffness, (self.nv,)), np.float64)
         if self.limit_damping is not None:
-            kd = np.ascontiguousarray(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
+            kd = np.array(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
         return np.ascontiguousarray(kp), np.ascontiguousarray(kd)
 
     @property

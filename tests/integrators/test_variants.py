@@ -10,7 +10,7 @@ import pbsim
 import pbsim_models
 from pbsim.jit import Variants, unused
 from pbsim.dynamics import energy as en
-from pbsim.integrators.driver import driver, step_batch
+from pbsim.integrators.driver import driver, rollout_batch, step_batch
 from pbsim.integrators.explicit import step as ex
 from pbsim.integrators.explicit.forces import FEATURES, features_used
 
@@ -46,7 +46,7 @@ def test_features_follow_the_flags_the_kernels_branch_on():
 
 
 def test_variant_swaps_only_the_named_kernels():
-    full = driver(step_batch, ex.euler_step)
+    full = driver(rollout_batch, ex.euler_step)
     v = Variants(full, FEATURES)
     assert v(spd_extra=True, contact=True, body_contact=True) is full
     lean = v(spd_extra=False, contact=False, body_contact=False)
