@@ -32,21 +32,21 @@ def world_motion_axes(m, w, b):
     """Every DOF's motion axis ``S`` at the world origin in world axes (Eq. 1) into ``w.eS``
     (the world-frame Jacobian column of the DOF).  Expects world poses."""
     Sw = w.eS[b]
+    Rw = w.Rw[b]
+    pw = w.pw[b]
     for i in range(m.nb):
-        R = w.Rw[b, i]
-        px = w.pw[b, i, 0]
-        py = w.pw[b, i, 1]
-        pz = w.pw[b, i, 2]
+        px = pw[i, 0]
+        py = pw[i, 1]
+        pz = pw[i, 2]
         j0 = m.iv[i]
         for k in range(m.nvj[i]):
-            s = m.S[i, k]
-            o = Sw[j0 + k]
+            jk = j0 + k
             for r in range(3):
-                o[r] = R[r, 0] * s[0] + R[r, 1] * s[1] + R[r, 2] * s[2]
-                o[3 + r] = R[r, 0] * s[3] + R[r, 1] * s[4] + R[r, 2] * s[5]
-            o[3] += py * o[2] - pz * o[1]  # v0 = R v + x x w0 (Eq. 1)
-            o[4] += pz * o[0] - px * o[2]
-            o[5] += px * o[1] - py * o[0]
+                Sw[jk, r] = Rw[i, r, 0] * m.S[i, k, 0] + Rw[i, r, 1] * m.S[i, k, 1] + Rw[i, r, 2] * m.S[i, k, 2]
+                Sw[jk, 3 + r] = Rw[i, r, 0] * m.S[i, k, 3] + Rw[i, r, 1] * m.S[i, k, 4] + Rw[i, r, 2] * m.S[i, k, 5]
+            Sw[jk, 3] += py * Sw[jk, 2] - pz * Sw[jk, 1]  # v0 = R v + x x w0 (Eq. 1)
+            Sw[jk, 4] += pz * Sw[jk, 0] - px * Sw[jk, 2]
+            Sw[jk, 5] += px * Sw[jk, 1] - py * Sw[jk, 0]
 
 
 @kernel
@@ -54,21 +54,22 @@ def world_force_axes(m, w, b):
     """ABA's ``U = I^A S`` of every DOF at the world origin in world axes (Eq. 2) into ``w.eU``.
     Expects world poses and ABA's factor."""
     Uw = w.eU[b]
+    Rw = w.Rw[b]
+    pw = w.pw[b]
+    U = w.U[b]
     for i in range(m.nb):
-        R = w.Rw[b, i]
-        px = w.pw[b, i, 0]
-        py = w.pw[b, i, 1]
-        pz = w.pw[b, i, 2]
+        px = pw[i, 0]
+        py = pw[i, 1]
+        pz = pw[i, 2]
         j0 = m.iv[i]
         for k in range(m.nvj[i]):
-            u = w.U[b, i, k]
-            f = Uw[j0 + k]
+            jk = j0 + k
             for r in range(3):
-                f[r] = R[r, 0] * u[0] + R[r, 1] * u[1] + R[r, 2] * u[2]
-                f[3 + r] = R[r, 0] * u[3] + R[r, 1] * u[4] + R[r, 2] * u[5]
-            f[0] += py * f[5] - pz * f[4]  # n0 = R n + x x f0 (Eq. 2)
-            f[1] += pz * f[3] - px * f[5]
-            f[2] += px * f[4] - py * f[3]
+                Uw[jk, r] = Rw[i, r, 0] * U[i, k, 0] + Rw[i, r, 1] * U[i, k, 1] + Rw[i, r, 2] * U[i, k, 2]
+                Uw[jk, 3 + r] = Rw[i, r, 0] * U[i, k, 3] + Rw[i, r, 1] * U[i, k, 4] + Rw[i, r, 2] * U[i, k, 5]
+            Uw[jk, 0] += py * Uw[jk, 5] - pz * Uw[jk, 4]  # n0 = R n + x x f0 (Eq. 2)
+            Uw[jk, 1] += pz * Uw[jk, 3] - px * Uw[jk, 5]
+            Uw[jk, 2] += px * Uw[jk, 4] - py * Uw[jk, 3]
 
 
 @kernel

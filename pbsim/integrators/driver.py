@@ -181,6 +181,9 @@ class _LiteCall:
         self.which, self.loop = which, loop
         self.py_func = loop.py_func  # the bound step, as drivers expose it (``__globals__["_step"]``)
 
+    def __getattr__(self, name):  # the rest as the loop's (``rows``: its per-row kernel)
+        return getattr(self.loop, name)
+
     def __call__(self, *a):
         if self.which is step_batch:
             m, s, c, w, sw, x, q, v, dt, qn, vn, e = a
