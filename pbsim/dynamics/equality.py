@@ -445,20 +445,27 @@ def equality_project(m, w, b, q, v, with_velocity):
     if eq_has_bodies(m):
         fk_state(m, w, b, q)
     equality_rows(m, w, b, q, v, False, with_velocity)  # J(q) only for the velocity projection
+    dq = w.edq[b]
+    for j in range(m.nv):
+        dq[j] = 0.0
+    equality_correction(m, w, b, dq)
+    if with_velocity:
+        equality_project_velocity(m, w, b, v)
+    integrate_config(m, q, dq, q, w.Rj[b])
+
+
+@kernel
+def eq_respond(m, w, b, K, out):
+    """``out += A^-1 J^T lambda`` with ``(J A^-1 J^T) lambda = w.el`` (solved in place) by the
+    responses and factor :func:`equality_accel` left."""
     Y = w.eY[b]
     lam = w.el[b]
-    dq = w.edq[b]
-    for r in range(K):
-        lam[r] = -w.er[b, r]
     eq_solve(w.eK[b], w.ed[b], lam, K)
     for j in range(m.nv):
         s = 0.0
         for r in range(K):
             s += Y[j, r] * lam[r]
-        dq[j] = s
-    if with_velocity:
-        equality_project_velocity(m, w, b, v)
-    integrate_config(m, q, dq, q, w.Rj[b])
+        out[j] += s
 
 
 @kernel
@@ -471,16 +478,10 @@ def equality_correction(m, w, b, dq):
     K = w.eJ.shape[1]
     if K == 0:
         return
-    Y = w.eY[b]
     lam = w.el[b]
     for r in range(K):
         lam[r] = -w.er[b, r]
-    eq_solve(w.eK[b], w.ed[b], lam, K)
-    for j in range(m.nv):
-        s = 0.0
-        for r in range(K):
-            s += Y[j, r] * lam[r]
-        dq[j] += s
+    eq_respond(m, w, b, K, dq)
 
 
 @kernel
@@ -488,19 +489,13 @@ def equality_project_velocity(m, w, b, v):
     """``v += A^-1 J^T lambda``, ``(J A^-1 J^T) lambda = -J v`` with the rows in ``w.eJ``."""
     K = w.eJ.shape[1]
     J = w.eJ[b]
-    Y = w.eY[b]
     lam = w.el[b]
     for r in range(K):
         s = 0.0
         for j in range(m.nv):
             s += J[r, j] * v[j]
         lam[r] = -s
-    eq_solve(w.eK[b], w.ed[b], lam, K)
-    for j in range(m.nv):
-        s = 0.0
-        for r in range(K):
-            s += Y[j, r] * lam[r]
-        v[j] += s
+    eq_respond(m, w, b, K, v)
 
 
 @kernel(parallel=True)

@@ -192,10 +192,56 @@ class _LiteCall:
             m, s, c, w, sw, x, q, v, qn, vn, dt, nsteps = a
             e = np.empty((q.shape[0], 2))
         B = q.shape[0]
-        z = np.zeros(B)
-        self.loop(m, s, c, w, sw, x, q, v, qn, vn, e, np.ones((B, 4)), float(dt), 0, int(nsteps), 1,
-                  np.zeros((1, B, m.nq)), np.zeros((1, B, m.nv)), np.zeros((1, B)), z, z, 0.0,
-                  np.zeros(B, np.bool_), False, 0.0, z, z, z, np.zeros(B, np.int64), True)
+        key = (B, m.nq, m.nv)
+        if key not in _LITE_ARGS:  # arrays the lite loop never reads or writes, made once per shape
+            if len(_LITE_ARGS) > 16:
+                _LITE_ARGS.clear()
+            z = np.zeros(B)
+            _LITE_ARGS[key] = (
+                np.ones((B, 4)),
+                np.zeros((1, B, m.nq)),
+                np.zeros((1, B, m.nv)),
+                np.zeros((1, B)),
+                z,
+                np.zeros(B, np.bool_),
+                np.zeros(B, np.int64),
+            )
+        ones, Q, V, E, z, live, stop = _LITE_ARGS[key]
+        self.loop(
+            m,
+            s,
+            c,
+            w,
+            sw,
+            x,
+            q,
+            v,
+            qn,
+            vn,
+            e,
+            ones,
+            float(dt),
+            0,
+            int(nsteps),
+            1,
+            Q,
+            V,
+            E,
+            z,
+            z,
+            0.0,
+            live,
+            False,
+            0.0,
+            z,
+            z,
+            z,
+            stop,
+            True,
+        )
+
+
+_LITE_ARGS: dict = {}
 
 
 _VARIANTS: dict = {}
