@@ -25,6 +25,7 @@ from lxml import etree
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
 from pbsim.io.export_mjcf_contact import write_contact
 from pbsim.io.export_mjcf_equality import write_equality
+from pbsim.io.export_mjcf_tendon import write_tendons
 from pbsim.io.export_urdf import Names, fmt, frames_by_body, mesh_ref, quat_to_rot, rot_to_quat
 
 VISUAL_GROUP, COLLISION_GROUP = 1, 0
@@ -304,8 +305,14 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     )
     if len(asset) == 0:
         root.remove(asset)
+    tendons = write_tendons(model, root, report)
     # equality constraints: sites on the written bodies (a body merged into its child has no frame of its own)
-    write_equality(model, root, body_el, lambda b: groups[member_of[b]][-1] == b, report)
+    write_equality(model, root, body_el, lambda b: groups[member_of[b]][-1] == b, report, tendons)
+    if getattr(model, "nu", 0):
+        report.append(f"MJCF: {model.nu} actuator(s) not written: {list(model.actuator_names)[:6]}")
+    keys = [k for k in (getattr(model, "keyframes", None) or {}) if k != "default"]
+    if keys:
+        report.append(f"MJCF: keyframe(s) {keys[:6]} not written (only the reference pose, as 'default')")
 
     nonfree = np.ones(model.nq, bool)
     for i in range(model.nb):

@@ -6,8 +6,10 @@
 - ``joint``: the writer's joints have ``qpos0 = 0``, so the polynomial about the model's
   references ``q1 - r1 = P(q2 - r2)`` is re-expanded about 0: ``q1 = r1 + P(q2 - r2)``;
 - ``active``, ``solref`` and ``solimp`` as read;
-- ``tendon`` equalities are not written (the writer has no tendon names to refer to): reported,
-  as is a side on a massless body the writer merged into its child.
+- ``tendon``: on the fixed tendons the writer wrote (:mod:`pbsim.io.export_mjcf_tendon`), the
+  polynomial re-expanded as for joints (the written ``qpos0 = 0`` gives ``tendon_length0 = 0``); one
+  on a tendon not written is reported, as is a side on a massless body the writer merged into its
+  child.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ def _about_zero(poly, r1: float, r2: float, two: bool) -> np.ndarray:
     return c
 
 
-def write_equality(model, root, body_el, written_frame, report: list) -> None:
+def write_equality(model, root, body_el, written_frame, report: list, tendons=frozenset()) -> None:
     """Append ``<equality>`` to ``root``; ``body_el``: pbsim body -> its ``<body>`` element (-1: the
-    worldbody), ``written_frame(b)``: whether body b's frame is its element's frame."""
+    worldbody), ``written_frame(b)``: whether body b's frame is its element's frame, ``tendons``:
+    the names of the tendons written."""
     eqs = list(getattr(model, "equality", ()) or ())
     if not eqs:
         return
@@ -67,6 +70,11 @@ def write_equality(model, root, body_el, written_frame, report: list) -> None:
             c = etree.SubElement(el, "joint", joint1=e.joint1, polycoef=fmt(*coef), **attrs)
             if e.joint2:
                 c.set("joint2", e.joint2)
+        elif e.type == "tendon" and e.obj1 in tendons and (not e.obj2 or e.obj2 in tendons):
+            coef = _about_zero(np.asarray(e.polycoef, float), float(e.ref[0]), float(e.ref[1]), bool(e.obj2))
+            c = etree.SubElement(el, "tendon", tendon1=e.obj1, polycoef=fmt(*coef), **attrs)
+            if e.obj2:
+                c.set("tendon2", e.obj2)
         else:
             dropped.append(f"{e.name} ({e.type})")
     if dropped:

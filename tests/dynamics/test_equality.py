@@ -231,18 +231,19 @@ def test_info_lists_them(tmp_path):
 
 
 def test_export_round_trip(tmp_path):
-    """The MJCF writer writes connect/weld with sites and joint polynomials re-expanded about its
-    qpos0 = 0: loaded back, every written row has the same residual and Jacobian; the tendon
-    equality is reported as not written."""
+    """The MJCF writer writes connect/weld with sites, joint and tendon polynomials re-expanded
+    about its qpos0 = 0 and the fixed tendons they couple: loaded back, every row has the same
+    residual and Jacobian; nothing is reported dropped."""
     from pbsim.io.export_mjcf import write_mjcf
 
     p = tmp_path / "all.xml"
     p.write_text(ALL_ROWS)
     m = pbsim.load(str(p))
     report = write_mjcf(m, str(tmp_path / "out.xml"))
-    assert any("1 equality constraint(s) not written" in r and "tt (tendon)" in r for r in report)
+    assert not any("equality" in r or "tendon" in r for r in report), report
     back = pbsim.load(str(tmp_path / "out.xml"))
-    assert [e.name for e in back.equality] == [e.name for e in m.equality if e.type != "tendon"]
+    assert [e.name for e in back.equality] == [e.name for e in m.equality]
+    assert back.tendons.names == m.tendons.names
     assert back.joint_names == m.joint_names and back.nq == m.nq
     rng = np.random.default_rng(5)
     for _ in range(3):
@@ -250,7 +251,7 @@ def test_export_round_trip(tmp_path):
         v = rng.normal(size=m.nv)
         a, b = equality_residual(m, q, v), equality_residual(back, q, v)
         for x, y in zip(a, b):
-            np.testing.assert_allclose(x[:-1], y, atol=1e-9)  # the last row is the tendon's
+            np.testing.assert_allclose(x, y, atol=1e-9)
 
 
 @pytest.mark.parametrize("integ", ["euler", "rk4"])
@@ -290,3 +291,35 @@ def test_combine_keeps_the_first_parts_constraints_tendons_and_keyframes(tmp_pat
     assert np.abs(alone.q[-1] - alone.q[0]).max() > 0.05  # ... and it moved
     with pytest.raises(InputError, match="equality constraints and tendons of 'tendon'"):
         pbsim.combine(box, m)
+
+
+def test_export_writes_fixed_tendons_and_names_what_it_drops(tmp_path):
+    """The writer's fixed tendons keep their stiffness, damping, dead band and range (the
+    reloaded model's tendon force equals the original's at random states); the actuators and the
+    file's own keyframes, which it does not write, are named in its report."""
+    from pbsim.dynamics.tendon import tendon_length
+    from pbsim.io.export_mjcf import write_mjcf
+
+    xml = """<mujoco><option><flag contact="disable"/></option><worldbody>
+ <body name="p1"><joint name="a" axis="0 1 0" range="-1 1"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+  <body name="p1b" pos="0.3 0 0"><joint name="a2" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/></body></body>
+</worldbody><tendon><fixed name="t1" stiffness="30" damping="0.5" springlength="0.1 0.3" range="-0.6 0.8" limited="true">
+ <joint joint="a" coef="1"/><joint joint="a2" coef="-0.5"/></fixed></tendon>
+<actuator><motor name="m" tendon="t1"/></actuator><keyframe><key name="home" qpos="0.2 0.1"/></keyframe></mujoco>"""
+    p = tmp_path / "ten.xml"
+    p.write_text(xml)
+    m = pbsim.load(str(p))
+    report = write_mjcf(m, str(tmp_path / "out.xml"))
+    assert any("1 actuator(s) not written" in r for r in report) and any("'home'" in r for r in report), report
+    back = pbsim.load(str(tmp_path / "out.xml"))
+    a, b = m.tendons, back.tendons
+    assert b.names == ["t1"]
+    for k in ("stiffness", "damping", "springlength", "range", "frictionloss", "prm"):
+        np.testing.assert_allclose(getattr(b, k), getattr(a, k), atol=1e-12, err_msg=k)
+    q = np.random.default_rng(2).uniform(-1.2, 1.2, size=(8, m.nq))
+    np.testing.assert_allclose(tendon_length(back, q), tendon_length(m, q), atol=1e-12)
+    q0 = np.array([0.9, -0.8])  # past the range and the dead band: the spring and the limit act
+    tr0 = pbsim.rollout(m, "euler", dt=1e-3, steps=300, q0=q0)
+    tr1 = pbsim.rollout(back, "euler", dt=1e-3, steps=300, q0=q0)
+    assert np.abs(tr0.q[-1] - q0).max() > 0.05
+    np.testing.assert_allclose(tr1.q, tr0.q, atol=1e-9)
