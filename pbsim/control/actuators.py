@@ -243,7 +243,7 @@ def act_advance(model, act, ctrl, dt, batch: int) -> np.ndarray:
     """The activations after a step of ``dt`` from ``act`` under ``ctrl`` (clamped): (B, na)."""
     A = check_act(model, act, batch)
     u, _ = actuator_inputs(model, ctrl, batch, A)
-    return np.array(np.broadcast_to(act_step(model, A, u, dt), (batch, A.shape[1])))  # a writeable copy
+    return np.ascontiguousarray(np.broadcast_to(act_step(model, A, u, dt), (batch, A.shape[1])))
 
 
 def force_act(model, act, act_next) -> np.ndarray:

@@ -203,12 +203,10 @@ class Model:
         from pbsim.model.limits import default_limit_gains
 
         kp, kd = default_limit_gains(self)
-        # copies (np.array), never broadcast views: a read-only array is another numba type, and
-        # every kernel would compile a second time for the models that carry one
         if self.limit_stiffness is not None:
-            kp = np.array(np.broadcast_to(self.limit_stiffness, (self.nv,)), np.float64)
+            kp = np.ascontiguousarray(np.broadcast_to(self.limit_stiffness, (self.nv,)), np.float64)
         if self.limit_damping is not None:
-            kd = np.array(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
+            kd = np.ascontiguousarray(np.broadcast_to(self.limit_damping, (self.nv,)), np.float64)
         return np.ascontiguousarray(kp), np.ascontiguousarray(kd)
 
     @property
