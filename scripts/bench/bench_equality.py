@@ -4,8 +4,10 @@ constraints against the same model with them inactive (no rows), for euler and r
 The base model: two hanging 6-link chains (12 hinges) whose tips are tied by two constraints of
 one kind each (``connect``: 3 rows each, of which the out-of-plane ones are dropped; ``weld``: 6
 rows each; ``joint``: 1 row each).  Prints a table (us/step, ratio to the unconstrained step,
-max violation over the run) and writes a PNG of the ratios.  The two models run alternately,
-``--repeats`` times each; the table holds the medians (the ratio: the median of the pairs' ratios,
+max violation over the run) and writes a PNG of the ratios.  The peer in the same run: MuJoCo on
+the same two models with the same integrator and step (``Euler``, 1 ms; its soft constraints
+solved by its default Newton solver), timed the same way (``--no-mujoco`` skips it).  The two
+models run alternately, ``--repeats`` times each; the table holds the medians (the ratio: the median of the pairs' ratios,
 which a noisy machine disturbs least).
 
     python scripts/bench/bench_equality.py [--steps 20000] [--repeats 7] [--methods euler rk4] [--png bench_equality.png]
@@ -94,6 +96,36 @@ def per_step(on, off, integ: str, steps: int, repeats: int):
     return np.median(t_off) * 1e6, np.median(t_on) * 1e6, float(np.median(ratio)), viol
 
 
+def mujoco_per_step(kind: str, steps: int, repeats: int):
+    """MuJoCo's median us/step of the tied and the free model (semi-implicit Euler, 1 ms, the same
+    start) and the median of the pairs' ratios; None without mujoco."""
+    try:
+        import mujoco
+    except ImportError:
+        return None
+
+    def make(active):
+        xml = model_xml(kind, active).replace("<option>", '<option integrator="Euler" timestep="0.001">')
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        d.qpos[0] = 0.3
+        mujoco.mj_step(m, d, 10)
+        return m, d
+
+    on, off = make(True), make(False)
+    t_on, t_off, ratio = [], [], []
+    for _ in range(repeats):
+        ts = []
+        for m, d in (on, off):
+            t = time.perf_counter()
+            mujoco.mj_step(m, d, steps)
+            ts.append((time.perf_counter() - t) / steps)
+        t_on.append(ts[0])
+        t_off.append(ts[1])
+        ratio.append(ts[0] / ts[1])
+    return np.median(t_off) * 1e6, np.median(t_on) * 1e6, float(np.median(ratio))
+
+
 def project(model, q, iters: int = 20):
     """A configuration on the constraints near ``q`` (least-squares Newton with J's pseudo-inverse)."""
     if not model.neq_rows:
@@ -110,19 +142,25 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--methods", nargs="+", default=["euler", "rk4"])
     ap.add_argument("--png", default="bench_equality.png")
+    ap.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo peer")
     a = ap.parse_args(argv)
-    rows = []
+    rows, peer = [], {}
     for kind in ("joint", "connect", "weld"):
         on, off = load(model_xml(kind, True)), load(model_xml(kind, False))
         for integ in a.methods:
             t_off, t_on, r, viol = per_step(on, off, integ, a.steps, a.repeats)
             rows.append((kind, on.neq_rows, integ, t_off, t_on, r, viol))
+        if not a.no_mujoco:
+            peer[kind] = mujoco_per_step(kind, a.steps, a.repeats)
     print(
         f"{'constraints':<12} {'rows':>4} {'method':<6} {'free us/step':>12} {'tied us/step':>12} {'ratio':>6} "
         f"{'max violation':>14}"
     )
     for kind, k, integ, t0, t1, r, v in rows:
         print(f"2 x {kind:<8} {k:>4} {integ:<6} {t0:>12.2f} {t1:>12.2f} {r:>6.2f} {v:>14.2e}")
+    for kind, p in peer.items():
+        if p is not None:
+            print(f"2 x {kind:<8} {'':>4} {'MuJoCo':<6} {p[0]:>12.2f} {p[1]:>12.2f} {p[2]:>6.2f}  (Euler, 1 ms)")
     try:
         import matplotlib
 
