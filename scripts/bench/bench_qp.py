@@ -59,7 +59,11 @@ def _grab_nmdp(integ):
     if nc <= 0:
         return None
     n = nc * x.vx
-    return dict(A=x.QA[0, :n, :n].copy(), b=x.qb[0, :n].copy(), bstart=bs[: nc + 1].copy(),
+    A = x.QA[0, :n, :n].copy()
+    if x.qc[0] > 0.0:  # solved in its dual form (pbsim.integrators.pgm.qp): A = c I + R^T R, never formed
+        Rt = x.HX[0, :n, : x.Lq.shape[1]]
+        A = x.qc[0] * np.eye(n) + Rt @ Rt.T
+    return dict(A=A, b=x.qb[0, :n].copy(), bstart=bs[: nc + 1].copy(),
                 btype=x.btype[0, :nc].copy(), cap=x.bmu[0, :nc].copy(), lo=x.lo[0, :n].copy(),
                 hi=x.hi[0, :n].copy())  # fmt: skip
 

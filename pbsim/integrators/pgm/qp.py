@@ -7,9 +7,15 @@
 
 ``D = A^-1 B`` (one LU, m back-solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
 (the proximal weight ``|dw|^2 / gamma`` made scale-free: gamma = 1 weighs it like the
-curvature).  Solved by :func:`pbsim.optim.qp.qp_solve_as` (the primal active-set method over the
-simplex blocks; FISTA, :func:`~pbsim.optim.qp.qp_solve`, took ~50x longer on the Robosimian's
-QPs: docs/benchmarks/nmdp.md "QP solver"), warm-started at the current ``u``.  A candidate whose
+curvature).  The Hessian is ``c I + R^T R`` with ``R = L^T D~^T / h`` (``h^2 Q = L L^T``, rank nv):
+with at least 2 nv weights it is solved in that form, by :func:`pbsim.optim.qp_dual.qp_solve_dual`
+(semismooth Newton on the nv-dimensional dual; no m x m matrix: O(m nv) per iteration against
+the Gram matrix's O(m^2 nv) and the active set's reduced factor of up to m x m).  Otherwise, or
+where that does not reach the tolerance (``c`` tiny: the dual's ``1/c`` amplifies round-off) or
+``h^2 Q`` is not positive definite, by :func:`pbsim.optim.qp.qp_solve_as` on the formed matrix
+(the primal active-set method over the simplex blocks; FISTA, :func:`~pbsim.optim.qp.qp_solve`,
+took ~50x longer on the Robosimian's QPs: docs/benchmarks/nmdp.md "QP solver"), started from
+the dual's feasible iterate when it ran, else warm-started at the current ``u``.  A candidate whose
 capacity is below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps its weight (a
 [0, 0] box).
 """
@@ -18,12 +24,74 @@ from __future__ import annotations
 
 from pbsim.jit import kernel
 from pbsim.integrators.pgm.problem import S_LU, S_QP, S_QPFAIL, S_QPIT
-from pbsim.optim.linalg import gram_symmetric, lu_factor, lu_solve, lu_solve_rows, matvec_add
+import math
+
+from pbsim.optim.linalg import cholesky_factor, gram_symmetric, lu_factor, lu_solve, lu_solve_rows, matvec_add
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as
+from pbsim.optim.qp_dual import qp_solve_dual
 
 CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's largest is inert
 QP_MAXIT = 5000  # QP iterations per QP (active-set steps; FISTA's when it falls back)
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
+QP_MAXIT_DUAL = 30  # Newton steps of the dual form before the formed matrix takes over
+DUAL_MIN_C = 1e-5  # the dual form only for c = 2 / (gamma + 2) at least this (gamma <= 2e5)
+
+
+@kernel
+def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
+    """The QP in its dual form (module docstring), the scaled ``D~`` in ``x.Dm``, the start in
+    ``x.wn`` and the linearisation point ``u0``: builds ``R^T`` (in ``x.HX``), ``c`` and ``qb`` as the
+    formed path would scale them and solves.  Returns False (``x.wn`` then holds a feasible point)
+    when ``h^2 Q`` has no Cholesky factor or the solve stops short of ``QP_TOL``."""
+    nv = m.nv
+    Lq = x.Lq[b]
+    if not cholesky_factor(x.M[b], Lq, nv):
+        return False
+    D = x.Dm[b]
+    Rt = x.HX[b]
+    ih = 1.0 / h
+    sig = 0.0
+    for rr in range(n):  # row rr of R^T = D~[rr] L / h; sigma = the largest |row|^2
+        s2 = 0.0
+        for k in range(nv):
+            s = 0.0
+            for j in range(k, nv):
+                s += D[rr, j] * Lq[j, k]
+            s *= ih
+            Rt[rr, k] = s
+            s2 += s * s
+        if s2 > sig:
+            sig = s2
+    if not (sig > 0.0):
+        sig = 1.0
+    prox = 2.0 * sig / gamma
+    inv = 1.0 / (sig + prox)
+    c = prox * inv
+    if c < DUAL_MIN_C:  # the dual's x(lambda) carries round-off times 1/c: past QP_TOL
+        return False
+    si = math.sqrt(inv)
+    y = x.dq[b]
+    for k in range(nv):
+        y[k] = 0.0
+    for rr in range(n):
+        for k in range(nv):
+            Rt[rr, k] *= si
+            y[k] += Rt[rr, k] * u0[rr]
+    qb = x.qb[b]
+    for rr in range(n):  # -(D~^T geff + (R^T R + prox I) u0) / (sigma + prox)
+        dg = 0.0
+        for j in range(nv):
+            dg += D[rr, j] * geff[j]
+        ry = 0.0
+        for k in range(nv):
+            ry += Rt[rr, k] * y[k]
+        qb[rr] = -(dg * inv + ry + c * u0[rr])
+    ok = qp_solve_dual(Rt, c, qb, n, nv, x.lo[b], x.hi[b], x.bstart[b, : nc + 1], x.btype[b, :nc], x.bmu[b, :nc],
+                       x.wn[b], QP_MAXIT_DUAL, QP_TOL, x.qw[b], x.qinfo[b])  # fmt: skip
+    st[S_QPIT] += x.qinfo[b, 0]
+    if ok:
+        x.qc[b] = c
+    return ok
 
 
 @kernel
@@ -84,6 +152,14 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
             rr = ci * V + i
             for j in range(nv):
                 D[rr, j] *= scale
+    u0 = x.qw[b, x.qw.shape[1] - 1]  # the linearisation point (a row no solver reaches before qb is built)
+    for rr in range(n):
+        u0[rr] = u[rr]
+    x.qc[b] = 0.0
+    if n >= 2 * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
+        st[S_QP] += 1.0
+        pgm_qp_unscale(x, b, nc, cmax)
+        return True
     for rr in range(n):  # H D, row by row of D: HX[rr] = (H D[rr]) / h^2
         HXr = HX[rr]
         for i in range(nv):
@@ -103,7 +179,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     for rr in range(n):  # -(D^T geff + QA u) / (sig + prox)
         qb[rr] = 0.0
     matvec_add(D, geff, qb, n, nv)
-    matvec_add(QA, u, qb, n, n)
+    matvec_add(QA, u0, qb, n, n)
     for rr in range(n):
         qb[rr] = -qb[rr] * inv
     for rr in range(n):
@@ -115,10 +191,17 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     st[S_QPIT] += x.qinfo[b, 0]
     if not ok:
         st[S_QPFAIL] += 1.0
+    pgm_qp_unscale(x, b, nc, cmax)
+    return True
+
+
+@kernel
+def pgm_qp_unscale(x, b, nc, cmax):
+    """The solved force-scaled ``u`` in ``x.wn`` back to weights (an inert candidate keeps its own)."""
+    V = x.vx
     for ci in range(nc):
         cap = x.cap[b, ci]
         live = cap > CAP_EPS * cmax
         for i in range(V):
             rr = ci * V + i
-            u[rr] = u[rr] * cmax / cap if live else wts[rr]
-    return True
+            x.wn[b, rr] = x.wn[b, rr] * cmax / cap if live else x.wts[b, rr]

@@ -1,0 +1,200 @@
+"""The QP of :mod:`pbsim.optim.qp` when its Hessian is a scaled identity plus a low-rank term, by
+semismooth Newton on its dual (no n x n matrix is formed or factored)::
+
+    min 1/2 x^T (c I + R^T R) x + b^T x   s.t. x in C (the simplex and box blocks of qp.py),
+    c > 0, R (r x n) with r << n (NMDP's QP, paper 002 Eq. 8/10: r = nv, n = the contact weights)
+
+With ``y = R x`` and its multiplier ``lambda`` (r), the inner minimum over C is a projection,
+``x(lambda) = P_C(-(b + R^T lambda) / c)``, and the dual is the smooth convex problem in r
+variables::
+
+    (1) min_lambda phi(lambda) = 1/2 |lambda|^2 - 1/2 c |x|^2 - b^T x - lambda^T R x,   x = x(lambda)
+    (2) grad phi = lambda - R x(lambda)         (zero exactly at the solution: lambda* = R x*)
+    (3) generalized Hessian  I + R J R^T / c    (J: the Jacobian of P_C at the projected point)
+
+Per block, J is the identity on the variables strictly inside their bounds, and on a capped simplex
+whose sum is at its cap it is ``I_S - 1 1^T / |S|`` on the support S (a projector, so (3) >= I).
+Newton's step from (3), one Cholesky of an r x r matrix, with Armijo backtracking on (1): globally
+convergent (phi is convex with a Lipschitz gradient and (3) is uniformly positive definite) and
+locally superlinear.  The primal ``x(lambda)`` is feasible at every iterate; the solve stops when its
+natural residual ``|x - P_C(x - (A x + b))|_inf`` (A x = c x + R^T R x, O(n r)) is at most ``tol``,
+the test :func:`pbsim.optim.qp.qp_solve_as` stops on, so the two return the same minimiser to
+``tol``.  Per iteration O(n r) for the products and O(|S| r^2) for (3), against the active-set
+method's reduced Hessian of up to n x n.  No allocation, scalar loops (a CUDA twin compiles).
+"""
+
+import math
+
+from pbsim.jit import kernel
+from pbsim.optim.linalg import cholesky_factor, cholesky_solve
+from pbsim.optim.qp import QP_SIMPLEX, qp_kkt, qp_project
+
+DUAL_ROWS = 10  # vector rows of the work array before the two r x r matrices
+ARMIJO = 1e-4  # the sufficient decrease of the line search
+
+
+@kernel
+def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
+    """``x = x(lambda)`` (the projection above), ``y = R x`` and per simplex block whether the
+    projection put its sum on the cap (``tight[k]`` 1.0: decided before projecting, from the sum of
+    the positive parts, not from the projected sum's round-off); returns ``phi(lambda)`` (Eq. 1)."""
+    for i in range(n):
+        s = b[i]
+        for k in range(r):
+            s += Rt[i, k] * lam[k]
+        x[i] = -s / c
+    for blk in range(btype.shape[0]):
+        t = 0.0
+        if btype[blk] == QP_SIMPLEX:
+            cap = mu[blk] if mu[blk] > 0.0 else 1.0
+            sp = 0.0
+            for i in range(bstart[blk], bstart[blk + 1]):
+                if x[i] > 0.0:
+                    sp += x[i]
+            if sp > cap:
+                t = 1.0
+        tight[blk] = t
+    qp_project(x, lo, hi, bstart, btype, mu)
+    for k in range(r):
+        y[k] = 0.0
+    f = 0.0
+    for i in range(n):
+        xi = x[i]
+        if xi != 0.0:
+            f += xi * (0.5 * c * xi + b[i])
+            for k in range(r):
+                y[k] += Rt[i, k] * xi
+    ll = 0.0
+    for k in range(r):
+        ll += lam[k] * (0.5 * lam[k] - y[k])
+    return ll - f
+
+
+@kernel
+def dual_residual(Rt, c, b, x, y, n, r, lo, hi, bstart, btype, mu, g, tmp):
+    """The primal natural residual at ``x`` with ``y = R x``: ``g = c x + R^T y + b``."""
+    for i in range(n):
+        s = c * x[i] + b[i]
+        for k in range(r):
+            s += Rt[i, k] * y[k]
+        g[i] = s
+    return qp_kkt(x, g, lo, hi, bstart, btype, mu, tmp, n)
+
+
+@kernel
+def dual_hessian(Rt, c, x, tight, n, r, lo, hi, bstart, btype, H, s):
+    """The generalized Hessian (Eq. 3) at the projected point ``x`` (``tight``: its blocks' state
+    from :func:`dual_primal`) into ``H`` (r x r)."""
+    for a in range(r):
+        for k in range(r):
+            H[a, k] = 0.0
+        H[a, a] = 1.0
+    ic = 1.0 / c
+    for blk in range(btype.shape[0]):
+        i0 = bstart[blk]
+        i1 = bstart[blk + 1]
+        simplex = btype[blk] == QP_SIMPLEX
+        cnt = 0
+        for k in range(r):
+            s[k] = 0.0
+        for i in range(i0, i1):
+            if simplex:
+                inside = x[i] > 0.0
+            else:
+                inside = lo[i] < x[i] < hi[i]
+            if not inside:
+                continue
+            cnt += 1
+            for a in range(r):
+                ra = Rt[i, a] * ic
+                s[a] += Rt[i, a]
+                for k in range(a + 1):
+                    H[a, k] += ra * Rt[i, k]
+        if simplex and cnt > 0 and tight[blk] != 0.0:  # the sum at its cap: J = I_S - 1 1^T / |S|
+            w = ic / cnt
+            for a in range(r):
+                for k in range(a + 1):
+                    H[a, k] -= w * s[a] * s[k]
+    for a in range(r):
+        for k in range(a):
+            H[k, a] = H[a, k]
+
+
+@kernel
+def qp_solve_dual(Rt, c, b, n, r, lo, hi, bstart, btype, mu, x, maxit, tol, work, info):
+    """Solve the QP (module docstring; ``Rt`` (n, r): the columns of R as rows) from the guess in
+    ``x`` (``lambda_0 = R P_C(x)``); the minimiser is left in ``x``.  ``work``: at least
+    ``DUAL_ROWS + 2 r`` rows of at least ``max(n, r)`` columns (:func:`pbsim.optim.qp.qp_work_as`
+    with ``kmax >= 2 r`` fits).  ``info = [iterations, residual, objective, line-search halvings]``.
+    Returns whether the residual reached ``tol`` within ``maxit`` Newton steps (False also when
+    the Hessian's factor fails, which (3) >= I rules out but round-off)."""
+    lam = work[0]
+    d = work[1]
+    y = work[2]
+    g = work[3]
+    tmp = work[4]
+    lt = work[5]
+    xt = work[6]
+    yt = work[7]
+    tb = work[8]  # per block: tight at x
+    tbt = work[9]  # ... at the trial
+    H = work[DUAL_ROWS : DUAL_ROWS + r]
+    L = work[DUAL_ROWS + r : DUAL_ROWS + 2 * r]
+    qp_project(x, lo, hi, bstart, btype, mu)
+    for k in range(r):
+        s = 0.0
+        for i in range(n):
+            s += Rt[i, k] * x[i]
+        lam[k] = s
+    phi = dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tb)
+    res = dual_residual(Rt, c, b, x, y, n, r, lo, hi, bstart, btype, mu, g, tmp)
+    it = 0
+    halvings = 0
+    ok = True
+    same = False
+    while res > tol and it < maxit and not same:
+        it += 1
+        dual_hessian(Rt, c, x, tb, n, r, lo, hi, bstart, btype, H, tmp)
+        if not cholesky_factor(H, L, r):
+            ok = False
+            break
+        for k in range(r):
+            d[k] = y[k] - lam[k]  # -grad phi (Eq. 2)
+        cholesky_solve(L, d, d, r)  # the Newton step: grad . d = -F^T H^-1 F < 0
+        slope = 0.0
+        for k in range(r):
+            slope += (lam[k] - y[k]) * d[k]
+        t = 1.0
+        while True:  # Armijo backtracking on phi (Eq. 1)
+            for k in range(r):
+                lt[k] = lam[k] + t * d[k]
+            phin = dual_primal(Rt, c, b, lt, n, r, lo, hi, bstart, btype, mu, xt, yt, tbt)
+            if phin <= phi + ARMIJO * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+            halvings += 1
+        phi = phin
+        same = t == 1.0  # a full step that kept the face: exact there, only round-off is left (stop)
+        for k in range(r):
+            lam[k] = lt[k]
+            y[k] = yt[k]
+        for i in range(n):
+            if (xt[i] > 0.0) != (x[i] > 0.0) or ((xt[i] >= hi[i]) != (x[i] >= hi[i])):
+                same = False
+            x[i] = xt[i]
+        for k in range(btype.shape[0]):
+            if tb[k] != tbt[k]:
+                same = False
+            tb[k] = tbt[k]
+        res = dual_residual(Rt, c, b, x, y, n, r, lo, hi, bstart, btype, mu, g, tmp)
+        if not math.isfinite(res):
+            ok = False
+            break
+    f = 0.0
+    for i in range(n):
+        f += x[i] * (0.5 * (g[i] - b[i]) + b[i])
+    info[0] = it
+    info[1] = res
+    info[2] = f
+    info[3] = halvings
+    return ok and res <= tol
