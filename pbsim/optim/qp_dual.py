@@ -31,6 +31,7 @@ from pbsim.optim.qp import QP_SIMPLEX, qp_kkt, qp_project
 
 DUAL_ROWS = 10  # vector rows of the work array before the two r x r matrices
 ARMIJO = 1e-4  # the sufficient decrease of the line search
+DUAL_POLISH = 4  # primal Newton steps on the face after the dual's last step, at most
 
 
 @kernel
@@ -55,6 +56,7 @@ def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
                 t = 1.0
         tight[blk] = t
     qp_project(x, lo, hi, bstart, btype, mu)
+    snap_tight(x, tight, bstart, btype, mu)
     for k in range(r):
         y[k] = 0.0
     f = 0.0
@@ -68,6 +70,118 @@ def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
     for k in range(r):
         ll += lam[k] * (0.5 * lam[k] - y[k])
     return ll - f
+
+
+@kernel
+def snap_tight(x, tight, bstart, btype, mu):
+    """Each tight block's sum exactly on its cap (its largest weight takes the round-off, as the
+    active-set method puts it): a vertex is then exact, whatever the size of the projected point."""
+    for blk in range(btype.shape[0]):
+        if tight[blk] != 0.0:
+            cap = mu[blk] if mu[blk] > 0.0 else 1.0
+            top = -1
+            sx = 0.0
+            for i in range(bstart[blk], bstart[blk + 1]):
+                sx += x[i]
+                if x[i] > 0.0 and (top < 0 or x[i] > x[top]):
+                    top = i
+            if top >= 0:
+                x[top] += cap - sx
+
+
+@kernel
+def face_project(x, tight, v, lo, hi, bstart, btype):
+    """``v <- J v``: the Jacobian of the projection at ``x`` (module docstring) applied in place
+    (0 off the face; a tight block's free part made sum-free)."""
+    for blk in range(btype.shape[0]):
+        i0 = bstart[blk]
+        i1 = bstart[blk + 1]
+        simplex = btype[blk] == QP_SIMPLEX
+        cnt = 0
+        tot = 0.0
+        for i in range(i0, i1):
+            if (x[i] > 0.0) if simplex else (lo[i] < x[i] < hi[i]):
+                cnt += 1
+                tot += v[i]
+            else:
+                v[i] = 0.0
+        if simplex and cnt > 0 and tight[blk] != 0.0:
+            mean = tot / cnt
+            for i in range(i0, i1):
+                if x[i] > 0.0:
+                    v[i] -= mean
+
+
+@kernel
+def dual_polish(Rt, c, g, x, tight, n, r, lo, hi, bstart, btype, mu, L, q, dx):
+    """One primal Newton step on the face of ``x`` (its free weights, its tight sums) from the
+    gradient ``g = A x + b``: ``dx = -(1/c) J (g - R^T q)``, ``q = (c I + R J R^T)^-1 R J g``
+    (Woodbury; ``c I + R J R^T = c H`` with H the dual's Hessian (Eq. 3), ``L`` its factor).  Exact
+    on the face, and computed from the gradient, so free of the 1/c cancellation that floors
+    ``x(lambda)``'s accuracy when c is small.  Shortened where it would leave the face (a weight
+    at 0, a box bound, a free block's sum at its cap: that constraint joins the face).  Returns
+    False when J g is already 0 (nothing to polish)."""
+    for i in range(n):
+        dx[i] = g[i]
+    face_project(x, tight, dx, lo, hi, bstart, btype)
+    nz = False
+    for k in range(r):
+        q[k] = 0.0
+    for i in range(n):
+        if dx[i] != 0.0:
+            nz = True
+            for k in range(r):
+                q[k] += Rt[i, k] * dx[i]
+    if not nz:
+        return False
+    cholesky_solve(L, q, q, r)
+    ic = 1.0 / c
+    for i in range(n):
+        s = g[i]
+        for k in range(r):
+            s -= Rt[i, k] * q[k] * ic
+        dx[i] = -s * ic  # the step (before J)
+    face_project(x, tight, dx, lo, hi, bstart, btype)
+    alpha = 1.0  # the ratio test
+    hit = -1
+    hitblk = -1
+    for blk in range(btype.shape[0]):
+        simplex = btype[blk] == QP_SIMPLEX
+        ds = 0.0
+        xs = 0.0
+        for i in range(bstart[blk], bstart[blk + 1]):
+            st = dx[i]
+            ds += st
+            xs += x[i]
+            if st < 0.0:
+                room = x[i] if simplex else x[i] - lo[i]
+                if room + alpha * st < 0.0:
+                    alpha = max(room, 0.0) / -st
+                    hit = i
+                    hitblk = -1
+            elif st > 0.0 and not simplex and x[i] + alpha * st > hi[i]:
+                alpha = max(hi[i] - x[i], 0.0) / st
+                hit = i
+                hitblk = -1
+        if simplex and tight[blk] == 0.0 and ds > 0.0:
+            cap = mu[blk] if mu[blk] > 0.0 else 1.0
+            if xs + alpha * ds > cap:
+                alpha = max(cap - xs, 0.0) / ds
+                hit = -1
+                hitblk = blk
+    for i in range(n):
+        x[i] += alpha * dx[i]
+    if hit >= 0:  # the blocking weight leaves the face, exactly on its bound
+        for blk in range(btype.shape[0]):
+            if bstart[blk] <= hit < bstart[blk + 1]:
+                if btype[blk] == QP_SIMPLEX:
+                    x[hit] = 0.0
+                else:
+                    x[hit] = lo[hit] if dx[hit] < 0.0 else hi[hit]
+    if hitblk >= 0:  # a block's sum reached its cap: tight from now on
+        tight[hitblk] = 1.0
+    snap_tight(x, tight, bstart, btype, mu)
+    return True
 
 
 @kernel
@@ -190,6 +304,22 @@ def qp_solve_dual(Rt, c, b, n, r, lo, hi, bstart, btype, mu, x, maxit, tol, work
         if not math.isfinite(res):
             ok = False
             break
+    for _ in range(DUAL_POLISH):  # the face found, the residual at the dual's round-off floor
+        if not ok or res <= tol:
+            break
+        dual_hessian(Rt, c, x, tb, n, r, lo, hi, bstart, btype, H, tmp)
+        if not cholesky_factor(H, L, r):
+            break
+        if not dual_polish(Rt, c, g, x, tb, n, r, lo, hi, bstart, btype, mu, L, d, xt):
+            break
+        for k in range(r):
+            y[k] = 0.0
+        for i in range(n):
+            if x[i] != 0.0:
+                for k in range(r):
+                    y[k] += Rt[i, k] * x[i]
+        res = dual_residual(Rt, c, b, x, y, n, r, lo, hi, bstart, btype, mu, g, tmp)
+        it += 1
     f = 0.0
     for i in range(n):
         f += x[i] * (0.5 * (g[i] - b[i]) + b[i])
