@@ -8,7 +8,7 @@
 ``D = A^-1 B`` (one LU, m back-solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
 (the proximal weight ``|dw|^2 / gamma`` made scale-free: gamma = 1 weighs it like the
 curvature).  The Hessian is ``c I + R^T R`` with ``R = L^T D~^T / h`` (``h^2 Q = L L^T``, rank nv):
-with at least 2 nv weights it is solved in that form, by :func:`pbsim.optim.qp_dual.qp_solve_dual`
+with more than ``DUAL_MIN_RATIO`` nv weights it is solved in that form, by :func:`pbsim.optim.qp_dual.qp_solve_dual`
 (semismooth Newton on the nv-dimensional dual; no m x m matrix: O(m nv) per iteration against
 the Gram matrix's O(m^2 nv) and the active set's reduced factor of up to m x m).  Otherwise, or
 where that does not reach the tolerance (``c`` tiny: the dual's ``1/c`` amplifies round-off) or
@@ -34,6 +34,11 @@ CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's l
 QP_MAXIT = 5000  # QP iterations per QP (active-set steps; FISTA's when it falls back)
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
 QP_MAXIT_DUAL = 30  # Newton steps of the dual form before the formed matrix takes over
+# the dual form where the weights outnumber the DOFs this many times (below, the active-set method on
+# the formed matrix was faster: gymnasium's humanoid, 80 weights, nv 27: 60 against 150 us a QP; the
+# quad18, 308 weights, nv 18: its free set outgrew the active set's factor and FISTA finished,
+# 6.9 ms against 0.17 ms in dual form)
+DUAL_MIN_RATIO = 4
 DUAL_MIN_C = 1e-5  # the dual form only for c = 2 / (gamma + 2) at least this (gamma <= 2e5)
 
 
@@ -156,7 +161,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     for rr in range(n):
         u0[rr] = u[rr]
     x.qc[b] = 0.0
-    if n >= 2 * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
+    if n > DUAL_MIN_RATIO * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
         st[S_QP] += 1.0
         pgm_qp_unscale(x, b, nc, cmax)
         return True
