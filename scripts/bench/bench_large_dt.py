@@ -25,7 +25,7 @@ QPs and their active-set iterations) and the contact set's size (``candidates``)
 step are printed in a second table.
 
     NUMBA_NUM_THREADS=1 python scripts/bench/bench_large_dt.py [--methods nmdp,nmdp_zo] [--cases humanoid]
-        [--dts 20,50] [--T 2] [--quick] [--profile] [--no-ref] [--opt projection=chord]
+        [--dts 20,50] [--T 2] [--quick] [--profile] [--poses] [--no-ref] [--opt projection=chord]
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def run(m, sc, q0, v0, method, dt, T, **opts):
         steps=steps,
         diverged=bool(np.any(getattr(tr, "diverged", False))),
         finite=bool(np.isfinite(q).all()),
+        joints=[float(v) for v in q[-1, 7:]],
     )
 
 
@@ -179,6 +180,7 @@ def main(argv=None):
     ap.add_argument("--no-ref", action="store_true", help="no 1 ms reference runs (cached ones are shown)")
     ap.add_argument("--ref-cache", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "bench_large_dt_ref.json"))
     ap.add_argument("--profile", action="store_true", help="NMDP runs: the step kernel's counters per step")
+    ap.add_argument("--poses", action="store_true", help="print each run's final joint angles [rad] (the rest pose)")
     ap.add_argument(
         "--opt",
         action="append",
@@ -223,6 +225,8 @@ def main(argv=None):
                 ref = run(m, sc, q0, v0, meth, REF_DT, a.T, **opts)
                 cache[key] = ref
                 Path(a.ref_cache).write_text(json.dumps(cache, indent=1))
+            if a.poses and ref is not None and "joints" in ref:
+                print(f"  {case} {meth} 1 ms rest pose: {np.round(ref['joints'], 2)}")
             for dt in dts:
                 r = run(m, sc, q0, v0, meth, dt, a.T, **opts)
                 r.update(case=case, method=meth, dt=dt, ref=ref)
@@ -233,6 +237,8 @@ def main(argv=None):
                     f"pen {r['pen'] * 1e3:.1f} mm, unconverged {r['unconv']}",
                     flush=True,
                 )
+                if a.poses:
+                    print(f"  {case} {meth} {dt * 1e3:g} ms rest pose: {np.round(r['joints'], 2)}")
                 if a.profile and meth in NMDP:
                     p = profile(m, sc, q0, v0, meth, dt, a.T, **opts)
                     p.update(case=case, method=meth, dt=dt)
