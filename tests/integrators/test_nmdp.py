@@ -475,3 +475,46 @@ def test_zo_newton_projection_lands_a_box_in_few_evaluations(method):
         z[meth] = s.q[0, 2]
     assert np.mean(ev) < 100  # measured 35.2 (the chord: 20,539)
     assert abs(z[method] - z["nmdp"]) < 5e-4  # measured 0.19 mm (the chord: 1.0 mm)
+
+
+@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp_zo"])
+def test_qp_in_dual_form_solves_the_formed_qp(method):
+    """A box resting on a 20 deg plane has more QP weights than 4 nv, so its PGM QPs run in the dual
+    form (pbsim.integrators.pgm.qp, ``x.qc`` > 0): the weights it returns satisfy the QP the formed
+    path would have built (A = c I + R^T R from the step's own D~ and the factor of h^2 Q, b = qb)
+    to the solver's tolerance, and sit on the capped simplices."""
+    from pbsim.integrators.pgm.qp import DUAL_MIN_RATIO
+    from pbsim.optim.qp import QP_SIMPLEX
+    from tests.optim.test_qp import _natural_residual
+
+    m = box()
+    a = np.radians(20)
+    n = np.array([-np.sin(a), 0.0, np.cos(a)])
+    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
+    q0 = m.neutral()
+    q0[:3] = 0.05 * n
+    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
+    integ = make(method, m, sc, on_fail="ignore")
+    s = State.make(m, q0)
+    seen = 0
+    for _ in range(20):
+        s, _d = integ.step(s, None, 0.01)
+        x = integ._x  # noqa: SLF001 - the step's scratch
+        nc = int(np.count_nonzero(x.bstart[0] >= 0)) - 1
+        nw = nc * x.vx
+        if x.qc[0] <= 0.0:
+            continue
+        assert nw > DUAL_MIN_RATIO * m.nv
+        seen += 1
+        Rt = x.HX[0, :nw, : m.nv]
+        A = x.qc[0] * np.eye(nw) + Rt @ Rt.T
+        bs, bt, cap = x.bstart[0, : nc + 1], x.btype[0, :nc], x.bmu[0, :nc]
+        layout = (nw, x.lo[0, :nw].copy(), x.hi[0, :nw].copy(), bs.copy(), bt.copy(), cap.copy())
+        # the scaled solution: the returned weights times the QP's cap / c_max (pgm_qp_unscale undone)
+        u = np.repeat(cap, x.vx) * x.wn[0, :nw]
+        assert _natural_residual(A, x.qb[0, :nw], layout, u) <= 1e-9
+        for k in range(nc):
+            if bt[k] == QP_SIMPLEX:
+                blk = u[bs[k] : bs[k + 1]]
+                assert (blk >= 0).all() and blk.sum() <= cap[k] * (1 + 1e-9)
+    assert seen >= 5, seen
