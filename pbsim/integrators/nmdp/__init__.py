@@ -61,7 +61,7 @@ def _extra(integrator, B):
     return make_nmdp_extra(
         I.model, ks.npts, B, I.frame, I.k, I.zeta, I.mu, I.vx, I.margin, I.max_iterations,
         I.gtol, I.xtol, I.eta, I.substep, I.zo, 1 if I.init == "qp" else 0, I.max_step, I.gamma0,
-        METRIC_STEP if I.metric == "step" else METRIC_INERTIA, pair_capacity(ks, I.max_contacts),
+        METRIC_STEP if I.metric == "step" else METRIC_INERTIA, pair_capacity(ks, I.max_contacts), I.maxpen,
     )  # fmt: skip
 
 

@@ -102,7 +102,7 @@ BATCHED = PGM_FIELDS + ("rw", "tau0", "arm", "mv", "dRq", "dRv")
 
 def make_nmdp_extra(
     model, npts, B, F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0,
-    metric=METRIC_INERTIA, npair=0,
+    metric=METRIC_INERTIA, npair=0, maxpen=0.0,
 ) -> NmdpX:
     """Scratch for ``B`` trajectories of ``model`` with ``npts`` scene contact points and room for
     ``npair`` body-body candidates."""
@@ -112,7 +112,8 @@ def make_nmdp_extra(
     return NmdpX(
         **pgm_arrays(model, npts, B, vx, npair), rw=make_rnea_derivatives_work(model, Bb), tau0=z((Bb, n)),
         arm=z((Bb, n)), mv=z((Bb, n)), dRq=z((Bb, n, n)), dRv=z((Bb, n, n)), metric=int(metric),
-        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0, npair),
+        **pgm_options(F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0, npair,
+                      maxpen),
     )  # fmt: skip
 
 

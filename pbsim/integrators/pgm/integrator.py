@@ -48,6 +48,8 @@ def _pgm_option_specs(maxit, gamma0):
         Option("max_step", 0.5, "a Newton step of the manifold projection moving a coordinate by more than this "
                "(rad or m), plus how far PD/SPD joint targets lie from the prediction, is a projection failure "
                "(Algorithm 2 halves the step; ours)", "float"),
+        Option("depth_limit", True, "Algorithm 2 also halves a sub-step that drove a contact point deeper than "
+               "Scene.max_penetration (and deeper than it began; ours: the issue-30 step limiter)", "bool"),
         Option("init", "qp", "start of the PGM: 'qp' the linearised MDP QP at theta_- (+) dt v (ours), 'zero' "
                "w = 0 (the paper's Algorithm 1)", "str", ("qp", "zero")),
         Option("on_fail", "warn", "what a step whose sub-step at the cap alpha failed or ran out of iterations, or whose "
@@ -108,6 +110,8 @@ class PgmIntegrator(Integrator):
             raise InputError(f"{nm}: substep must be an integer in 0..20 (alpha >= 2^-substep), got {sub!r}")
         self.substep = int(sub)
         self.max_step = check_number("max_step", options.get("max_step", 0.5), 0.0, True, nm)
+        self.depth_limit = bool(options.get("depth_limit", True))
+        self.maxpen = float(sc.max_penetration) if self.depth_limit and np.isfinite(sc.max_penetration) else 0.0
         self.init = options.get("init", "qp")
         if self.init not in ("qp", "zero"):
             raise InputError(f"{nm}: init must be 'qp' or 'zero', got {self.init!r}")
@@ -130,7 +134,8 @@ class PgmIntegrator(Integrator):
         return pgm_options(self.frame, self.k, self.zeta, self.mu, self.vx, self.margin, self.max_iterations,
                            self.gtol, self.xtol, self.eta, self.substep, self.zo,
                            1 if self.init == "qp" else 0, self.max_step, self.gamma0,
-                           pair_capacity(self.scene.kernel_arrays(self.model), self.max_contacts))  # fmt: skip
+                           pair_capacity(self.scene.kernel_arrays(self.model), self.max_contacts),
+                           self.maxpen)  # fmt: skip
 
     def make_x(self, B):
         """The step's scratch for ``B`` trajectories (the form's namedtuple)."""

@@ -40,10 +40,11 @@ PGM_FIELDS = (
 )  # fmt: skip
 # the options (not batched): F the tangent basis' up frame (3, 3), the wrench's k, zeta, mu, vx,
 # margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep, gamma0;
-# npair the body-body candidate buffer's capacity (min(max_contacts, body-body points))
+# npair the body-body candidate buffer's capacity (min(max_contacts, body-body points)); maxpen the
+# depth past which a sub-step that drove a point there is halved (Scene.max_penetration; 0: never)
 PGM_OPTIONS = (
     "F", "k", "zeta", "mu", "vx", "margin", "maxit", "tol", "xtol", "eta", "depth", "zo", "init", "maxstep", "gamma0",
-    "npair",
+    "npair", "maxpen",
 )  # fmt: skip
 
 
@@ -72,13 +73,14 @@ def pgm_arrays(model, npts, B, vx, npair=0) -> dict:
 
 
 def pgm_options(
-    F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0, npair=0
+    F, k, zeta, mu, vx, margin, maxit, tol, xtol, eta, depth, zo, init, maxstep, gamma0=1.0, npair=0, maxpen=0.0
 ) -> dict:
     """The option fields of :data:`PGM_OPTIONS`, typed as the kernels read them."""
     return dict(
         F=np.ascontiguousarray(F, dtype=np.float64), k=float(k), zeta=float(zeta), mu=float(mu), vx=int(vx),
         margin=float(margin), maxit=int(maxit), tol=float(tol), xtol=float(xtol), eta=float(eta), depth=int(depth),
         zo=int(zo), init=int(init), maxstep=float(maxstep), gamma0=float(gamma0), npair=int(npair),
+        maxpen=float(maxpen),
     )  # fmt: skip
 
 

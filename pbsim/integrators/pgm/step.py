@@ -10,7 +10,9 @@ interval -- exactly the recursion's order (the second half is tried at the size 
 whatever the first half became).  At ``L = depth`` (``alpha = 2^-depth``, 1/64 by default) a
 failure is the **cap**: the sub-step takes the projection iterate with the smallest ``|G|_inf``
 (out of iterations: its last accepted iterate, feasible) and the step is flagged (``stats[CAP]``,
-converged 0), never silently.
+converged 0), never silently.  **Step limiter** (ours, issue 30; option ``depth_limit``): a sub-step
+that converged but drove a contact point deeper than ``Scene.max_penetration`` (and deeper than
+the deepest point at its start) is split the same way, down to the same cap.
 
 ``info`` = [outer iterations (all sub-steps), largest final |G|_inf, converged (every sub-step
 stopped by xtol, no cap), min alpha]; ``stats`` = [sub-steps, projection failures, QP solves that
@@ -27,9 +29,21 @@ from __future__ import annotations
 import numpy as np
 
 from pbsim.jit import kernel
+from pbsim.contact.depth import max_depth_state
 from pbsim.dynamics.equality import equality_project_mass
 from pbsim.integrators.pgm.problem import S_CAP, S_ITCAP, S_OVER, S_RES, S_SUB, pgm_velocity
 from pbsim.integrators.pgm.solve import pgm_solve
+
+
+@kernel
+def pgm_too_deep(m, s, w, x, b, q0, th):
+    """Whether the sub-step from ``q0`` to ``th`` left a contact point deeper than ``x.maxpen``
+    (Scene.max_penetration) and deeper than the deepest at ``q0``: what the step limiter halves
+    (a point already resting that deep does not trigger it: NMDP has no term that pushes it out)."""
+    dend = max_depth_state(m, s, w, b, th)
+    if not (dend > x.maxpen):
+        return False
+    return dend > max_depth_state(m, s, w, b, q0)
 
 
 @kernel
@@ -62,6 +76,9 @@ def pgm_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
         its += k
         if status != 0 and L < depth:  # failed or out of iterations: two halves
             L += 1
+            continue
+        if status == 0 and L < depth and x.maxpen > 0.0 and pgm_too_deep(m, s, w, x, b, q0, th):
+            L += 1  # the step limiter (ours): a sub-step that drove a point past the bound, two halves
             continue
         if status == 2:
             st[S_CAP] = 1.0
