@@ -518,3 +518,38 @@ def test_qp_in_dual_form_solves_the_formed_qp(method):
                 blk = u[bs[k] : bs[k + 1]]
                 assert (blk >= 0).all() and blk.sum() <= cap[k] * (1 + 1e-9)
     assert seen >= 5, seen
+
+
+def _spinning_box_drop(method, bound, **options):
+    """A box spinning at 20 rad/s dropped onto a plane, 20 steps of 50 ms through Integrator.step:
+    per step the deepest point and Algorithm 2's sub-steps, and the final state."""
+    m = box()
+    sc = Scene(environment=[Plane(np.array([0.0, 0.0, 1.0]), 0.0)], points=sample_contact_points(m), mu=0.5,
+               max_penetration=bound)  # fmt: skip
+    integ = make(method, m, sc, on_fail="ignore", **options)
+    q0 = m.neutral()
+    q0[2] = 0.06
+    v0 = np.zeros(6)
+    v0[2], v0[3] = -1.0, 20.0
+    s = State.make(m, q0, v0)
+    pen, sub = [], []
+    for _ in range(20):
+        s, d = integ.step(s, None, 0.05)
+        pen.append(float(d.penetration[0]))
+        sub.append(int(d.extra["substeps"][0]))
+    return np.array(pen), np.array(sub), s
+
+
+@pytest.mark.parametrize("method", ["nmdp", "nmdp_zo"])
+def test_step_limiter_halves_a_sub_step_that_sinks_past_the_bound(method):
+    """Issue 30's step limiter (option depth_limit): with the bound at 8 mm, the spinning corner
+    sinks 11-17 mm in one 50 ms step without it; with it, Algorithm 2 splits that step (sub-steps
+    counted) and no point ends deeper than the bound.  A run that never passes the bound (pbd_nmdp
+    here) is the same to the last bit with and without it."""
+    pen0, sub0, _ = _spinning_box_drop(method, 0.008, depth_limit=False)
+    pen1, sub1, _ = _spinning_box_drop(method, 0.008)
+    assert pen0.max() > 0.010 and (sub0 == 1).all()
+    assert pen1.max() <= 0.008 and sub1.max() > 1
+    pa, sa, qa = _spinning_box_drop("pbd_nmdp", 0.008, depth_limit=False)
+    pb, sb, qb = _spinning_box_drop("pbd_nmdp", 0.008)
+    assert pa.max() <= 0.008 and np.array_equal(sa, sb) and np.array_equal(qa.q, qb.q)
