@@ -240,16 +240,22 @@ def test_free_fall_is_the_backward_euler_parabola(method):
     assert abs(s.q[0, 2] - (2.0 + vz0 * t - G * t * t / 2)) <= G * h * t / 2 + 1e-10
 
 
-@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
-def test_cpubatch_equals_integrator_step(method):
-    """CpuBatch runs the same PGM step kernel (NE or position-based hooks) bit for bit."""
+def _box_on_incline(deg):
+    """``(model, scene, q0)``: the box resting flat on a plane tilted by ``deg`` (mu 0.5)."""
     m = box()
-    a = np.radians(20)
+    a = np.radians(deg)
     n = np.array([-np.sin(a), 0.0, np.cos(a)])
     sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
     q0 = m.neutral()
     q0[:3] = 0.05 * n
     q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
+    return m, sc, q0
+
+
+@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
+def test_cpubatch_equals_integrator_step(method):
+    """CpuBatch runs the same PGM step kernel (NE or position-based hooks) bit for bit."""
+    m, sc, q0 = _box_on_incline(20.0)
     Q = np.stack([q0, q0])
     Q[1, 2] += 0.02
     V = np.zeros((2, 6))
@@ -487,13 +493,7 @@ def test_qp_in_dual_form_solves_the_formed_qp(method):
     from pbsim.optim.qp import QP_SIMPLEX
     from tests.optim.test_qp import _natural_residual
 
-    m = box()
-    a = np.radians(20)
-    n = np.array([-np.sin(a), 0.0, np.cos(a)])
-    sc = Scene(environment=[Plane(n, 0.0)], points=sample_contact_points(m), mu=0.5)
-    q0 = m.neutral()
-    q0[:3] = 0.05 * n
-    q0[3:7] = [np.cos(a / 2), 0.0, -np.sin(a / 2), 0.0]
+    m, sc, q0 = _box_on_incline(20.0)
     integ = make(method, m, sc, on_fail="ignore")
     s = State.make(m, q0)
     seen = 0
