@@ -73,6 +73,12 @@ def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
 
 
 @kernel
+def on_face(x, i, simplex, lo, hi):
+    """Whether variable i is free at ``x``: above 0 in a simplex block, strictly inside its box."""
+    return x[i] > 0.0 if simplex else lo[i] < x[i] < hi[i]
+
+
+@kernel
 def snap_tight(x, tight, bstart, btype, mu):
     """Each tight block's sum exactly on its cap (its largest weight takes the round-off, as the
     active-set method puts it): a vertex is then exact, whatever the size of the projected point."""
@@ -100,7 +106,7 @@ def face_project(x, tight, v, lo, hi, bstart, btype):
         cnt = 0
         tot = 0.0
         for i in range(i0, i1):
-            if (x[i] > 0.0) if simplex else (lo[i] < x[i] < hi[i]):
+            if on_face(x, i, simplex, lo, hi):
                 cnt += 1
                 tot += v[i]
             else:
@@ -212,11 +218,7 @@ def dual_hessian(Rt, c, x, tight, n, r, lo, hi, bstart, btype, H, s):
         for k in range(r):
             s[k] = 0.0
         for i in range(i0, i1):
-            if simplex:
-                inside = x[i] > 0.0
-            else:
-                inside = lo[i] < x[i] < hi[i]
-            if not inside:
+            if not on_face(x, i, simplex, lo, hi):
                 continue
             cnt += 1
             for a in range(r):
@@ -292,14 +294,15 @@ def qp_solve_dual(Rt, c, b, n, r, lo, hi, bstart, btype, mu, x, maxit, tol, work
         for k in range(r):
             lam[k] = lt[k]
             y[k] = yt[k]
-        for i in range(n):
-            if (xt[i] > 0.0) != (x[i] > 0.0) or ((xt[i] >= hi[i]) != (x[i] >= hi[i])):
+        for blk in range(btype.shape[0]):
+            simplex = btype[blk] == QP_SIMPLEX
+            for i in range(bstart[blk], bstart[blk + 1]):
+                if on_face(xt, i, simplex, lo, hi) != on_face(x, i, simplex, lo, hi):
+                    same = False
+                x[i] = xt[i]
+            if tb[blk] != tbt[blk]:
                 same = False
-            x[i] = xt[i]
-        for k in range(btype.shape[0]):
-            if tb[k] != tbt[k]:
-                same = False
-            tb[k] = tbt[k]
+            tb[blk] = tbt[blk]
         res = dual_residual(Rt, c, b, x, y, n, r, lo, hi, bstart, btype, mu, g, tmp)
         if not math.isfinite(res):
             ok = False

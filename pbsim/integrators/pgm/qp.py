@@ -22,10 +22,10 @@ capacity is below ``1e-14 c_max`` (``zeta = 0`` out of contact: ``v = 0``) keeps
 
 from __future__ import annotations
 
-from pbsim.jit import kernel
-from pbsim.integrators.pgm.problem import S_LU, S_QP, S_QPFAIL, S_QPIT
 import math
 
+from pbsim.jit import kernel
+from pbsim.integrators.pgm.problem import S_LU, S_QP, S_QPFAIL, S_QPIT
 from pbsim.optim.linalg import cholesky_factor, gram_symmetric, lu_factor, lu_solve, lu_solve_rows, matvec_add
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as
 from pbsim.optim.qp_dual import qp_solve_dual
