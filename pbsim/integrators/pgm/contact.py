@@ -78,15 +78,17 @@ def pgm_pair_candidates(m, s, w, x, b, q0, nw):
 
 
 @kernel
-def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, A):
+def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A):
     """``A -= d(J^T f)/dtheta`` (f fixed; module docstring) for the force ``f`` at ``a`` (the
     sphere surface of centre ``c``, radius ``r``; ``x.Dn[b]`` = dn/dx at c) and, with ``first``,
-    ``A -= J_a^T x.Dd[b] J_c`` (``Dd = sum_i w_i dv^i/dx``)."""
+    ``A -= J_a^T x.Dd[b] J_c`` (``Dd = sum_i w_i dv^i/dx``), with ``keep`` also into ``x.Ad[b]``
+    (the first-order-only part)."""
     Rw = w.Rw[b]
     pw = w.pw[b]
     Jc = x.Jc[b]
     Dn = x.Dn[b]
     Dd = x.Dd[b]
+    Ad = x.Ad[b]
     nn = 0
     j = body
     while j >= 0:  # the chain's world columns at the origin: omega, v0 = R s_lin + p x omega
@@ -143,12 +145,17 @@ def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz
                 ux = sv0 + sw1 * az - sw2 * ay
                 uy = sv1 + sw2 * ax - sw0 * az
                 uz = sv2 + sw0 * ay - sw1 * ax
-                t += ux * ddx + uy * ddy + uz * ddz
+                tf = ux * ddx + uy * ddy + uz * ddz
+                t += tf
+                if keep:
+                    Ad[row, col] -= tf
             A[row, col] -= t
 
 
 @kernel
-def pgm_pair_jacobian(m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, gx, gy, gz, first, Am):
+def pgm_pair_jacobian(
+    m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, gx, gy, gz, first, keep, Am
+):
     """``Am -= d(J_rel(a)^T f)/dtheta`` for a body-body point (:func:`pgm_pair_point`): the force
     ``f`` on body A at ``a = c - r n`` and ``-f`` on body B (``c``: the point's sphere centre on A,
     ``n``: the normal out of B's shape at ``y = T_B^-1 c``).  With ``s_a = +1`` on A's chain below
@@ -170,12 +177,14 @@ def pgm_pair_jacobian(m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az,
     world's up frame, so f is not exactly fixed in B's frame; the zeroth order's reading drops
     only that twist of the basis and the dependence on y).  With B the world (``lca = -1``, no B
     side) this is :func:`pgm_contact_jacobian`.  Columns: A's chain to the root (flag 1 below
-    ``lca``, 3 from ``lca`` up) and B's chain below ``lca`` (flag 2), in ``x.Jc`` (n, 9)."""
+    ``lca``, 3 from ``lca`` up) and B's chain below ``lca`` (flag 2), in ``x.Jc`` (n, 9).  With
+    ``keep`` (and ``first``) the first order's part less the zeroth order's also goes to ``x.Ad[b]``."""
     Rw = w.Rw[b]
     pw = w.pw[b]
     Jc = x.Jc[b]
     Dn = x.Dn[b]
     Nn = x.Dd[b]
+    Ad = x.Ad[b]
     nn = 0
     for side in range(2):
         j = A if side == 0 else B
@@ -227,17 +236,19 @@ def pgm_pair_jacobian(m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az,
             da0 += vx_
             da1 += vy_
             da2 += vz_
+        if mB:  # the zeroth order's df
+            ez0 = xw1 * fz - xw2 * fy
+            ez1 = xw2 * fx - xw0 * fz
+            ez2 = xw0 * fy - xw1 * fx
+        else:
+            ez0, ez1, ez2 = 0.0, 0.0, 0.0
         if first:
             dsd = -(nx * ry0 + ny * ry1 + nz * ry2)
             df0 = gx * dsd + Nn[0, 0] * dn0 + Nn[0, 1] * dn1 + Nn[0, 2] * dn2
             df1 = gy * dsd + Nn[1, 0] * dn0 + Nn[1, 1] * dn1 + Nn[1, 2] * dn2
             df2 = gz * dsd + Nn[2, 0] * dn0 + Nn[2, 1] * dn1 + Nn[2, 2] * dn2
-        elif mB:
-            df0 = xw1 * fz - xw2 * fy
-            df1 = xw2 * fx - xw0 * fz
-            df2 = xw0 * fy - xw1 * fx
         else:
-            df0, df1, df2 = 0.0, 0.0, 0.0
+            df0, df1, df2 = ez0, ez1, ez2
         for jc in range(nn):  # the torque row: DOFs below lca only
             fr = np.int64(Jc[jc, 8])
             if fr == 3:
@@ -261,14 +272,19 @@ def pgm_pair_jacobian(m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az,
             uy = sv1 + sw2 * ax - sw0 * az
             uz = sv2 + sw0 * ay - sw1 * ax
             t += ux * df0 + uy * df1 + uz * df2
+            td = ux * (df0 - ez0) + uy * (df1 - ez1) + uz * (df2 - ez2) if keep else 0.0
             if fr == 1:
                 Am[row, col] -= t
+                if keep:
+                    Ad[row, col] -= td
             else:
                 Am[row, col] += t
+                if keep:
+                    Ad[row, col] += td
 
 
 @kernel
-def pgm_pair_point(m, s, w, x, b, ci, k, wts, deriv, first):
+def pgm_pair_point(m, s, w, x, b, ci, k, wts, deriv, first, keep):
     """Candidate ``ci``, the body-body point ``k``, in :func:`pgm_contact`: ``x.G -= J_rel(a)^T f``
     (``f = sum_i w_i v^i`` on A at the sphere surface ``a = c - r n``, ``-f`` on B:
     :func:`pbsim.contact.query.pair_force_jt`), with ``deriv`` the rows of ``B^T`` (``-J_rel(a)^T
@@ -312,7 +328,8 @@ def pgm_pair_point(m, s, w, x, b, ci, k, wts, deriv, first):
             Nn[rr, cc] = sdd
     q = dcap / cap if cap > 0.0 else 0.0  # sum_i w_i dv^i/dsd = (dcap / cap) f
     pgm_pair_jacobian(
-        m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, q * fx, q * fy, q * fz, first, x.A[b]
+        m, w, x, b, A, B, lca, cx, cy, cz, nx, ny, nz, ax, ay, az, r, fx, fy, fz, q * fx, q * fy, q * fz, first, keep,
+        x.A[b],
     )
 
 
@@ -322,16 +339,25 @@ def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
     the step's ``nc`` candidates, and with ``deriv`` the rows ``x.Bm`` of ``B^T = -[J_x^T v_x^i]^T``
     (Eq. 7), the capacities ``x.cap`` and ``A -= d(J^T f)/dtheta`` (:func:`pgm_contact_jacobian`;
     the vertex derivative with ``first``, Eq. 7 vs Eq. 10); body-body candidates through
-    :func:`pgm_pair_point`.  The world poses in ``w`` must be those of theta (``fk_state``)."""
+    :func:`pgm_pair_point`.  The world poses in ``w`` must be those of theta (``fk_state``).  An
+    exact-A evaluation of a zeroth-order form's projection (``first`` with ``x.zo == 2``) keeps the
+    first-order-only part in ``x.Ad`` (:func:`.project.pgm_project` then has Eq. 10's A as
+    ``A - Ad`` without evaluating again)."""
     nv = m.nv
     G = x.G[b]
     A = x.A[b]
     V = x.vx
     Dd = x.Dd[b]
+    keep = deriv and first and x.zo == 2
+    if keep:
+        Ad = x.Ad[b]
+        for r0 in range(nv):
+            for c0 in range(nv):
+                Ad[r0, c0] = 0.0
     for ci in range(nc):
         kp = x.act[b, ci]
         if kp >= s.npts:  # a body-body point
-            pgm_pair_point(m, s, w, x, b, ci, kp - s.npts, wts, deriv, first)
+            pgm_pair_point(m, s, w, x, b, ci, kp - s.npts, wts, deriv, first, keep)
             continue
         body = s.pt_body[kp]
         Vt = x.Vt[b, ci]
@@ -362,7 +388,7 @@ def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
                         for i in range(V):
                             sdd += wts[ci * V + i] * Dv[i, rr, cc]
                     Dd[rr, cc] = sdd
-            pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, A)
+            pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A)
 
 
 @kernel

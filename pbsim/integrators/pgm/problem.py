@@ -32,11 +32,13 @@ NSTATS = 17
 # body-body candidates: Tq (nb, 3, 4) poses at the step's start, cface (P) ints their item's box face,
 # csig (P) their tangent basis' sign, csc (P) their scores (pbsim.contact.depth.pair_candidates_state),
 # cpl (P, 7) their contact planes for the step (pbsim.contact.nmdp.pair_plane); Lq (n, n) the Cholesky
-# factor of h^2 Q and qc the last QP's c when it ran in its dual form (else 0; pbsim.integrators.pgm.qp).
+# factor of h^2 Q and qc the last QP's c when it ran in its dual form (else 0; pbsim.integrators.pgm.qp);
+# Ad (n, n) the first-order-only part of A's contact term (Eq. 7 less Eq. 10), kept by an exact-A
+# evaluation of the zeroth-order forms' projection (zo 2) so that A - Ad is Eq. 10's A there.
 PGM_FIELDS = (
     "q0", "v0", "th", "thn", "thb", "qp", "vel", "acc", "dn", "Pm", "G", "A", "LU", "piv", "dq", "gk", "g", "M", "sdp",
     "act", "cap", "Vt", "Dv", "T1", "T2", "Dn", "Dd", "Jc", "Bm", "Dm", "HX", "wts", "wn", "qb", "lo", "hi", "QA",
-    "qw", "qinfo", "bstart", "btype", "bmu", "info", "stats", "Tq", "cface", "csig", "csc", "cpl", "Lq", "qc",
+    "qw", "qinfo", "bstart", "btype", "bmu", "info", "stats", "Tq", "cface", "csig", "csc", "cpl", "Lq", "qc", "Ad",
 )  # fmt: skip
 # the options (not batched): F the tangent basis' up frame (3, 3), the wrench's k, zeta, mu, vx,
 # margin; maxit, tol (|G|_inf bound), xtol, eta, depth (substep), zo, init (1: qp), maxstep, gamma0;
@@ -68,7 +70,7 @@ def pgm_arrays(model, npts, B, vx, npair=0) -> dict:
         qw=z((B, *qp_work_as(MP, max(4 * n, 64) if npair == 0 else MP).shape)),
         qinfo=z((B, 4)), bstart=z((B, P + 1), np.int64), btype=np.full((B, P), QP_SIMPLEX, np.int64), bmu=z((B, P)),
         info=z((B, 4)), stats=z((B, NSTATS)), Tq=z((B, max(model.nb, 1), 3, 4)), cface=z((B, P), np.int64),
-        csig=np.ones((B, P)), csc=z((B, P)), cpl=z((B, P, 7)), Lq=z((B, n, n)), qc=z(B),
+        csig=np.ones((B, P)), csc=z((B, P)), cpl=z((B, P, 7)), Lq=z((B, n, n)), qc=z(B), Ad=z((B, n, n)),
     )  # fmt: skip
 
 

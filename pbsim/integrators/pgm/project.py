@@ -42,9 +42,11 @@ evaluations per 50 ms step, 60-154 s of wall per simulated second.  **[ours]** T
 ``projection="newton"`` projects with the exact A of Eq. 9 (the contact stiffness ``J^T (dv/dtheta)
 w`` included, the same Newton iteration as the first order: its root of ``G(., w) = 0`` is the one
 the chord converges to when it converges) and keeps Eq. 10's zeroth-order A only where the paper's
-zeroth order differs in what it computes, the QP's ``D = A~^-1 B`` (the projected point is
-re-evaluated once with that A for the next QP): ~2 Newton steps a projection, 200-420
-evaluations a step, 1.3-2.2 s per simulated second on those drops.
+zeroth order differs in what it computes, the QP's ``D = A~^-1 B``: ~2 Newton steps a projection,
+200-420 evaluations a step, 1.3-2.2 s per simulated second on those drops.  That A~ at the
+projected point is the exact A less its first-order-only part, which the last evaluation keeps in
+``x.Ad`` (:func:`.contact.pgm_contact`; until 2026-11-28 the point was evaluated once more for it,
+a quarter of the zeroth-order forms' evaluations).
 """
 
 from __future__ import annotations
@@ -156,7 +158,10 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim):
         for j in range(m.nq):
             th[j] = thb[j]
         return False, K, racc
-    if pf != first:  # the QP's zeroth-order A (Eq. 10) at the projected point
-        K = pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
-        st[S_EVAL] += 1.0
+    if pf != first:  # the QP's zeroth-order A (Eq. 10) at the projected point: the exact one less its
+        A = x.A[b]  # first-order-only part, kept by the last evaluation (pgm.contact.pgm_contact)
+        Ad = x.Ad[b]
+        for i in range(nv):
+            for j in range(nv):
+                A[i, j] -= Ad[i, j]
     return True, K, racc

@@ -57,14 +57,19 @@ def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
     ih = 1.0 / h
     sig = 0.0
     for rr in range(n):  # row rr of R^T = D~[rr] L / h; sigma = the largest |row|^2
+        Rr = Rt[rr]
+        Dr = D[rr]
+        for k in range(nv):
+            Rr[k] = 0.0
+        for j in range(nv):  # row by row of L (contiguous; each entry summed in the order of j)
+            dj = Dr[j]
+            Lj = Lq[j]
+            for k in range(j + 1):
+                Rr[k] += dj * Lj[k]
         s2 = 0.0
         for k in range(nv):
-            s = 0.0
-            for j in range(k, nv):
-                s += D[rr, j] * Lq[j, k]
-            s *= ih
-            Rt[rr, k] = s
-            s2 += s * s
+            Rr[k] *= ih
+            s2 += Rr[k] * Rr[k]
         if s2 > sig:
             sig = s2
     if not (sig > 0.0):

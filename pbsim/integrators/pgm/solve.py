@@ -36,6 +36,12 @@ GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the
 # (its inexact A: 1e4 raised nmdp_zo's iterations at 50 ms from 57 to 77)
 GAMMA0_FO = 1e4
 GAMMA0_ZO = 1.0
+# **[ours]** the zeroth order's gamma grows no further than this (c = 2 / (gamma + 2) >= 2e-5: the
+# QP's proximal weight stays where its dual form applies, pgm.qp.DUAL_MIN_C).  Unbounded, the
+# quad18's late QPs fell back to the formed matrix (384 weights); the first order is left unbounded
+# (bounded alike, humanoid_rand nmdp at 50 ms took 90 outer iterations a step instead of 35;
+# docs/benchmarks/nmdp.md "Step cost at large dt")
+GAMMA_MAX_ZO = 1e5
 
 
 @kernel
@@ -74,6 +80,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
     if nc == 0:
         return 0, 0, res
     gamma = x.gamma0
+    gmax = np.inf if first else GAMMA_MAX_ZO
     for it in range(x.maxit):
         if not pgm_qp(m, x, b, nc, h, gamma, st, False):
             return 2, it, res
@@ -85,7 +92,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
             difference_config(m, th, thn, dq, w.Rj[b])
             dth = inf_norm(dq, nv)
         if okn and not (Kn > K):  # accept
-            gamma *= x.eta
+            gamma = min(gamma * x.eta, gmax)
             if Kn > K:  # (cannot happen: the acceptance test) counted for the B-T2 check
                 st[S_KRISE] += 1.0
             if resn > st[S_GACC]:
