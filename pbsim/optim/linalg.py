@@ -233,6 +233,28 @@ def lu_solve(LU, piv, x, n):
 
 
 @kernel
+def lu_solve_transpose(LU, piv, x, n):
+    """Solve A^T x = x (rhs in x, overwritten) with the factor of :func:`lu_factor`: ``A^T = U^T
+    L^T P``, so ``U^T z = b``, ``L^T y = z`` and ``x = P^T y`` (the row swaps in reverse)."""
+    for i in range(n):
+        s = x[i]
+        for j in range(i):
+            s -= LU[j, i] * x[j]
+        x[i] = s / LU[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, n):
+            s -= LU[j, i] * x[j]
+        x[i] = s
+    for k in range(n - 1, -1, -1):
+        p = piv[k]
+        if p != k:
+            t = x[k]
+            x[k] = x[p]
+            x[p] = t
+
+
+@kernel
 def lu_solve_rows(LU, piv, X, r0, k, n):
     """:func:`lu_solve` for the rows ``X[r0], ..., X[r0 + k - 1]`` (each a right-hand side,
     overwritten), four at a time: each row's operations in :func:`lu_solve`'s order (the same

@@ -5,7 +5,8 @@
 
     min 1/2 du^T (D~^T Q D~ + (2 sigma / gamma) I) du - (D~^T g)^T du,  D~ = D diag(c_max / cap)
 
-``D = A^-1 B`` (one LU, m back-solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
+``D = A^-1 B`` (one LU, m back-solves; the dual form below needs only ``B^T A^-T L``, nv
+transposed solves); ``sigma``: the largest diagonal entry of ``D~^T Q D~``
 (the proximal weight ``|dw|^2 / gamma`` made scale-free: gamma = 1 weighs it like the
 curvature).  The Hessian is ``c I + R^T R`` with ``R = L^T D~^T / h`` (``h^2 Q = L L^T``, rank nv):
 with more than ``DUAL_MIN_RATIO`` nv weights it is solved in that form, by :func:`pbsim.optim.qp_dual.qp_solve_dual`
@@ -26,7 +27,15 @@ import math
 
 from pbsim.jit import kernel
 from pbsim.integrators.pgm.problem import S_LU, S_QP, S_QPFAIL, S_QPIT
-from pbsim.optim.linalg import cholesky_factor, gram_symmetric, lu_factor, lu_solve, lu_solve_rows, matvec_add
+from pbsim.optim.linalg import (
+    cholesky_factor,
+    gram_symmetric,
+    lu_factor,
+    lu_solve,
+    lu_solve_rows,
+    lu_solve_transpose,
+    matvec_add,
+)
 from pbsim.optim.qp import QP_BOX, QP_SIMPLEX, qp_solve_as
 from pbsim.optim.qp_dual import qp_solve_dual
 
@@ -43,35 +52,58 @@ DUAL_MIN_C = 1e-5  # the dual form only for c = 2 / (gamma + 2) at least this (g
 
 
 @kernel
-def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
-    """The QP in its dual form (module docstring), the scaled ``D~`` in ``x.Dm``, the start in
-    ``x.wn`` and the linearisation point ``u0``: builds ``R^T`` (in ``x.HX``), ``c`` and ``qb`` as the
-    formed path would scale them and solves.  Returns False (``x.wn`` then holds a feasible point)
-    when ``h^2 Q`` has no Cholesky factor or the solve stops short of ``QP_TOL``."""
+def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
+    """The QP in its dual form (module docstring) from the LU of A, the rows ``x.Bm`` and the start
+    in ``x.wn`` at the linearisation point ``u0``: builds ``R^T`` (in ``x.HX``), ``c`` and ``qb`` as
+    the formed path would scale them and solves.  ``D~`` itself is not formed: ``D~[rr] L / h =
+    s_rr Bm[rr] W`` with ``W = A^-T L / h`` (nv transposed solves instead of a solve per weight) and
+    ``D~[rr] . geff = s_rr Bm[rr] . (A^-T geff)`` (``s_rr = c_max / cap``).  Returns False (``x.wn``
+    then holds a feasible point) when ``h^2 Q`` has no Cholesky factor or the solve stops short of
+    ``QP_TOL``."""
     nv = m.nv
+    V = x.vx
     Lq = x.Lq[b]
     if not cholesky_factor(x.M[b], Lq, nv):
         return False
-    D = x.Dm[b]
-    Rt = x.HX[b]
+    W = x.QA[b]  # (nv, nv) in the formed path's matrix, unused here: n > nv
     ih = 1.0 / h
+    z = x.dn[b]  # (the projection's Newton direction, free between projections)
+    for k in range(nv):  # column k of W
+        for j in range(nv):
+            z[j] = Lq[j, k] * ih if j >= k else 0.0
+        lu_solve_transpose(x.LU[b], x.piv[b], z, nv)
+        for j in range(nv):
+            W[j, k] = z[j]
+    for j in range(nv):
+        z[j] = geff[j]
+    lu_solve_transpose(x.LU[b], x.piv[b], z, nv)  # A^-T geff
+    Rt = x.HX[b]
+    Bm = x.Bm[b]
+    qb = x.qb[b]
     sig = 0.0
-    for rr in range(n):  # row rr of R^T = D~[rr] L / h; sigma = the largest |row|^2
-        Rr = Rt[rr]
-        Dr = D[rr]
-        for k in range(nv):
-            Rr[k] = 0.0
-        for j in range(nv):  # row by row of L (contiguous; each entry summed in the order of j)
-            dj = Dr[j]
-            Lj = Lq[j]
-            for k in range(j + 1):
-                Rr[k] += dj * Lj[k]
-        s2 = 0.0
-        for k in range(nv):
-            Rr[k] *= ih
-            s2 += Rr[k] * Rr[k]
-        if s2 > sig:
-            sig = s2
+    for ci in range(nc):  # row rr of R^T = s_rr Bm[rr] W; sigma = the largest |row|^2
+        cap = x.cap[b, ci]
+        scale = cmax / cap if cap > CAP_EPS * cmax else 0.0
+        for i in range(V):
+            rr = ci * V + i
+            Rr = Rt[rr]
+            Br = Bm[rr]
+            for k in range(nv):
+                Rr[k] = 0.0
+            dg = 0.0
+            for j in range(nv):  # row by row of W (contiguous)
+                bj = Br[j]
+                Wj = W[j]
+                dg += bj * z[j]
+                for k in range(nv):
+                    Rr[k] += bj * Wj[k]
+            qb[rr] = dg * scale  # D~[rr] . geff, for qb below
+            s2 = 0.0
+            for k in range(nv):
+                Rr[k] *= scale
+                s2 += Rr[k] * Rr[k]
+            if s2 > sig:
+                sig = s2
     if not (sig > 0.0):
         sig = 1.0
     prox = 2.0 * sig / gamma
@@ -87,11 +119,8 @@ def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
         for k in range(nv):
             Rt[rr, k] *= si
             y[k] += Rt[rr, k] * u0[rr]
-    qb = x.qb[b]
     for rr in range(n):  # -(D~^T geff + (R^T R + prox I) u0) / (sigma + prox)
-        dg = 0.0
-        for j in range(nv):
-            dg += D[rr, j] * geff[j]
+        dg = qb[rr]
         ry = 0.0
         for k in range(nv):
             ry += Rt[rr, k] * y[k]
@@ -151,9 +180,18 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
             x.lo[b, rr] = 0.0
             x.hi[b, rr] = 0.0
             u[rr] = wts[rr] / scale if live else 0.0
-            for j in range(nv):
-                D[rr, j] = x.Bm[b, rr, j]
     x.bstart[b, nc] = V * nc
+    u0 = x.qw[b, x.qw.shape[1] - 1]  # the linearisation point (a row no solver reaches before qb is built)
+    for rr in range(n):
+        u0[rr] = u[rr]
+    x.qc[b] = 0.0
+    if n > DUAL_MIN_RATIO * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
+        st[S_QP] += 1.0
+        pgm_qp_unscale(x, b, nc, cmax)
+        return True
+    for rr in range(n):
+        for j in range(nv):
+            D[rr, j] = x.Bm[b, rr, j]
     lu_solve_rows(x.LU[b], x.piv[b], D, 0, n, nv)  # D = A^-1 B, four right-hand sides at a time
     for ci in range(nc):
         cap = x.cap[b, ci]
@@ -162,14 +200,6 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
             rr = ci * V + i
             for j in range(nv):
                 D[rr, j] *= scale
-    u0 = x.qw[b, x.qw.shape[1] - 1]  # the linearisation point (a row no solver reaches before qb is built)
-    for rr in range(n):
-        u0[rr] = u[rr]
-    x.qc[b] = 0.0
-    if n > DUAL_MIN_RATIO * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, st):
-        st[S_QP] += 1.0
-        pgm_qp_unscale(x, b, nc, cmax)
-        return True
     for rr in range(n):  # H D, row by row of D: HX[rr] = (H D[rr]) / h^2
         HXr = HX[rr]
         for i in range(nv):
