@@ -237,15 +237,35 @@ def dual_hessian(Rt, c, x, tight, n, r, lo, hi, bstart, btype, H, s):
         cnt = 0
         for k in range(r):
             s[k] = 0.0
-        for i in range(i0, i1):
-            if not on_face(x, i, simplex, lo, hi):
-                continue
-            cnt += 1
-            for a in range(r):
-                ra = Rt[i, a] * ic
-                s[a] += Rt[i, a]
-                for k in range(a + 1):
-                    H[a, k] += ra * Rt[i, k]
+        p = -1  # a free variable waiting for a second one: rank-2 updates, one pass over H for two rows
+        for i in range(i0, i1 + 1):
+            if i < i1:
+                if not on_face(x, i, simplex, lo, hi):
+                    continue
+                cnt += 1
+                if p < 0:
+                    p = i
+                    continue
+            elif p < 0:
+                break
+            rp = Rt[p]
+            if i < i1:
+                ri = Rt[i]
+                for a in range(r):
+                    s[a] += rp[a] + ri[a]
+                    pa = rp[a] * ic
+                    qa = ri[a] * ic
+                    Ha = H[a]
+                    for k in range(a + 1):
+                        Ha[k] += pa * rp[k] + qa * ri[k]
+            else:  # the block's last free variable alone
+                for a in range(r):
+                    s[a] += rp[a]
+                    pa = rp[a] * ic
+                    Ha = H[a]
+                    for k in range(a + 1):
+                        Ha[k] += pa * rp[k]
+            p = -1
         if simplex and cnt > 0 and tight[blk] != 0.0:  # the sum at its cap: J = I_S - 1 1^T / |S|
             w = ic / cnt
             for a in range(r):

@@ -9,7 +9,14 @@ import numpy as np
 from pbsim.jit import kernel, python_source, specialize
 from pbsim.optim import lm
 from pbsim.optim.lbfgs import lbfgs_first_loop, lbfgs_push, lbfgs_second_loop
-from pbsim.optim.linalg import cholesky_factor, cholesky_solve, lu_solve_inplace
+from pbsim.optim.linalg import (
+    cholesky_factor,
+    cholesky_solve,
+    lu_factor,
+    lu_solve,
+    lu_solve_inplace,
+    lu_solve_transpose,
+)
 from pbsim.optim.lm import lm_accept, lm_reject, lm_solve
 
 
@@ -28,6 +35,22 @@ def test_cholesky_and_lu_match_numpy(rng):
     assert lu_solve_inplace(A.copy(), x, n)
     assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-10)
     assert not lu_solve_inplace(np.zeros((n, n)), b.copy(), n)
+
+
+def test_lu_solves_with_a_and_its_transpose(rng):
+    """lu_factor's factor (pivoted: rows swapped) solves A x = b and, read transposed, A^T x = b."""
+    for n in (1, 2, 7, 18):
+        A = rng.normal(size=(n, n))
+        A[[0, n - 1]] = A[[n - 1, 0]] * 1e-3  # a small leading entry: the factor pivots
+        LU, piv = np.zeros((n, n)), np.zeros(n, np.int64)
+        assert lu_factor(A, LU, piv, n)
+        b = rng.normal(size=n)
+        x, xt = b.copy(), b.copy()
+        lu_solve(LU, piv, x, n)
+        lu_solve_transpose(LU, piv, xt, n)
+        assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-10, atol=1e-12)
+        assert np.allclose(xt, np.linalg.solve(A.T, b), rtol=1e-10, atol=1e-12)
+        assert n == 1 or (piv != np.arange(n)).any()
 
 
 def test_lm_solve_damped_and_lambda_rule(rng):

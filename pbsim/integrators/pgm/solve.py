@@ -70,7 +70,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
         if pgm_qp(m, x, b, nc, h, GAMMA_INIT, st, True):
             for rr in range(V * nc):
                 wts[rr] = wn[rr]
-    ok, K, res = pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim)
+    ok, K, res = pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim, False)
     if not ok:
         return 2, 0, res
     st[S_K0] = K
@@ -81,12 +81,13 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
         return 0, 0, res
     gamma = x.gamma0
     gmax = np.inf if first else GAMMA_MAX_ZO
+    fresh = True  # th's last evaluation was the projection's (x.Ad valid: pgm_project's w0)
     for it in range(x.maxit):
         if not pgm_qp(m, x, b, nc, h, gamma, st, False):
             return 2, it, res
         for j in range(m.nq):
             thn[j] = th[j]
-        okn, Kn, resn = pgm_project(m, s, c, w, x, b, q0, v0, thn, h, wn, nc, first, st, lim)
+        okn, Kn, resn = pgm_project(m, s, c, w, x, b, q0, v0, thn, h, wn, nc, first, st, lim, fresh)
         dth = np.inf
         if okn:
             difference_config(m, th, thn, dq, w.Rj[b])
@@ -104,6 +105,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
                 wts[rr] = wn[rr]
             K = Kn
             res = resn
+            fresh = True
             if dth < x.xtol:
                 return 0, it + 1, res
         else:  # reject: a stronger proximal term, the accepted iterate's derivatives again
@@ -114,4 +116,5 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
                 pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, False, first)
                 return 0, it + 1, res
             pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
+            fresh = first  # the zeroth order's A~ evaluated directly: no x.Ad
     return 1, x.maxit, res
