@@ -105,6 +105,25 @@ def check_wrench_parameters(where: str, mu, k, zeta, vx):
 
 
 @kernel
+def vertex_angle(i, nvert):
+    """``(cos, sin)`` of vertex i's angle ``2 pi i / nvert`` in the tangent plane: exact at the
+    quarter turns (the default 4-sided pyramid takes no transcendental call, and its opposite
+    vertices cancel exactly)."""
+    q = 4 * i
+    if q % nvert == 0:
+        k = (q // nvert) % 4
+        if k == 0:
+            return 1.0, 0.0
+        if k == 1:
+            return 0.0, 1.0
+        if k == 2:
+            return -1.0, 0.0
+        return 0.0, -1.0
+    ph = 2.0 * math.pi * i / nvert
+    return math.cos(ph), math.sin(ph)
+
+
+@kernel
 def nmdp_basis(F, nx, ny, nz):
     """The smooth tangent basis ``(t1, t2)`` of ``n`` (module docstring), world coordinates."""
     mx = F[0, 0] * nx + F[1, 0] * ny + F[2, 0] * nz  # m = F^T n
@@ -168,9 +187,7 @@ def nmdp_basis_jacobian(F, nx, ny, nz, T1, T2):
 def nmdp_direction(F, mu, nx, ny, nz, i, nvert):
     """``n + mu t^i`` (unscaled vertex ``i`` of ``nvert``)."""
     t1x, t1y, t1z, t2x, t2y, t2z = nmdp_basis(F, nx, ny, nz)
-    ph = 2.0 * math.pi * i / nvert
-    ca = math.cos(ph)
-    sa = math.sin(ph)
+    ca, sa = vertex_angle(i, nvert)
     return (nx + mu * (ca * t1x + sa * t2x), ny + mu * (ca * t1y + sa * t2y), nz + mu * (ca * t1z + sa * t2z))
 
 
@@ -295,16 +312,27 @@ def nmdp_point(s, F, k, zeta, mu, nvert, cand, kp, R, p, V, D, T1, T2, Dn):
     d = sd if sd > 0.0 else 0.0
     dcap = 3.0 * k * d * d if cand else 0.0  # d(capacity)/dd
     t1x, t1y, t1z, t2x, t2y, t2z = nmdp_basis(F, nx, ny, nz)
-    nmdp_basis_jacobian(F, nx, ny, nz, T1, T2)
     env_normal_jacobian(s, x, y, z, s.pt_envmask[kp], Dn)
+    flat = True  # dn/dx = 0 (a plane, frozen terrain): the basis' Jacobian is multiplied by zero
+    for r in range(3):
+        for c in range(3):
+            if Dn[r, c] != 0.0:
+                flat = False
+    if not flat:
+        nmdp_basis_jacobian(F, nx, ny, nz, T1, T2)
     for i in range(nvert):
-        ph = 2.0 * math.pi * i / nvert
-        ca = math.cos(ph)
-        sa = math.sin(ph)
+        ca, sa = vertex_angle(i, nvert)
         u0 = nx + mu * (ca * t1x + sa * t2x)
         u1 = ny + mu * (ca * t1y + sa * t2y)
         u2 = nz + mu * (ca * t1z + sa * t2z)
         V[i, 0], V[i, 1], V[i, 2] = cap * u0, cap * u1, cap * u2
+        if flat:
+            for r in range(3):
+                ur = u0 if r == 0 else (u1 if r == 1 else u2)
+                D[i, r, 0] = -dcap * ur * nx
+                D[i, r, 1] = -dcap * ur * ny
+                D[i, r, 2] = -dcap * ur * nz
+            continue
         for r in range(3):
             ur = u0 if r == 0 else (u1 if r == 1 else u2)
             for c in range(3):
@@ -331,9 +359,7 @@ def pair_basis(F, sg, nx, ny, nz):
 def pair_direction(F, mu, sg, nx, ny, nz, i, nvert):
     """``n + mu t^i`` of a body-body point (unscaled vertex ``i`` of ``nvert``; basis :func:`pair_basis`)."""
     t1x, t1y, t1z, t2x, t2y, t2z = pair_basis(F, sg, nx, ny, nz)
-    ph = 2.0 * math.pi * i / nvert
-    ca = math.cos(ph)
-    sa = math.sin(ph)
+    ca, sa = vertex_angle(i, nvert)
     return (nx + mu * (ca * t1x + sa * t2x), ny + mu * (ca * t1y + sa * t2y), nz + mu * (ca * t1z + sa * t2z))
 
 
@@ -522,9 +548,7 @@ def nmdp_pair_point(s, F, k, zeta, nvert, kp, face, sg, pl, RA, pA, RB, pB, V, D
     t1x, t1y, t1z, t2x, t2y, t2z = nmdp_basis(F, mx, my, mz)
     nmdp_basis_jacobian(F, mx, my, mz, T1, T2)
     for i in range(nvert):
-        ph = 2.0 * math.pi * i / nvert
-        ca = math.cos(ph)
-        sa = math.sin(ph)
+        ca, sa = vertex_angle(i, nvert)
         V[i, 0] = cap * (nx + mu * (ca * t1x + sa * t2x))
         V[i, 1] = cap * (ny + mu * (ca * t1y + sa * t2y))
         V[i, 2] = cap * (nz + mu * (ca * t1z + sa * t2z))

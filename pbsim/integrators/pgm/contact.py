@@ -126,26 +126,32 @@ def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz
         ddx = Dd[0, 0] * dcx + Dd[0, 1] * dcy + Dd[0, 2] * dcz  # (sum_i w_i dv^i/dx) dc
         ddy = Dd[1, 0] * dcx + Dd[1, 1] * dcy + Dd[1, 2] * dcz
         ddz = Dd[2, 0] * dcx + Dd[2, 1] * dcy + Dd[2, 2] * dcz
+        # row jc's entry as S_w . P_w + S_v . P_v (triple products): the point moves, (S_w x da) . f =
+        # S_w . (da x f); S_j moves with joint k (below it on the chain), (xi x S_j) . [a x f; f] =
+        # S_w . (m x xi_w + f x xi_v) + S_v . (f x xi_w); first order, (S_v + S_w x a) . dd =
+        # S_v . dd + S_w . (a x dd)
+        ew0 = day * fz - daz * fy
+        ew1 = daz * fx - dax * fz
+        ew2 = dax * fy - day * fx
+        mw0 = my * xw2 - mz * xw1 + fy * xv2 - fz * xv1 + ew0
+        mw1 = mz * xw0 - mx * xw2 + fz * xv0 - fx * xv2 + ew1
+        mw2 = mx * xw1 - my * xw0 + fx * xv1 - fy * xv0 + ew2
+        mv0 = fy * xw2 - fz * xw1
+        mv1 = fz * xw0 - fx * xw2
+        mv2 = fx * xw1 - fy * xw0
+        fw0 = ay * ddz - az * ddy
+        fw1 = az * ddx - ax * ddz
+        fw2 = ax * ddy - ay * ddx
         for jc in range(nn):  # the torque row
             sw0, sw1, sw2 = Jc[jc, 0], Jc[jc, 1], Jc[jc, 2]
             sv0, sv1, sv2 = Jc[jc, 3], Jc[jc, 4], Jc[jc, 5]
             row = np.int64(Jc[jc, 7])
-            t = 0.0
-            if Jc[jc, 6] >= bk:  # S_j moves with joint k: (xi x S_j) . [a x f; f]
-                cw0 = xw1 * sw2 - xw2 * sw1
-                cw1 = xw2 * sw0 - xw0 * sw2
-                cw2 = xw0 * sw1 - xw1 * sw0
-                cv0 = xw1 * sv2 - xw2 * sv1 + xv1 * sw2 - xv2 * sw1
-                cv1 = xw2 * sv0 - xw0 * sv2 + xv2 * sw0 - xv0 * sw2
-                cv2 = xw0 * sv1 - xw1 * sv0 + xv0 * sw1 - xv1 * sw0
-                t += cw0 * mx + cw1 * my + cw2 * mz + cv0 * fx + cv1 * fy + cv2 * fz
-            # the point moves: (S_w x da) . f
-            t += (sw1 * daz - sw2 * day) * fx + (sw2 * dax - sw0 * daz) * fy + (sw0 * day - sw1 * dax) * fz
-            if first:  # J_a^T (Dd dc): the point velocity of column j at a
-                ux = sv0 + sw1 * az - sw2 * ay
-                uy = sv1 + sw2 * ax - sw0 * az
-                uz = sv2 + sw0 * ay - sw1 * ax
-                tf = ux * ddx + uy * ddy + uz * ddz
+            if Jc[jc, 6] >= bk:
+                t = sw0 * mw0 + sw1 * mw1 + sw2 * mw2 + sv0 * mv0 + sv1 * mv1 + sv2 * mv2
+            else:
+                t = sw0 * ew0 + sw1 * ew1 + sw2 * ew2
+            if first:  # J_a^T (Dd dc)
+                tf = sw0 * fw0 + sw1 * fw1 + sw2 * fw2 + sv0 * ddx + sv1 * ddy + sv2 * ddz
                 t += tf
                 if keep:
                     Ad[row, col] -= tf
