@@ -95,7 +95,10 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim, w0):
     ``x.wts`` (``x.G``, the rows ``x.Bm``, the exact A: ``x.A``, plus ``x.Ad`` after the zeroth
     order's subtraction): G is linear in the weights (Eq. 6 / 12), so its value at ``wts`` is
     ``x.G + Bm^T (wts - x.wts)`` without evaluating, and the first Newton step takes A at the old
-    weights.  One evaluation fewer per projection (the exact-A projections only)."""
+    weights.  One evaluation fewer per projection.  Used by the zeroth-order forms' exact-A
+    projections only: in the first order the changed Newton path moved the humanoid's 50 ms rests
+    across equilibrium branches (pbd_nmdp -1.2 -> +14.2 mm, humanoid_rand -11.4 -> +0.6 mm against
+    the 1 ms runs; docs/benchmarks/nmdp.md "Step cost at large dt"), and it is well below real time."""
     nv = m.nv
     racc = np.inf
     r2acc = np.inf
@@ -112,7 +115,7 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim, w0):
     sc = 0.0
     newton = 0
     halved = 0
-    lin = w0 and pf
+    lin = w0 and pf and not first  # the zeroth order's exact-A projection (docstring)
     if lin:  # G at the new weights from the old ones' evaluation: x.G + Bm^T dw
         Bm = x.Bm[b]
         wo = x.wts[b]
