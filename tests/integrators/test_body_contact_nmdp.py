@@ -214,6 +214,26 @@ def test_zeroth_order_A_drops_exactly_the_vertices_motion_relative_to_B(tmp_path
     assert np.abs(want).max() > 1e-2 * np.abs(A1).max()  # the dropped part is not negligible here
 
 
+@pytest.mark.parametrize("method", ["nmdp_zo", "pbd_nmdp_zo"])
+def test_zeroth_order_A_is_the_exact_A_less_its_kept_part(tmp_path, method):
+    """An exact-A evaluation of a zeroth-order form (its Newton projection, ``x.zo == 2``) keeps the
+    first-order-only part of A's contact term in ``x.Ad``; the projection hands the QP ``A - Ad``
+    instead of evaluating again (pbsim.integrators.pgm.project): that is Eq. 10's A evaluated
+    directly, body-body candidates here (test_nmdp.py: scene points)."""
+    m, sc = CASES["boxes"](tmp_path)
+    zo = make(method, m, sc)
+    dt = 0.02
+    q0, v0, th, w, cand = _state(zo, dt=dt)
+    x, kc, wk, ks, q0c, v0c, nc = zo._prepared(q0, v0, dt, None)
+    wv = _padded(w, x)
+    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, True)
+    A1, Ad = x.A[0].copy(), x.Ad[0].copy()
+    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, False)
+    A0 = x.A[0].copy()
+    assert np.abs(Ad).max() > 1e-2 * np.abs(A1).max()  # the part is not negligible here
+    assert np.abs(A1 - Ad - A0).max() <= 1e-12 * np.abs(A1).max()
+
+
 def test_pair_basis_sign_keeps_the_vertices_smooth_at_n_minus_up(tmp_path):
     """At n = -up the smooth basis of n (nmdp_basis) is singular: an upper box's underside turned by
     1e-5 rad swings its first tangent by 180 deg (about y) or 90 deg (about x).  The basis of sigma n

@@ -252,6 +252,27 @@ def _box_on_incline(deg):
     return m, sc, q0
 
 
+@pytest.mark.parametrize("method", ["nmdp_zo", "pbd_nmdp_zo"])
+def test_zeroth_order_A_is_the_exact_A_less_its_kept_part(method):
+    """Scene points (test_body_contact_nmdp.py: body-body): the first-order-only part of A that an
+    exact-A evaluation of a zeroth-order form keeps in ``x.Ad`` is what Eq. 10 drops, so ``A - Ad``
+    (what the projection hands the QP) is the zeroth-order A evaluated directly."""
+    m, sc, q0 = _box_on_incline(20.0)
+    zo = make(method, m, sc)
+    dt = 0.02
+    rng = np.random.default_rng(3)
+    th = pbsim.integrate(m, q0, 1e-3 * rng.standard_normal(m.nv) - 0.004 * np.eye(m.nv)[2])  # pressed in
+    x, kc, wk, ks, q0c, v0c, nc = zo._prepared(q0, np.zeros(m.nv), dt, None)
+    wv = np.zeros(x.wts.shape[1])
+    wv[: nc * zo.vx] = rng.uniform(0.0, 0.2, nc * zo.vx)
+    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, True)
+    A1, Ad = x.A[0].copy(), x.Ad[0].copy()
+    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, False)
+    A0 = x.A[0].copy()
+    assert nc > 0 and np.abs(Ad).max() > 1e-3 * np.abs(A1).max()
+    assert np.abs(A1 - Ad - A0).max() <= 1e-12 * np.abs(A1).max()
+
+
 @pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
 def test_cpubatch_equals_integrator_step(method):
     """CpuBatch runs the same PGM step kernel (NE or position-based hooks) bit for bit."""
