@@ -58,6 +58,7 @@ import numpy as np
 
 from pbsim.jit import kernel
 from pbsim.contact.depth import pair_candidates_state
+from pbsim.contact.nmdp import vertex_angle
 from pbsim.contact.query import contact_detect, pair_detect
 from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
@@ -205,18 +206,6 @@ def ne_dry_rows(m, s, w, x, b, nc, nv):
 
 
 @kernel
-def _dir(j):
-    """(cos, sin) of friction direction j in the (t1, t2) frame: +t1, +t2, -t1, -t2."""
-    if j == 0:
-        return 1.0, 0.0
-    if j == 1:
-        return 0.0, 1.0
-    if j == 2:
-        return -1.0, 0.0
-    return 0.0, -1.0
-
-
-@kernel
 def ne_dry_lcp(s, x, b, nc, dt):
     """The LCP (``x.Ml``, ``x.ql``, size 6 nc) from ``G``, ``u`` and the gaps (friction: ``x.mu``,
     a body-body point's own ``s.pp_mu``)."""
@@ -234,14 +223,14 @@ def ne_dry_lcp(s, x, b, nc, dt):
             nl = 3 * l
             Ml[k, l] = G[nk, nl]
             for mm in range(4):
-                cm, sm = _dir(mm)
+                cm, sm = vertex_angle(mm, 4)
                 gnd = cm * G[nk, nl + 1] + sm * G[nk, nl + 2]
                 Ml[k, nc + 4 * l + mm] = gnd
                 Ml[nc + 4 * l + mm, k] = gnd
             for jj in range(4):
-                cj, sj = _dir(jj)
+                cj, sj = vertex_angle(jj, 4)
                 for mm in range(4):
-                    cm, sm = _dir(mm)
+                    cm, sm = vertex_angle(mm, 4)
                     Ml[nc + 4 * k + jj, nc + 4 * l + mm] = (cj * (cm * G[nk + 1, nl + 1] + sm * G[nk + 1, nl + 2])
                                                             + sj * (cm * G[nk + 2, nl + 1] + sm * G[nk + 2, nl + 2]))
         for jj in range(4):
@@ -253,7 +242,7 @@ def ne_dry_lcp(s, x, b, nc, dt):
         bias = g / dt if g >= 0.0 else x.baumgarte * g / dt
         ql[k] = x.u[b, nk] + bias
         for jj in range(4):
-            cj, sj = _dir(jj)
+            cj, sj = vertex_angle(jj, 4)
             ql[nc + 4 * k + jj] = cj * x.u[b, nk + 1] + sj * x.u[b, nk + 2]
         ql[5 * nc + k] = 0.0
 
