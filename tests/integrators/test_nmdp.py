@@ -273,6 +273,26 @@ def test_zeroth_order_A_is_the_exact_A_less_its_kept_part(method):
     assert np.abs(A1 - Ad - A0).max() <= 1e-12 * np.abs(A1).max()
 
 
+@pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp_zo"])
+def test_g_from_the_chain_columns_equals_the_chain_walk(method):
+    """With derivatives the scene points' part of G and their rows of B^T come from one walk of the
+    chain's columns (pbsim.integrators.pgm.contact.pgm_point_rows), without from
+    pbsim.contact.query.point_force_jt: the same products in the same order, so G is the same to
+    the last bit either way (the rows' correctness: test_bt1's central differences)."""
+    m, sc, q0 = _box_on_incline(20.0)
+    integ = make(method, m, sc)
+    rng = np.random.default_rng(5)
+    th = pbsim.integrate(m, q0, 1e-3 * rng.standard_normal(m.nv) - 0.004 * np.eye(m.nv)[2])
+    x, kc, wk, ks, q0c, v0c, nc = integ._prepared(q0, np.zeros(m.nv), 0.02, None)
+    wv = np.zeros(x.wts.shape[1])
+    wv[: nc * integ.vx] = rng.uniform(0.0, 0.2, nc * integ.vx)
+    integ.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), 0.02, wv, nc, True, True)
+    G1, B1 = x.G[0].copy(), x.Bm[0, : nc * integ.vx].copy()
+    integ.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), 0.02, wv, nc, False, True)
+    assert nc > 0 and np.abs(B1).max() > 0.0
+    assert np.array_equal(G1, x.G[0])
+
+
 @pytest.mark.parametrize("method", ["nmdp", "pbd_nmdp"])
 def test_cpubatch_equals_integrator_step(method):
     """CpuBatch runs the same PGM step kernel (NE or position-based hooks) bit for bit."""

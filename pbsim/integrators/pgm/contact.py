@@ -78,17 +78,13 @@ def pgm_pair_candidates(m, s, w, x, b, q0, nw):
 
 
 @kernel
-def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A):
-    """``A -= d(J^T f)/dtheta`` (f fixed; module docstring) for the force ``f`` at ``a`` (the
-    sphere surface of centre ``c``, radius ``r``; ``x.Dn[b]`` = dn/dx at c) and, with ``first``,
-    ``A -= J_a^T x.Dd[b] J_c`` (``Dd = sum_i w_i dv^i/dx``), with ``keep`` also into ``x.Ad[b]``
-    (the first-order-only part)."""
+def pgm_chain_columns(m, w, x, b, body):
+    """The world columns of ``body``'s chain (body to root) into ``x.Jc[b]``: per DOF ``omega``
+    (0-2), the velocity at the world origin ``v0 = R s_lin + p x omega`` (3-5), its body (6), its
+    index (7) and ``R s_lin`` (9-11).  Returns their number."""
     Rw = w.Rw[b]
     pw = w.pw[b]
     Jc = x.Jc[b]
-    Dn = x.Dn[b]
-    Dd = x.Dd[b]
-    Ad = x.Ad[b]
     nn = 0
     j = body
     while j >= 0:  # the chain's world columns at the origin: omega, v0 = R s_lin + p x omega
@@ -98,15 +94,63 @@ def pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz
             ox = Rw[j, 0, 0] * sv[0] + Rw[j, 0, 1] * sv[1] + Rw[j, 0, 2] * sv[2]
             oy = Rw[j, 1, 0] * sv[0] + Rw[j, 1, 1] * sv[1] + Rw[j, 1, 2] * sv[2]
             oz = Rw[j, 2, 0] * sv[0] + Rw[j, 2, 1] * sv[1] + Rw[j, 2, 2] * sv[2]
+            rx = Rw[j, 0, 0] * sv[3] + Rw[j, 0, 1] * sv[4] + Rw[j, 0, 2] * sv[5]
+            ry = Rw[j, 1, 0] * sv[3] + Rw[j, 1, 1] * sv[4] + Rw[j, 1, 2] * sv[5]
+            rz = Rw[j, 2, 0] * sv[3] + Rw[j, 2, 1] * sv[4] + Rw[j, 2, 2] * sv[5]
             px, py, pz = pw[j, 0], pw[j, 1], pw[j, 2]
             Jc[nn, 0], Jc[nn, 1], Jc[nn, 2] = ox, oy, oz
-            Jc[nn, 3] = Rw[j, 0, 0] * sv[3] + Rw[j, 0, 1] * sv[4] + Rw[j, 0, 2] * sv[5] + py * oz - pz * oy
-            Jc[nn, 4] = Rw[j, 1, 0] * sv[3] + Rw[j, 1, 1] * sv[4] + Rw[j, 1, 2] * sv[5] + pz * ox - px * oz
-            Jc[nn, 5] = Rw[j, 2, 0] * sv[3] + Rw[j, 2, 1] * sv[4] + Rw[j, 2, 2] * sv[5] + px * oy - py * ox
+            Jc[nn, 3] = rx + py * oz - pz * oy
+            Jc[nn, 4] = ry + pz * ox - px * oz
+            Jc[nn, 5] = rz + px * oy - py * ox
             Jc[nn, 6] = j
             Jc[nn, 7] = j0 + kk
+            Jc[nn, 9], Jc[nn, 10], Jc[nn, 11] = rx, ry, rz
             nn += 1
         j = m.parent[j]
+    return nn
+
+
+@kernel
+def pgm_point_rows(m, w, x, b, ci, nn, ax, ay, az, fx, fy, fz):
+    """From the chain columns (:func:`pgm_chain_columns`): ``x.G -= J_a^T f`` and candidate ``ci``'s
+    rows of ``B^T``, ``-J_a^T v^i`` (its vertices ``x.Vt``), for the point ``a`` -- the numbers of
+    :func:`pbsim.contact.query.point_force_jt` (the same products in the same order), one chain walk
+    instead of ``1 + vx``."""
+    V = x.vx
+    nv = m.nv
+    Jc = x.Jc[b]
+    pw = w.pw[b]
+    G = x.G[b]
+    Vt = x.Vt[b, ci]
+    for i in range(V):
+        row = x.Bm[b, ci * V + i]
+        for jj in range(nv):
+            row[jj] = 0.0
+    for kc in range(nn):
+        j = np.int64(Jc[kc, 6])
+        col = np.int64(Jc[kc, 7])
+        dx = ax - pw[j, 0]
+        dy = ay - pw[j, 1]
+        dz = az - pw[j, 2]
+        wx, wy, wz = Jc[kc, 0], Jc[kc, 1], Jc[kc, 2]
+        ux = Jc[kc, 9] + wy * dz - wz * dy  # the point's velocity column at a
+        uy = Jc[kc, 10] + wz * dx - wx * dz
+        uz = Jc[kc, 11] + wx * dy - wy * dx
+        G[col] += ux * -fx + uy * -fy + uz * -fz
+        for i in range(V):
+            x.Bm[b, ci * V + i, col] += ux * -Vt[i, 0] + uy * -Vt[i, 1] + uz * -Vt[i, 2]
+
+
+@kernel
+def pgm_contact_jacobian(m, w, x, b, nn, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A):
+    """``A -= d(J^T f)/dtheta`` (f fixed; module docstring) for the force ``f`` at ``a`` (the
+    sphere surface of centre ``c``, radius ``r``; ``x.Dn[b]`` = dn/dx at c) and, with ``first``,
+    ``A -= J_a^T x.Dd[b] J_c`` (``Dd = sum_i w_i dv^i/dx``), with ``keep`` also into ``x.Ad[b]``
+    (the first-order-only part); the chain's ``nn`` columns in ``x.Jc`` (:func:`pgm_chain_columns`)."""
+    Jc = x.Jc[b]
+    Dn = x.Dn[b]
+    Dd = x.Dd[b]
+    Ad = x.Ad[b]
     # the wrench [a x f; f] at the origin
     mx = ay * fz - az * fy
     my = az * fx - ax * fz
@@ -380,13 +424,11 @@ def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
             fx += wi * Vt[i, 0]
             fy += wi * Vt[i, 1]
             fz += wi * Vt[i, 2]
-        point_force_jt(m, w, b, body, ax, ay, az, -fx, -fy, -fz, G)
-        if deriv:
-            for i in range(V):
-                row = x.Bm[b, ci * V + i]
-                for j in range(nv):
-                    row[j] = 0.0
-                point_force_jt(m, w, b, body, ax, ay, az, -Vt[i, 0], -Vt[i, 1], -Vt[i, 2], row)
+        if not deriv:
+            point_force_jt(m, w, b, body, ax, ay, az, -fx, -fy, -fz, G)
+        else:
+            nn = pgm_chain_columns(m, w, x, b, body)
+            pgm_point_rows(m, w, x, b, ci, nn, ax, ay, az, fx, fy, fz)
             for rr in range(3):
                 for cc in range(3):
                     sdd = 0.0
@@ -394,7 +436,7 @@ def pgm_contact(m, s, w, x, b, wts, nc, deriv, first):
                         for i in range(V):
                             sdd += wts[ci * V + i] * Dv[i, rr, cc]
                     Dd[rr, cc] = sdd
-            pgm_contact_jacobian(m, w, x, b, body, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A)
+            pgm_contact_jacobian(m, w, x, b, nn, cx, cy, cz, ax, ay, az, r, fx, fy, fz, first, keep, A)
 
 
 @kernel

@@ -25,7 +25,7 @@ NSTATS = 17
 # configurations; vel, acc (n) thetadot, thetaddot; dn (n) the projection's Newton direction; Pm (n, n) the velocity map; G (n), A, LU (n, n),
 # piv (n) ints; dq, gk (QP scratch), g (n); M (n, n) h^2 Q; sdp (P) predicted depths; act (P) ints:
 # candidates; cap (P); Vt (P, V, 3) vertices; Dv (P, V, 3, 3) their x-derivatives; T1, T2, Dn, Dd
-# (3, 3); Jc (n, 9) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
+# (3, 3); Jc (n, 12) chain columns; Bm, Dm, HX (MP, n); wts, wn, qb, lo, hi (MP); QA (MP, MP); qw (qp_work_as,
 # kmax max(4 n, 64); with body-body candidates MP: the proximal term makes every weight a possible free
 # dof, and past kmax the active-set QP finishes by FISTA: a three-box stack's nmdp step took 114 ms
 # instead of 6.4); qinfo (4); bstart (P + 1), btype (P), bmu (P); info (4); stats (NSTATS); the
@@ -65,7 +65,7 @@ def pgm_arrays(model, npts, B, vx, npair=0) -> dict:
         acc=z((B, n)), dn=z((B, n)), Pm=z((B, n, n)), G=z((B, n)), A=z((B, n, n)), LU=z((B, n, n)), piv=z((B, n), np.int64),
         dq=z((B, n)), gk=z((B, n)), g=z((B, n)), M=z((B, n, n)), sdp=z((B, P)), act=z((B, P), np.int64),
         cap=z((B, P)), Vt=z((B, P, V, 3)), Dv=z((B, P, V, 3, 3)), T1=z((B, 3, 3)), T2=z((B, 3, 3)), Dn=z((B, 3, 3)),
-        Dd=z((B, 3, 3)), Jc=z((B, n, 9)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
+        Dd=z((B, 3, 3)), Jc=z((B, n, 12)), Bm=z((B, MP, n)), Dm=z((B, MP, n)), HX=z((B, MP, n)), wts=z((B, MP)),
         wn=z((B, MP)), qb=z((B, MP)), lo=z((B, MP)), hi=z((B, MP)), QA=z((B, MP, MP)),
         qw=z((B, *qp_work_as(MP, max(4 * n, 64) if npair == 0 else MP).shape)),
         qinfo=z((B, 4)), bstart=z((B, P + 1), np.int64), btype=np.full((B, P), QP_SIMPLEX, np.int64), bmu=z((B, P)),
