@@ -45,7 +45,8 @@ DUAL_POLISH = 4  # primal Newton steps on the face after the dual's last step, a
 def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
     """``x = x(lambda)`` (the projection above), ``y = R x`` and per simplex block whether the
     projection put its sum on the cap (``tight[k]`` 1.0: decided before projecting, from the sum of
-    the positive parts, not from the projected sum's round-off); returns ``phi(lambda)`` (Eq. 1)."""
+    the positive parts, not from the projected sum's round-off).  phi itself (Eq. 1) is never
+    formed: the line search reads its slope (Eq. 4)."""
     for i in range(n):
         s = b[i]
         for k in range(r):
@@ -66,17 +67,11 @@ def dual_primal(Rt, c, b, lam, n, r, lo, hi, bstart, btype, mu, x, y, tight):
     snap_tight(x, tight, bstart, btype, mu)
     for k in range(r):
         y[k] = 0.0
-    f = 0.0
     for i in range(n):
         xi = x[i]
         if xi != 0.0:
-            f += xi * (0.5 * c * xi + b[i])
             for k in range(r):
                 y[k] += Rt[i, k] * xi
-    ll = 0.0
-    for k in range(r):
-        ll += lam[k] * (0.5 * lam[k] - y[k])
-    return ll - f
 
 
 @kernel

@@ -227,7 +227,7 @@ def pgm_pair_jacobian(
     world's up frame, so f is not exactly fixed in B's frame; the zeroth order's reading drops
     only that twist of the basis and the dependence on y).  With B the world (``lca = -1``, no B
     side) this is :func:`pgm_contact_jacobian`.  Columns: A's chain to the root (flag 1 below
-    ``lca``, 3 from ``lca`` up) and B's chain below ``lca`` (flag 2), in ``x.Jc`` (n, 9).  With
+    ``lca``, 3 from ``lca`` up) and B's chain below ``lca`` (flag 2), in ``x.Jc`` (columns 0-8 of its 12).  With
     ``keep`` (and ``first``) the first order's part less the zeroth order's also goes to ``x.Ad[b]``."""
     Rw = w.Rw[b]
     pw = w.pw[b]

@@ -127,7 +127,7 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim, w0):
                     G[j] += Br[j] * dw
         if inf_norm(G, nv) <= x.tol:  # no step to take: the derivatives at the new weights are needed
             lin = False
-        elif not first:  # the exact A at the old weights (the QP's was Eq. 10's A = A - Ad)
+        else:  # the exact A at the old weights (the QP's was Eq. 10's A = A - Ad)
             A = x.A[b]
             Ad = x.Ad[b]
             for i in range(nv):

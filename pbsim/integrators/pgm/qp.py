@@ -52,6 +52,13 @@ DUAL_MIN_C = 1e-5  # the dual form only for c = 2 / (gamma + 2) at least this (g
 
 
 @kernel
+def pgm_qp_scale(cap, cmax):
+    """A candidate's weight scale ``c_max / cap`` (``u = w / scale``); 0 for an inert one (capacity
+    below ``CAP_EPS c_max``)."""
+    return cmax / cap if cap > CAP_EPS * cmax else 0.0
+
+
+@kernel
 def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
     """The QP in its dual form (module docstring) from the LU of A, the rows ``x.Bm`` and the start
     in ``x.wn`` at the linearisation point ``u0``: builds ``R^T`` (in ``x.HX``), ``c`` and ``qb`` as
@@ -83,7 +90,7 @@ def pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
     sig = 0.0
     for ci in range(nc):  # row rr of R^T = s_rr Bm[rr] W; sigma = the largest |row|^2
         cap = x.cap[b, ci]
-        scale = cmax / cap if cap > CAP_EPS * cmax else 0.0
+        scale = pgm_qp_scale(cap, cmax)
         for i in range(V):
             rr = ci * V + i
             Rr = Rt[rr]
@@ -171,7 +178,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     for ci in range(nc):
         cap = x.cap[b, ci]
         live = cap > CAP_EPS * cmax
-        scale = cmax / cap if live else 0.0
+        scale = pgm_qp_scale(cap, cmax)
         x.bstart[b, ci] = V * ci
         x.btype[b, ci] = QP_SIMPLEX if live else QP_BOX
         x.bmu[b, ci] = cap / cmax if live else 0.0
@@ -195,7 +202,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     lu_solve_rows(x.LU[b], x.piv[b], D, 0, n, nv)  # D = A^-1 B, four right-hand sides at a time
     for ci in range(nc):
         cap = x.cap[b, ci]
-        scale = cmax / cap if cap > CAP_EPS * cmax else 0.0
+        scale = pgm_qp_scale(cap, cmax)
         for i in range(V):
             rr = ci * V + i
             for j in range(nv):

@@ -116,5 +116,5 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
                 pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, False, first)
                 return 0, it + 1, res
             pgm_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, True, first)
-            fresh = first  # the zeroth order's A~ evaluated directly: no x.Ad
+            fresh = False  # (the zeroth order's A~ evaluated directly: x.Ad is not this point's)
     return 1, x.maxit, res
