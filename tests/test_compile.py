@@ -139,3 +139,58 @@ def test_warmup_command():
         [sys.executable, "-m", "pbsim", "warmup", "--integrators", "nope"], capture_output=True, text=True, timeout=300
     )
     assert r.returncode == 2 and "unknown integrator" in r.stderr and "Traceback" not in r.stderr
+
+
+KERNEL_MODULE = """
+def f(x):
+    return 2.0 * x + 1.0
+"""
+
+COMPILE_ONCE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from numba.core import event
+from pbsim.jit.build import cached_njit
+import lockkern
+
+n = [0]
+
+
+class Count(event.Listener):
+    def on_start(self, e):
+        n[0] += 1
+
+    def on_end(self, e):
+        pass
+
+
+event.register("numba:compile", Count())
+print(cached_njit(lockkern.f)(1.0), n[0])
+"""
+
+
+def test_processes_that_start_together_compile_a_kernel_once(tmp_path):
+    """A process that finds a kernel being compiled by another waits for it and loads it from the
+    cache instead of compiling it too (pbsim.jit.lock): held here by the test itself, the lock keeps
+    process A waiting while B compiles without it (timeout 0); released, A loads B's build."""
+    fcntl = pytest.importorskip("fcntl")
+    (tmp_path / "lockkern.py").write_text(KERNEL_MODULE)
+    (tmp_path / "run.py").write_text(COMPILE_ONCE)
+    env = {**__import__("os").environ, "PBSIM_CACHE_DIR": str(tmp_path / "cache")}
+    ver = subprocess.run(
+        [sys.executable, "-c", "import numba; from pbsim.jit.build import _cache_dir; print(_cache_dir())"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    lock = tmp_path / "cache" / ver.split("/")[-1] / "locks" / "lockkern.f.lock"
+    lock.parent.mkdir(parents=True)
+    cmd = [sys.executable, str(tmp_path / "run.py"), str(tmp_path)]
+    with open(lock, "a") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        a = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        b = subprocess.run(cmd, env={**env, "PBSIM_COMPILE_LOCK_TIMEOUT": "0"}, capture_output=True, text=True)
+        assert b.returncode == 0, b.stderr
+        assert b.stdout.split() == ["3.0", "1"]  # B compiled (the lock was not free) and saved
+        assert a.poll() is None  # A is still waiting for the lock
+    out, err = a.communicate(timeout=120)
+    assert a.returncode == 0, err
+    assert out.split() == ["3.0", "0"]  # A loaded B's build: no compilation of its own
