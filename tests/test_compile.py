@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -176,12 +178,17 @@ def test_processes_that_start_together_compile_a_kernel_once(tmp_path):
     fcntl = pytest.importorskip("fcntl")
     (tmp_path / "lockkern.py").write_text(KERNEL_MODULE)
     (tmp_path / "run.py").write_text(COMPILE_ONCE)
-    env = {**__import__("os").environ, "PBSIM_CACHE_DIR": str(tmp_path / "cache")}
-    ver = subprocess.run(
-        [sys.executable, "-c", "import numba; from pbsim.jit.build import _cache_dir; print(_cache_dir())"],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    lock = tmp_path / "cache" / ver.split("/")[-1] / "locks" / "lockkern.f.lock"
+    env = {**os.environ, "PBSIM_CACHE_DIR": str(tmp_path / "cache")}
+    where = (
+        "import sys, numba; sys.path.insert(0, sys.argv[1]); import lockkern; from pbsim.jit.build import cached_njit; "
+        "from pbsim.jit.lock import lock_path; print(lock_path(numba.config.CACHE_DIR, cached_njit(lockkern.f), "
+        "(numba.float64,)))"
+    )  # the lock of f's build for a float, as the processes below name it
+    lock = Path(
+        subprocess.run(
+            [sys.executable, "-c", where, str(tmp_path)], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
     lock.parent.mkdir(parents=True)
     cmd = [sys.executable, str(tmp_path / "run.py"), str(tmp_path)]
     with open(lock, "a") as held:
@@ -194,3 +201,21 @@ def test_processes_that_start_together_compile_a_kernel_once(tmp_path):
     out, err = a.communicate(timeout=120)
     assert a.returncode == 0, err
     assert out.split() == ["3.0", "0"]  # A loaded B's build: no compilation of its own
+
+
+def test_one_lock_per_build_not_per_name(tmp_path):
+    """Two builds of one kernel for other argument types (one step driver bound to two methods) do
+    not wait for each other: their lock files differ; one build's lock is the same in every process."""
+    from pbsim.jit.build import cached_njit
+    from pbsim.jit.lock import lock_path
+
+    def g(x):
+        return x
+
+    d = cached_njit(g)
+    a, b = lock_path(str(tmp_path), d, (numba.float64,)), lock_path(str(tmp_path), d, (numba.int64,))
+    assert a != b and a == lock_path(str(tmp_path), d, (numba.float64,))
+    assert (
+        Path(a).parent == tmp_path / "locks"
+        and "test_compile.test_one_lock_per_build_not_per_name.locals.g-" in Path(a).name
+    )

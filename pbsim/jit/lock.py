@@ -5,7 +5,7 @@ and compiles it on a miss.  Processes that start together (a Ray sweep, ``Subpro
 workers, ``pytest -n 2``, CMA-ES over a process pool) all miss at once and each compiles the same
 kernel: N processes spend N times the 20-90 s a step kernel takes, on the same cores.
 :func:`locked` makes the dispatcher's ``compile`` take an exclusive lock on a file named after the
-kernel in the cache folder (``locks/``): the first process compiles and saves; the others wait,
+kernel and its argument types in the cache folder (``locks/``): the first process compiles and saves; the others wait,
 then find the kernel in the cache and load it (numba checks the cache inside ``compile``).
 
 Only a thread's outermost locked compile takes a lock (a kernel compiled while another is being
@@ -29,13 +29,15 @@ except ImportError:  # Windows: compile without the lock
 _HELD = threading.local()
 
 
-def lock_path(cache_dir: str, disp) -> str:
-    """The lock file of dispatcher ``disp``: its module and qualified name, hashed when long."""
+def lock_path(cache_dir: str, disp, sig) -> str:
+    """The lock file of dispatcher ``disp`` compiled for argument types ``sig``: its module and
+    qualified name, then a hash of both with the types (one lock per build: two kernels of one
+    name but other argument types, e.g. one step driver bound to two methods, do not wait for
+    each other)."""
     f = disp.py_func
     name = f"{f.__module__}.{f.__qualname__}".replace("<", "").replace(">", "")
-    if len(name) > 120:
-        name = name[:80] + "-" + hashlib.sha1(name.encode()).hexdigest()[:16]
-    return os.path.join(cache_dir, "locks", name + ".lock")
+    key = hashlib.sha1(f"{name}|{sig}".encode()).hexdigest()[:16]
+    return os.path.join(cache_dir, "locks", f"{name[:100]}-{key}.lock")
 
 
 def _acquire(path: str, timeout: float):
@@ -65,13 +67,12 @@ def _acquire(path: str, timeout: float):
 def locked(disp, cache_dir: str):
     """``disp`` (a cached numba dispatcher) with its ``compile`` serialised across processes."""
     orig = disp.compile
-    path = lock_path(cache_dir, disp)
 
     def compile(sig):  # noqa: A001 - numba's method name
         if getattr(_HELD, "depth", 0):  # inside another kernel's compile: no second lock
             return orig(sig)
         timeout = float(os.environ.get("PBSIM_COMPILE_LOCK_TIMEOUT", "900"))
-        fh = _acquire(path, timeout)
+        fh = _acquire(lock_path(cache_dir, disp, sig), timeout)
         _HELD.depth = 1
         try:
             return orig(sig)

@@ -10,11 +10,16 @@ Cases:
   second    its first use after ``pbad`` ran once on the same cache (what a second integrator costs)
   batch16   a batch of 16 after the single-trajectory run (the multi-core build of the driver)
   plane     with a ground plane after the plain run (contact compiles only what it adds)
+  together  ``--procs`` processes (default 4) started at once on one cold cache, each the
+            integrator's first use (a sweep's or a vector env's workers): the compilations of
+            all of them and the wall time until the last is done (pbsim.jit.lock makes the
+            others wait for the first one's build and load it)
   readme    the README's main job (``pbsim rollout chain40 --integrator pbad --dt 0.05 --steps 200
             --out --plot``) end to end, process start to exit
 
     python scripts/bench/bench_compile.py [--integrators euler,rk4,pbad,pbad3,variational]
-                                    [--cases alone,second,batch16,plane,readme] [--src DIR] [--json out.json]
+                                    [--cases alone,second,batch16,plane,together,readme] [--procs 4]
+                                    [--src DIR] [--json out.json]
 
 ``--device cuda``: the CUDA step kernels, stage by stage, with no GPU (NVVM and nvJitLink are
 host libraries: ``pip install "numba-cuda[cu12]"``).  Each build runs in a fresh process with a
@@ -103,6 +108,35 @@ def run_child(src, cache, runs):
     if r.returncode != 0 or not line:
         raise RuntimeError((r.stderr or r.stdout)[-2000:])
     return json.loads(line[0][len("RESULT ") :])
+
+
+def together(src, cache, name, procs):
+    """``procs`` children started at once on one cold cache: (compilations of all, wall s to the last)."""
+    t0 = time.perf_counter()
+    ps = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, json.dumps([[name, {}]])],
+            env=child_env(src, cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
+        for _ in range(procs)
+    ]
+    res = []
+    for p in ps:
+        out, err = p.communicate()
+        line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode != 0 or not line:
+            raise RuntimeError((err or out)[-2000:])
+        res.append(json.loads(line[0][len("RESULT ") :])[0])
+    wall = time.perf_counter() - t0
+    return {
+        "compile_s": sum(r["compile_s"] for r in res),
+        "compilations": sum(r["compilations"] for r in res),
+        "wall_s": wall,
+    }
 
 
 def readme_job(src, cache):
@@ -391,6 +425,7 @@ def main(argv=None):
     ap.add_argument("--cases", default="alone,second,batch16,plane,readme")
     ap.add_argument("--src", default=ROOT, help="checkout whose pbsim is measured (default: this one)")
     ap.add_argument("--json", help="also write the rows to this JSON file")
+    ap.add_argument("--procs", type=int, default=4, help="case together: processes started at once")
     a = ap.parse_args(argv)
     if a.device == "cuda":
         a.integrators = a.integrators or "euler,pbad"
@@ -425,6 +460,8 @@ def main(argv=None):
                     emit(name, case, run_child(a.src, cache, [["pbad", {}], [name, {}]])[1])
                 elif case == "batch16":
                     emit(name, case, run_child(a.src, cache, [[name, {}], [name, {"batch": 16}]])[1])
+                elif case == "together":
+                    emit(name, f"together x{a.procs} (all)", together(a.src, cache, name, a.procs))
                 elif case == "plane":
                     if name.startswith("variational"):
                         continue

@@ -1,0 +1,75 @@
+"""A sliding box against dt: is a method's friction the same at every step size?
+
+A 1 kg box (10 cm cube, 8 corner points through ``pbsim.default_scene``, mu 0.8) settles on a plane
+for 0.5 s, then starts sliding at 1 m/s along x; per method and dt the table holds the distance
+it slides in 1 s (Coulomb friction stops it in ``v^2 / (2 mu g)`` = 6.4 cm) and the largest rise
+of the box over its rest height while sliding (a hop: NMDP's "gliding", notes/pbfd_nmdp.md B5
+item 6).  Issue 30's rest-height bar needs a friction law that is the same at 1 ms and at 50 ms.
+
+    NUMBA_NUM_THREADS=1 python scripts/bench/slide_dt.py [--methods pbad,pbfd,nmdp] [--dts 1,5,20,50]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this tree's pbsim
+import pbsim  # noqa: E402
+
+BOX = """<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.8 0.005 0.0001"/>
+<body name="box" pos="0 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"
+friction="0.8 0.005 0.0001"/></body></worldbody></mujoco>"""
+V0, MU, G = 1.0, 0.8, 9.81
+
+
+def box_model():
+    with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
+        f.write(BOX)
+    try:
+        return pbsim.load(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def slide(m, sc, method, dt):
+    """(distance slid in 1 s [m], largest rise over the rest height [m])."""
+    q0 = np.array(m.default_configuration(), float)
+    tr = pbsim.rollout(m, method, dt=dt, steps=int(round(0.5 / dt)), q0=q0, scene=sc, on_nan="stop")
+    q0 = np.asarray(tr.q)[-1]
+    v0 = np.zeros(m.nv)
+    v0[0] = V0
+    tr = pbsim.rollout(m, method, dt=dt, steps=int(round(1.0 / dt)), q0=q0, v0=v0, scene=sc, on_nan="stop")
+    q = np.asarray(tr.q)
+    return float(q[-1, 0] - q0[0]), float(q[:, 2].max() - q0[2])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--methods", default="pbad,pbfd,nmdp,nmdp_zo,pbd_nmdp")
+    ap.add_argument("--dts", default="1,5,20,50", help="ms")
+    a = ap.parse_args(argv)
+    m = box_model()
+    sc = pbsim.default_scene(m)
+    dts = [float(x) * 1e-3 for x in a.dts.split(",") if x]
+    print(f"box at {V0} m/s, mu {sc.mu:g}: Coulomb stops it in {100 * V0**2 / (2 * MU * G):.1f} cm")
+    print("| method | " + " | ".join(f"{d * 1e3:g} ms: slid [cm] / hop [mm]" for d in dts) + " |")
+    print("|---|" + "---|" * len(dts))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for meth in [x for x in a.methods.split(",") if x]:
+            cells = [slide(m, sc, meth, d) for d in dts]
+            print(f"| {meth} | " + " | ".join(f"{s * 100:.1f} / {h * 1e3:.1f}" for s, h in cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
