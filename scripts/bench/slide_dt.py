@@ -3,8 +3,8 @@
 A 1 kg box (10 cm cube, 8 corner points through ``pbsim.default_scene``, mu 0.8) settles on a plane
 for 0.5 s, then starts sliding at 1 m/s along x; per method and dt the table holds the distance
 it slides in 1 s (Coulomb friction stops it in ``v^2 / (2 mu g)`` = 6.4 cm) and the largest rise
-of the box over its rest height while sliding (a hop: NMDP's "gliding", notes/pbfd_nmdp.md B5
-item 6).  Issue 30's rest-height bar needs a friction law that is the same at 1 ms and at 50 ms.
+of its centre over the rest height while sliding (the box tips onto its leading edge as friction
+acts below its centre; a hop would show here too).  Issue 30's rest-height bar needs a friction law that is the same at 1 ms and at 50 ms.
 
     NUMBA_NUM_THREADS=1 python scripts/bench/slide_dt.py [--methods pbad,pbfd,nmdp] [--dts 1,5,20,50]
 """
@@ -62,7 +62,7 @@ def main(argv=None):
     sc = pbsim.default_scene(m)
     dts = [float(x) * 1e-3 for x in a.dts.split(",") if x]
     print(f"box at {V0} m/s, mu {sc.mu:g}: Coulomb stops it in {100 * V0**2 / (2 * MU * G):.1f} cm")
-    print("| method | " + " | ".join(f"{d * 1e3:g} ms: slid [cm] / hop [mm]" for d in dts) + " |")
+    print("| method | " + " | ".join(f"{d * 1e3:g} ms: slid [cm] / rise [mm]" for d in dts) + " |")
     print("|---|" + "---|" * len(dts))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
