@@ -17,7 +17,6 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -26,6 +25,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this tree's pbsim
 import pbsim  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_equality import load  # noqa: E402  (an MJCF string through a temporary file)
+
 BOX = """<mujoco><worldbody><geom type="plane" size="5 5 0.1" friction="0.8 0.005 0.0001"/>
 <body name="box" pos="0 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"
 friction="0.8 0.005 0.0001"/></body></worldbody></mujoco>"""
@@ -33,12 +35,7 @@ V0, MU, G = 1.0, 0.8, 9.81
 
 
 def box_model():
-    with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
-        f.write(BOX)
-    try:
-        return pbsim.load(f.name)
-    finally:
-        os.unlink(f.name)
+    return load(BOX)
 
 
 def slide(m, sc, method, dt):
