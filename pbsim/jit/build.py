@@ -8,7 +8,6 @@ a copy of the function's globals in which every other ``@kernel`` it calls is
 replaced by that kernel's own CUDA twin.  Nothing here imports CUDA until a twin
 is asked for, so the CPU path never needs numba-cuda.
 """
-
 from __future__ import annotations
 
 import ast
@@ -47,8 +46,7 @@ def source_hash() -> str:
 
 def _cache_dir() -> str:
     base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim", "numba"
-    )
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim", "numba")
     return os.path.join(base, f"{numba.__version__}-{source_hash()}")
 
 
@@ -65,10 +63,8 @@ def cuda_cache_dir() -> str:
     """Folder of the CUDA step kernels' compiled code (:mod:`pbsim.backends.cuda`): ``cuda/``
     under the same root as the CPU cache (``$PBSIM_CACHE_DIR``, else ``~/.cache/pbsim``)."""
     base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim"
-    )
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim")
     return os.path.join(base, "cuda")
-
 
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
 
@@ -92,27 +88,15 @@ def _ranged_source(f):
     fn = tree.body[0]
     fn.decorator_list = []
     names = [a.arg for a in fn.args.args]
-    loop = next(
-        (
-            n
-            for n in ast.walk(fn)
-            if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and getattr(n.iter.func, "id", "") == "prange"
-        ),
-        None,
-    )
+    loop = next((n for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
+                 and getattr(n.iter.func, "id", "") == "prange"), None)
     bound = loop.iter.args[0] if loop is not None and len(loop.iter.args) == 1 else None
-    if not (
-        isinstance(bound, ast.Subscript)
-        and isinstance(bound.value, ast.Attribute)
-        and bound.value.attr == "shape"
-        and isinstance(bound.value.value, ast.Name)
-        and bound.value.value.id in names
-        and ast.unparse(bound.slice) == "0"
-    ):
+    if not (isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Attribute)
+            and bound.value.attr == "shape" and isinstance(bound.value.value, ast.Name)
+            and bound.value.value.id in names and ast.unparse(bound.slice) == "0"):
         raise TypeError(f"batch driver {f.__qualname__} must loop 'for i in prange(ARG.shape[0])' over an argument")
-    loop.iter = ast.Call(
-        func=ast.Name("range", ast.Load()), args=[ast.Name("_b0", ast.Load()), ast.Name("_b1", ast.Load())], keywords=[]
-    )
+    loop.iter = ast.Call(func=ast.Name("range", ast.Load()), args=[ast.Name("_b0", ast.Load()),
+                                                                    ast.Name("_b1", ast.Load())], keywords=[])
     fn.args.args += [ast.arg("_b0"), ast.arg("_b1")]
     fn.name = f.__name__ + "_rows"
     ast.fix_missing_locations(tree)
@@ -266,18 +250,9 @@ def kernel(fn=None, *, parallel: bool = False, inline: bool = False):
 
 
 def _inner(f, inline: bool = False) -> InnerKernel:
-    disp = InnerKernel(
-        py_func=f,
-        locals={},
-        pipeline_class=_InnerCompiler,
-        targetoptions=dict(
-            error_model="numpy",
-            inline="always" if inline else "never",
-            _nrt=False,
-            no_cpython_wrapper=True,
-            no_cfunc_wrapper=True,
-        ),
-    )
+    disp = InnerKernel(py_func=f, locals={}, pipeline_class=_InnerCompiler, targetoptions=dict(
+        error_model="numpy", inline="always" if inline else "never", _nrt=False,
+        no_cpython_wrapper=True, no_cfunc_wrapper=True))
     _PY_FUNCS[id(disp)] = f
     return disp
 
@@ -430,14 +405,11 @@ class Variants:
             for kid, c in memo.items():
                 if id(c) != kid and not _PY_FUNCS[id(c)].__qualname__.endswith(suffix):
                     _PY_FUNCS[id(c)].__qualname__ += suffix
-            self._built[off] = (
-                self.driver
-                if g is None
-                else BatchKernel(  # None: the tree never reaches them
-                    _with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}")
-                )
-            )
+            self._built[off] = self.driver if g is None else BatchKernel(  # None: the tree never reaches them
+                _with_globals(f, g, f"{f.__qualname__}__without_{'_'.join(off)}"))
         return self._built[off]
+
+
 
 
 def is_kernel(obj) -> bool:
@@ -447,3 +419,5 @@ def is_kernel(obj) -> bool:
 def python_source(disp):
     """The plain Python function behind a kernel (runs without numba, slowly)."""
     return _PY_FUNCS[id(disp)]
+
+
