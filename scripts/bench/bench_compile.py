@@ -104,9 +104,14 @@ def run_child(src, cache, runs):
         text=True,
         cwd=tempfile.gettempdir(),
     )
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode != 0 or not line:
-        raise RuntimeError((r.stderr or r.stdout)[-2000:])
+    return child_result(r.returncode, r.stdout, r.stderr)
+
+
+def child_result(rc, out, err):
+    """The rows a CHILD printed on its ``RESULT`` line; RuntimeError with its output's tail if none."""
+    line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    if rc != 0 or not line:
+        raise RuntimeError((err or out)[-2000:])
     return json.loads(line[0][len("RESULT ") :])
 
 
@@ -127,10 +132,7 @@ def together(src, cache, name, procs):
     res = []
     for p in ps:
         out, err = p.communicate()
-        line = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
-        if p.returncode != 0 or not line:
-            raise RuntimeError((err or out)[-2000:])
-        res.append(json.loads(line[0][len("RESULT ") :])[0])
+        res.append(child_result(p.returncode, out, err)[0])
     wall = time.perf_counter() - t0
     return {
         "compile_s": sum(r["compile_s"] for r in res),
