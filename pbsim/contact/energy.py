@@ -30,6 +30,23 @@ The collocation forms (PBAD orders 3-4) have no step displacement but a velocity
 :func:`contact_force_velocity` is the same force with ``x - x_k`` replaced by ``v dt`` (and an
 optional normal damper, which order 2 does without: its step dissipates the contact's bounce).
 
+**Lagged Coulomb friction** (``ev > 0``, the ``friction="coulomb"`` option of the PBAD integrators).
+Eq. 9's tangential force ``2 D2 d^2 u / dt`` is a damping whose strength falls as ``1 / dt``
+(docs/robustness.md: a box sliding at 1 m/s with mu 0.8 travels 6.9 cm at dt 1 ms, 97 cm at 50 ms;
+Coulomb says 6.4 cm).  Scaling ``D2`` with dt does not cure it, because the term's depth gradient
+``2 d D2 |u|^2`` lifts a sliding point out of the floor.  The alternative keeps the spring ``D1 d^2``
+and replaces ``D2 d^2 |u|^2`` by the lagged friction potential of incremental potential contact
+(Li et al. 2020): with the normal force frozen at the start of the step, ``lam = 2 D1 max(0, sd_k)``,
+
+    E_f = mu lam dt f0(|u|),   f0(y) = y^2 / ev - y^3 / (3 ev^2) + ev / 3  (y < ev),   y  (y >= ev)
+
+whose gradient ``mu lam f1(|u|) u / |u|`` (``f1 = f0'``, ``2 y / ev - y^2 / ev^2`` below ``ev``, 1
+above) is Coulomb's force at every dt, smoothed to a viscous law below the speed ``ev``, and whose
+Hessian ``(mu lam / dt) [f1' uh uh^T + (f1 / y) (P - uh uh^T)]`` is PSD.  ``lam`` does not depend
+on ``x``, so nothing lifts a sliding point; ``mu = D2 v_ref / D1`` (the Coulomb coefficient Eq. 9's
+``D2`` is matched to, :func:`energy_parameters`).  A point entering contact during the step has
+``lam = 0`` (no friction in that one step), as in IPC with one lagging pass.
+
 Parameters from a :class:`pbsim.Scene`: :func:`energy_parameters`.
 """
 import math
@@ -52,29 +69,42 @@ def energy_parameters(ks, v_ref: float = V_REF):
 
 
 @kernel
-def contact_energy(s, k, D1, D2, R, p, Rk, pk, dt, F, K):
+def contact_energy(s, k, D1, D2, ev, R, p, Rk, pk, dt, F, K):
     """Eq. 9 for contact point ``k`` on its body at pose ``(R, p)``, which was at ``(Rk, pk)`` at
-    the start of the step (poses as :func:`contact_detect` takes them).  Writes ``F`` (3,) = dE/dx
+    the start of the step (poses as :func:`contact_detect` takes them); ``ev > 0``: with the lagged
+    Coulomb friction instead of the ``D2`` term (module docstring).  Writes ``F`` (3,) = dE/dx
     and ``K`` (3, 3) = the PSD-projected Hessian d2E/dx2 (zero out of contact); returns E."""
     x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
     if dep <= 0.0:
-        return eq9_law(dep, n0, n1, n2, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, D1, D2, dt, F, K)
-    y0, y1, y2, _sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k and the frozen normal n_k
-    return eq9_law(dep, n0, n1, n2, x0 - y0, x1 - y1, x2 - y2, m0, m1, m2, D1, D2, dt, F, K)
+        return eq9_law(dep, n0, n1, n2, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, D1, D2, dt, 0.0, ev, F, K)
+    y0, y1, y2, sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k, its depth and the frozen normal n_k
+    return eq9_law(dep, n0, n1, n2, x0 - y0, x1 - y1, x2 - y2, m0, m1, m2, D1, D2, dt, sk, ev, F, K)
 
 
 @kernel
-def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, F, K):
+def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, sk, ev, F, K):
     """Eq. 9 at depth ``dep`` with normal ``n``, displacement over the step ``d = x - x_k`` (between
     bodies: relative to the shape's body, :func:`pbsim.contact.query.pair_detect_step`) and frozen
     start-of-step normal ``n_k = m``: writes ``F`` = dE/dx, ``K`` = the PSD-projected Hessian
-    (zero out of contact), returns E (module docstring)."""
+    (zero out of contact), returns E (module docstring).  ``ev > 0``: the spring ``D1 d^2`` and the
+    lagged Coulomb friction (:func:`coulomb_lagged`, normal force frozen at the start-of-step signed
+    depth ``sk``) instead of the ``D2`` term."""
     for r in range(3):
         F[r] = 0.0
         for c in range(3):
             K[r, c] = 0.0
     if dep <= 0.0:
         return 0.0
+    if ev > 0.0:
+        for r in range(3):
+            nr = n0 if r == 0 else (n1 if r == 1 else n2)
+            F[r] = -2.0 * D1 * dep * nr  # the spring: dE/dx = -2 D1 d n, Hessian 2 D1 n n^T
+            for c in range(3):
+                nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                K[r, c] = 2.0 * D1 * nr * nc
+        lam = 2.0 * D1 * sk if sk > 0.0 else 0.0
+        mu = D2 * V_REF / D1 if D1 > 0.0 else 0.0
+        return D1 * dep * dep + coulomb_lagged(mu * lam, ev, d0, d1, d2, m0, m1, m2, dt, F, K)
     dn = m0 * d0 + m1 * d1 + m2 * d2
     t0 = (d0 - dn * m0) / dt  # tangential velocity u = P dx / dt
     t1 = (d1 - dn * m1) / dt
@@ -141,7 +171,41 @@ def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, F, K):
 
 
 @kernel
-def contact_force_velocity(s, k, D1, D2, c, R, p, v0, v1, v2, dt, wx, wv, F, K):
+def coulomb_lagged(fc, ev, d0, d1, d2, m0, m1, m2, dt, F, K):
+    """The lagged friction potential ``E_f = fc dt f0(|u|)`` (module docstring; ``fc = mu lam``, the
+    Coulomb force of the step), ``u = P (x - x_k) / dt``, ``P = I - m m^T``: adds dE_f/dx to ``F``
+    and its (PSD) Hessian to ``K``, returns ``E_f``."""
+    if fc <= 0.0:
+        return 0.0
+    dn = m0 * d0 + m1 * d1 + m2 * d2
+    u0 = (d0 - dn * m0) / dt
+    u1 = (d1 - dn * m1) / dt
+    u2 = (d2 - dn * m2) / dt
+    y = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+    if y < ev:
+        f0 = y * y / ev - y * y * y / (3.0 * ev * ev) + ev / 3.0
+        f1y = 2.0 / ev - y / (ev * ev)  # f1(y) / y
+        df1 = 2.0 / ev - 2.0 * y / (ev * ev)  # f1'(y)
+    else:
+        f0 = y
+        f1y = 1.0 / y
+        df1 = 0.0
+    for r in range(3):
+        ur = u0 if r == 0 else (u1 if r == 1 else u2)
+        mr = m0 if r == 0 else (m1 if r == 1 else m2)
+        F[r] += fc * f1y * ur  # dE_f/dx = fc f1(y) u / y
+        for c in range(3):
+            uc = u0 if c == 0 else (u1 if c == 1 else u2)
+            mc = m0 if c == 0 else (m1 if c == 1 else m2)
+            pp = (1.0 if r == c else 0.0) - mr * mc
+            # (fc / dt) [f1' uh uh^T + (f1 / y) (P - uh uh^T)]
+            uu = ur * uc / (y * y) if y > 0.0 else 0.0
+            K[r, c] += fc / dt * ((df1 - f1y) * uu + f1y * pp)
+    return fc * dt * f0
+
+
+@kernel
+def contact_force_velocity(s, k, D1, D2, c, ev, R, p, v0, v1, v2, dt, wx, wv, F, K):
     """Eq. 9's force where the point's velocity is given rather than a step's displacement (the
     collocation forms, PBAD orders 3-4: ``v`` is the derivative of the position polynomial at a
     node), with an optional normal damper ``c``.  For contact point ``k`` on its body at pose
@@ -163,23 +227,26 @@ def contact_force_velocity(s, k, D1, D2, c, R, p, v0, v1, v2, dt, wx, wv, F, K):
 
     (clamped: without the ``n n^T`` and ``n u^T`` terms).  With ``v = (x - x_k) / dt``, ``c = 0``,
     ``wx = 1``, ``wv = 1 / dt`` and ``n = n_k`` (a plane) this is :func:`contact_energy`'s force
-    and its Hessian before the projection.  Returns the depth ``d`` (0 out of contact, where ``F``
-    and ``K`` are zero)."""
+    and its Hessian before the projection.  ``ev > 0``: Coulomb friction instead of the ``D2`` term
+    (:func:`eq9_velocity_law`).  Returns the depth ``d`` (0 out of contact, where ``F`` and ``K``
+    are zero)."""
     _x0, _x1, _x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
-    return eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, dt, wx, wv, F, K)
+    return eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, dt, wx, wv, F, K)
 
 
 @kernel
-def eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, dt, wx, wv, F, K):
+def eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, dt, wx, wv, F, K):
     """:func:`contact_force_velocity`'s law at depth ``dep`` with normal ``n`` and point velocity
     ``v`` (between bodies: relative to the shape's body): writes ``F``, ``K``, returns ``dep``
-    (0 out of contact)."""
+    (0 out of contact).  ``ev > 0``: :func:`coulomb_velocity_law` instead."""
     for r in range(3):
         F[r] = 0.0
         for cc in range(3):
             K[r, cc] = 0.0
     if dep <= 0.0:
         return 0.0
+    if ev > 0.0:
+        return coulomb_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, wx, wv, F, K)
     vn = n0 * v0 + n1 * v1 + n2 * v2
     t0 = v0 - vn * n0  # u = P v
     t1 = v1 - vn * n1
@@ -205,6 +272,48 @@ def eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, dt, wx, wv, F, K):
             nc = n0 if cc == 0 else (n1 if cc == 1 else n2)
             tc = t0 if cc == 0 else (t1 if cc == 1 else t2)
             K[r, cc] = knn * nr * nc - ktn * tr * nc - knt * nr * tc + kp * ((1.0 if r == cc else 0.0) - nr * nc)
+    return dep
+
+
+@kernel
+def coulomb_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, wx, wv, F, K):
+    """The collocation forms' contact with Coulomb friction (option ``friction="coulomb"``): the
+    normal force ``f_n = max(0, 2 D1 d - c v_n)`` of :func:`eq9_velocity_law` without the ``D2``
+    term, and the friction ``mu f_n f1(|u|) u / |u|`` (``u = P v``, ``f1`` smoothed below the speed
+    ``ev`` as :func:`coulomb_lagged`'s; ``mu = D2 v_ref / D1``).  No potential is needed here (a
+    collocation residual is no gradient), so ``f_n`` is the node's own.  Writes ``F`` (minus the
+    force on the point) and ``K = wx dF/dx + wv dF/dv`` (normal locally constant), returns ``dep``;
+    ``F``, ``K`` are zeroed by the caller."""
+    vn = n0 * v0 + n1 * v1 + n2 * v2
+    t0 = v0 - vn * n0  # u = P v
+    t1 = v1 - vn * n1
+    t2 = v2 - vn * n2
+    y = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    fn = 2.0 * D1 * dep - c * vn
+    if fn <= 0.0:  # the damper would pull: no contact force at all
+        return dep
+    mu = D2 * V_REF / D1 if D1 > 0.0 else 0.0
+    if y < ev:
+        f1y = 2.0 / ev - y / (ev * ev)  # f1(y) / y
+        df1 = 2.0 / ev - 2.0 * y / (ev * ev)  # f1'(y)
+    else:
+        f1y = 1.0 / y
+        df1 = 0.0
+    g = mu * fn * f1y
+    F[0] = -fn * n0 + g * t0
+    F[1] = -fn * n1 + g * t1
+    F[2] = -fn * n2 + g * t2
+    # dfn/dx = -2 D1 n^T, dfn/dv = -c n^T; d(f1(y) u / y)/dv = [f1' uh uh^T + (f1 / y)(P - uh uh^T)]
+    a = wx * 2.0 * D1 + wv * c  # -(wx dfn/dx + wv dfn/dv) = a n^T
+    for r in range(3):
+        nr = n0 if r == 0 else (n1 if r == 1 else n2)
+        tr = t0 if r == 0 else (t1 if r == 1 else t2)
+        for cc in range(3):
+            nc = n0 if cc == 0 else (n1 if cc == 1 else n2)
+            tc = t0 if cc == 0 else (t1 if cc == 1 else t2)
+            pp = (1.0 if r == cc else 0.0) - nr * nc
+            uu = tr * tc / (y * y) if y > 0.0 else 0.0
+            K[r, cc] = a * nr * nc - a * mu * f1y * tr * nc + wv * mu * fn * ((df1 - f1y) * uu + f1y * pp)
     return dep
 
 

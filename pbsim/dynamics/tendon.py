@@ -470,6 +470,11 @@ def tendon_energy(m, c, b, q, d, dt, h):
             r = deadband(L, m.ten_range[t, 0], m.ten_range[t, 1])
             e += 0.5 * kp * r * r
             gsum += kp * r
+            if r != 0.0:  # its damper kd / (2 dt) (r - r_k)^2 on the excess (pbsim.integrators.pbad.joints)
+                rk = deadband(L - dL, m.ten_range[t, 0], m.ten_range[t, 1])
+                cd = m.ten_lkd[t] / dt
+                e += 0.5 * cd * (r - rk) * (r - rk) - 0.5 * cd * rk * rk
+                gsum += cd * (r - rk)
         for a in range(c.ta_ten.shape[0]):  # actuators: the potential of g (C + b1 g L + b2 g dL/dt)
             if c.ta_ten[a] != t:
                 continue
@@ -514,6 +519,8 @@ def tendon_hessian(m, c, b, q, d, dt, H):
             continue
         L, dL = fixed_lv(m, t, q, d)
         wgt = tendon_weight(m, c, t, L, dL, dt, 1.0 / dt)
+        if m.ten_lkp[t] > 0.0 and deadband(L, m.ten_range[t, 0], m.ten_range[t, 1]) != 0.0:
+            wgt += m.ten_lkd[t] / dt  # the limit's damper (tendon_energy)
         if wgt != 0.0:
             for k1 in range(m.ten_adr[t], m.ten_adr[t + 1]):
                 for k2 in range(m.ten_adr[t], m.ten_adr[t + 1]):

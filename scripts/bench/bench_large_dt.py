@@ -83,6 +83,20 @@ def build(case):
     return m, sc, q0, v0
 
 
+def method_options(token):
+    """``"pbad:friction=coulomb"`` -> ``("pbad", {"friction": "coulomb"})``: a method and its options
+    (numbers as floats) for a ``--methods`` entry."""
+    name, *kv = token.split(":")
+    opts = {}
+    for item in kv:
+        k, _, v = item.partition("=")
+        try:
+            opts[k] = float(v)
+        except ValueError:
+            opts[k] = v
+    return name, opts
+
+
 def git_describe():
     try:
         out = subprocess.run(
@@ -94,7 +108,10 @@ def git_describe():
 
 
 def run(m, sc, q0, v0, method, dt, T, **opts):
-    """One timed rollout: dict of the row's numbers."""
+    """One timed rollout: dict of the row's numbers (``method``: a name, or ``name:key=value...``,
+    :func:`method_options`)."""
+    method, more = method_options(method)
+    opts = {**more, **opts}
     steps = int(round(T / dt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

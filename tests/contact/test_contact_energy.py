@@ -24,20 +24,21 @@ def _ks(shape, radius):
     return Scene(environment=[shape], points=pts).kernel_arrays(m)
 
 
-def _eval(ks, x, xk):
+def _eval(ks, x, xk, ev=0.0):
     F, K = np.zeros(3), np.zeros((3, 3))
-    E = contact_energy(ks, 0, D1, D2, I3, np.ascontiguousarray(x, float), I3, np.ascontiguousarray(xk, float), DT, F, K)
+    E = contact_energy(ks, 0, D1, D2, ev, I3, np.ascontiguousarray(x, float), I3, np.ascontiguousarray(xk, float), DT,
+                       F, K)
     return E, F, K
 
 
-def _fd(ks, x, xk, h=1e-7):
+def _fd(ks, x, xk, h=1e-7, ev=0.0):
     """Central differences: gradient of E, and Hessian as the derivative of the (exact) gradient F."""
     g, H = np.zeros(3), np.zeros((3, 3))
     for a in range(3):
         e = np.zeros(3)
         e[a] = h
-        Ep, Fp, _ = _eval(ks, x + e, xk)
-        Em, Fm, _ = _eval(ks, x - e, xk)
+        Ep, Fp, _ = _eval(ks, x + e, xk, ev)
+        Em, Fm, _ = _eval(ks, x - e, xk, ev)
         g[a] = (Ep - Em) / (2 * h)
         H[:, a] = (Fp - Fm) / (2 * h)
     return g, 0.5 * (H + H.T)
@@ -141,6 +142,35 @@ def test_energy_fd_sphere():
         g, H = _fd(ks, x, xk)
         assert np.abs(F - g).max() < 1e-6 * np.abs(g).max(), (F, g)
         assert np.allclose(K, K.T) and np.linalg.eigvalsh(K).min() > -1e-9 * np.abs(K).max()
+
+
+@pytest.mark.parametrize("slide", [0.5e-3, 4e-3])  # m over the step: below and above friction_speed * DT
+def test_lagged_coulomb_energy_fd_and_force(slide):
+    """friction="coulomb" (ev > 0): the spring D1 d^2 and the lagged friction potential mu lam dt
+    f0(|u|), lam = 2 D1 d_k frozen at the start of the step.  Gradient and Hessian equal central
+    differences (the potential is convex: no projection), the tangential force is Coulomb's mu lam
+    once sliding faster than ev, and nothing pushes along the normal beyond the spring (no lift)."""
+    ev = 0.1  # m/s: the smoothing speed (dt 0.01: 1 mm of slip)
+    ks = _ks(Box([1.0, 1.0, 0.2], I3, [0.0, 0.0, -0.2]), 0.0)  # top face z = 0
+    x = np.array([0.05, 0.02, -0.003])
+    t = np.array([0.6, -0.8, 0.0])
+    xk = x - slide * t + np.array([0.0, 0.0, 0.001])  # 2 mm deep at the start: lam = 2 D1 0.002
+    E, F, K = _eval(ks, x, xk, ev)
+    g, H = _fd(ks, x, xk, ev=ev)
+    assert np.abs(F - g).max() < 1e-6 * np.abs(g).max(), (F, g)
+    assert np.abs(K - 0.5 * (K + K.T)).max() == 0.0 and np.abs(K - H).max() < 1e-5 * np.abs(H).max(), (K, H)
+    assert np.linalg.eigvalsh(K).min() > -1e-12 * np.abs(K).max()
+    mu, lam = D2 * 0.1 / D1, 2 * D1 * 0.002
+    assert np.isclose(F[2], -2 * D1 * 0.003, rtol=1e-12)  # the spring only
+    ft = np.linalg.norm(F[:2])
+    if slide / DT > ev:
+        assert np.isclose(ft, mu * lam, rtol=1e-12) and np.allclose(F[:2] / ft, t[:2])
+    else:
+        y = slide / DT
+        assert np.isclose(ft, mu * lam * (2 * y / ev - y * y / ev**2), rtol=1e-12)
+    # no friction for a point that was outside at the start of the step
+    E0, F0, _ = _eval(ks, x, xk + np.array([0.0, 0.0, 0.003]), ev)
+    assert np.isclose(E0, D1 * 0.003**2) and np.allclose(F0, [0.0, 0.0, -2 * D1 * 0.003])
 
 
 def test_out_of_contact_is_zero_and_step_fraction():

@@ -63,13 +63,14 @@ def test_force_velocity_kernel_is_order2_force_and_its_derivatives():
     x = np.array([0.1, -0.2, -0.004])
     v = np.array([0.4, -0.3, -0.2])
 
-    def force(x, v, c, wx=0.0, wv=0.0):
+    def force(x, v, c, wx=0.0, wv=0.0, ev=0.0):
         F, K = np.zeros(3), np.zeros((3, 3))
-        d = contact_force_velocity(ks, 0, D1, D2, c, I3, np.ascontiguousarray(x), v[0], v[1], v[2], dt, wx, wv, F, K)
+        d = contact_force_velocity(ks, 0, D1, D2, c, ev, I3, np.ascontiguousarray(x), v[0], v[1], v[2], dt, wx, wv,
+                                   F, K)
         return d, F, K
 
     F2, K2 = np.zeros(3), np.zeros((3, 3))
-    contact_energy(ks, 0, D1, D2, I3, x, I3, np.ascontiguousarray(x - v * dt), dt, F2, K2)
+    contact_energy(ks, 0, D1, D2, 0.0, I3, x, I3, np.ascontiguousarray(x - v * dt), dt, F2, K2)
     d, F, _ = force(x, v, 0.0)
     assert np.isclose(d, 0.004) and np.allclose(F, F2, rtol=1e-13, atol=0)
     h = 1e-7
@@ -88,6 +89,24 @@ def test_force_velocity_kernel_is_order2_force_and_its_derivatives():
     assert d > 0 and np.allclose(F, 0.0) and np.allclose(K[2], 0.0) and np.allclose(K[:, 2], 0.0)
     assert np.allclose(K[:2, :2], 2 * D2 * d * d / dt * np.eye(2))
     assert force(np.array([0.0, 0.0, 0.01]), v, 15.0, 1.0, 1.0)[0] == 0.0  # out of contact: nothing
+    # friction="coulomb" (ev > 0): F = -f_n n + mu f_n f1(|u|) u / |u| with the node's own f_n; K against
+    # central differences, sliding faster and slower than ev
+    mu = D2 * 0.1 / D1
+    for ev, vt in ((0.1, v), (1.0, v), (0.1, np.array([0.0, 0.0, -0.2]))):
+        for c in (0.0, 15.0):
+            d, F, _ = force(x, vt, c, ev=ev)
+            fn = 2 * D1 * d - c * vt[2]
+            y = np.linalg.norm(vt[:2])
+            f1 = 1.0 if y >= ev else 2 * y / ev - y * y / ev**2
+            assert np.isclose(F[2], -fn) and np.allclose(F[:2], mu * fn * f1 * vt[:2] / max(y, 1e-300))
+            Kx = force(x, vt, c, 1.0, 0.0, ev)[2]
+            Kv = force(x, vt, c, 0.0, 1.0, ev)[2]
+            for a in range(3):
+                e = np.eye(3)[a] * h
+                fx = (force(x + e, vt, c, ev=ev)[1] - force(x - e, vt, c, ev=ev)[1]) / (2 * h)
+                fv = (force(x, vt + e, c, ev=ev)[1] - force(x, vt - e, c, ev=ev)[1]) / (2 * h)
+                assert np.allclose(Kx[:, a], fx, rtol=1e-6, atol=1e-6 * np.abs(Kx).max()), (ev, c, a)
+                assert np.allclose(Kv[:, a], fv, rtol=1e-6, atol=1e-6 * np.abs(Kv).max()), (ev, c, a)
 
 
 # ---------------------------------------------------------------------------------------------

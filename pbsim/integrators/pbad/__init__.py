@@ -41,6 +41,11 @@ class _PbadBase(Integrator):
         Option("substep", 0, "on a failed step, split it in halves up to this many levels (0: never)", "int"),
         Option("points", None, "drag sample points (make_pbad_model) and/or, with contact=True, contact points "
                "against a plane (plane_normal, plane_offset, D1, D2); None or no contact: the scene's contact", "dict"),
+        Option("friction", "eq9", "contact friction: Eq. 9's tangential damping D2 d^2 |u|^2 (paper 000; its "
+               "strength falls as 1/dt) or the lagged Coulomb potential (dt-consistent, pbsim.contact.energy)", "str",
+               ("eq9", "coulomb")),
+        Option("friction_speed", 1e-3, "with friction='coulomb': the sliding speed (m/s) below which friction is "
+               "smoothed to a viscous law (creep stays below it)", "float"),
         Option("order", None, "ignored (the order is fixed by the integrator's name); kept for old callers"),
     )
 
@@ -67,6 +72,14 @@ class _PbadBase(Integrator):
             self.scene = cscene
         self.ks, D1s, D2s = scene_points(model, self.scene)  # the scene arrays s PBAD's kernels read
         self.pm = make_pbad_model(model, D1=D1s if cscene is None else D1, D2=D2s if cscene is None else D2, **drag)
+        self.friction = o.pop("friction", "eq9")
+        if self.friction not in ("eq9", "coulomb"):
+            raise InputError(f"pbad friction must be 'eq9' or 'coulomb', got {self.friction!r}")
+        ev = float(o.pop("friction_speed", 1e-3))
+        if not (ev > 0.0 and np.isfinite(ev)):
+            raise InputError(f"pbad friction_speed must be a positive number of m/s, got {ev!r}")
+        if self.friction == "coulomb":
+            self.pm = self.pm._replace(friction_ev=ev)
         for k in ("order",):
             o.pop(k, None)
         if o:

@@ -180,7 +180,7 @@ def colloc_contact_forces(m, pm, s, pw, b, u, C1, dt, G):
         pl = s.pt_local[k]
         v0, v1, v2 = colloc_point_velocity(T, i, pl, C1, u, dt)
         F = pw.F[b, k0 + k]
-        dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], Tu[i], Tu[i, :, 3], v0, v1, v2, dt, 0.0,
+        dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0, v1, v2, dt, 0.0,
                                      0.0, F, pw.K[b, k0 + k])
         if dep > 0.0:
             add_point_force(G, i, pl, F)
@@ -203,7 +203,7 @@ def colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J):
         F = pw.F[b, k0 + k]
         K = pw.K[b, k0 + k]
         for v2n in range(2, T.shape[0]):
-            dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], Tu[i], Tu[i, :, 3], v0, v1, v2, dt,
+            dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0, v1, v2, dt,
                                          1.0 if v2n == u else 0.0, C1[u, v2n] / dt, F, K)
             if dep <= 0.0:
                 break
@@ -241,7 +241,7 @@ def colloc_pair_point(pm, s, k, T, A, B, face, C1, u, dt, wx, wv, F, K):
     v0, v1, v2 = pair_node_velocity(s, k, T, A, B, C1, u, dt)
     kk = s.pp_k[k]
     dep = eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, 0.5 * kk, s.pp_mu[k] * kk / (2.0 * V_REF),
-                           pm.pair_cn * s.pp_c[k], dt, wx, wv, F, K)
+                           pm.pair_cn * s.pp_c[k], pm.friction_ev, dt, wx, wv, F, K)
     return dep, x0, x1, x2
 
 

@@ -36,7 +36,9 @@ from pbsim.dynamics.joints import BALL, FREE
 # damping Cn the collocation orders add (:mod:`.colloc`; order 2 does not read it)
 # pair_cn: 1.0 when the collocation orders add the normal damper between bodies too (each body-body
 # point's scene damping pp_c), else 0.0
-PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 Cn pair_cn")
+# friction_ev: 0.0 for Eq. 9's friction, > 0 for the lagged Coulomb friction smoothed below this speed
+# (m/s; pbsim.contact.energy, option friction="coulomb")
+PbadModel = namedtuple("PbadModel", "Mt npts pt_body pt_local pt_axis drag_n drag_t D1 D2 Cn pair_cn friction_ev")
 
 
 def second_moments(model) -> np.ndarray:
@@ -71,7 +73,7 @@ def make_pbad_model(model, points_body=None, points_local=None, points_axis=None
     d1 = z(0) if D1 is None else np.array(D1, np.float64).reshape(-1)
     d2 = z(len(d1)) if D2 is None else np.array(np.broadcast_to(D2, d1.shape), np.float64)
     cn = z(len(d1)) if Cn is None else np.array(np.broadcast_to(Cn, d1.shape), np.float64)
-    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2, cn, 0.0)
+    return PbadModel(second_moments(model), n, pb, pl, pa, dn, dtg, d1, d2, cn, 0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +241,7 @@ def contact_terms(m, pm, s, T, Tk, dt, G, F, K):
         i = s.pt_body[k]
         pl = s.pt_local[k]
         Fk = F[k0 + k]
-        e += contact_energy(s, k, pm.D1[k], pm.D2[k], T[i], T[i, :, 3], Tk[i], Tk[i, :, 3], dt, Fk, K[k0 + k])
+        e += contact_energy(s, k, pm.D1[k], pm.D2[k], pm.friction_ev, T[i], T[i, :, 3], Tk[i], Tk[i, :, 3], dt, Fk, K[k0 + k])
         for r in range(3):
             G[i, r, 0] += Fk[r] * pl[0]
             G[i, r, 1] += Fk[r] * pl[1]

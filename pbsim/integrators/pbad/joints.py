@@ -3,8 +3,13 @@ the control (torques, PD at q_k, stable PD at q), joint damping and armature, an
 passive joint forces as potentials -- springs ``k/2 (q - q_s)^2``, dry friction as the
 dissipation potential ``f dt v_f log cosh(d / (dt v_f))`` (its gradient is the smoothed Coulomb
 torque ``f tanh(v / v_f)`` of :mod:`pbsim.dynamics.passive` at ``v = d / dt``) and joint limits
-``kp/2 (q - limit)^2`` past a limit (one-sided, C1).  Being terms of the minimised objective, a
-large step cannot jump through a limit.  ``d = q (-) q_k`` is the step's tangent displacement;
+``kp/2 (q - limit)^2`` past a limit (one-sided, C1) with their damper ``kd / (2 dt) (r - r_k)^2``
+on the penetration ``r`` past the limit (``r_k`` at the step's start: the dissipation potential of
+``-kd dr/dt``, on while the iterate is past the limit; C1 when the step starts inside).  Without
+the damper a joint that starts outside its range is flung by the spring's energy (the gymnasium
+humanoid's knees, 2 degrees outside at qpos0: 0.59 rad in 100 ms of free fall; MuJoCo 0.037).
+Fixed tendons' limits get the same damper (:func:`pbsim.dynamics.tendon.tendon_energy`).  Being
+terms of the minimised objective, a large step cannot jump through a limit.  ``d = q (-) q_k`` is the step's tangent displacement;
 ``h = dE/dd`` (exact for 1-DOF joints; ball/free joints: through dexp^-1 in :func:`joint_gradient`).
 Shared by every position-based method (PBAD orders 2-4 now; PBFD, PBD-NMDP next)."""
 import math
@@ -54,7 +59,22 @@ def passive_energy(m, q, d, dt, h):
                 r = 0.0
             e += 0.5 * kp * r * r
             h[j] += kp * r
+            if r != 0.0:  # the damper: kd / (2 dt) (r - r_k)^2, r_k the penetration at x_k = x - d
+                rk = limit_excess(m, j, x - d[j])
+                cd = m.limit_kd[j] / dt
+                e += 0.5 * cd * (r - rk) * (r - rk) - 0.5 * cd * rk * rk  # 0 where r = 0: continuous
+                h[j] += cd * (r - rk)
     return e
+
+
+@kernel
+def limit_excess(m, j, x):
+    """How far coordinate ``x`` of DOF ``j`` is past its limits (signed; 0 inside)."""
+    if x > m.upper[j]:
+        return x - m.upper[j]
+    if x < m.lower[j]:
+        return x - m.lower[j]
+    return 0.0
 
 
 @kernel
@@ -72,7 +92,7 @@ def passive_hessian(m, q, d, dt, H):
             t = math.tanh(d[j] / (dt * FRICTION_VEL))
             H[j, j] += f / (dt * FRICTION_VEL) * (1.0 - t * t)
         if m.limit_kp[j] > 0.0 and (x > m.upper[j] or x < m.lower[j]):
-            H[j, j] += m.limit_kp[j]
+            H[j, j] += m.limit_kp[j] + m.limit_kd[j] / dt
 
 
 @kernel
@@ -157,7 +177,7 @@ def joint_hessian(m, c, b, q, d, dt, H):
 def passive_residual(m, q, vel, ru):
     """Eq. 6's force residual at a collocation node (configuration ``q``, joint velocity ``vel``):
     adds minus the passive torques -- springs ``k (q - q_s)``, dry friction ``f tanh(vel / v_f)``,
-    limits ``kp (q - limit)`` past a limit -- to ``ru`` (nv,)."""
+    limits ``kp (q - limit) + kd vel`` past a limit -- to ``ru`` (nv,)."""
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
@@ -170,9 +190,9 @@ def passive_residual(m, q, vel, ru):
             ru[j] += f * math.tanh(vel[j] / FRICTION_VEL)
         if m.limit_kp[j] > 0.0:
             if x > m.upper[j]:
-                ru[j] += m.limit_kp[j] * (x - m.upper[j])
+                ru[j] += m.limit_kp[j] * (x - m.upper[j]) + m.limit_kd[j] * vel[j]
             elif x < m.lower[j]:
-                ru[j] += m.limit_kp[j] * (x - m.lower[j])
+                ru[j] += m.limit_kp[j] * (x - m.lower[j]) + m.limit_kd[j] * vel[j]
 
 
 @kernel
@@ -193,3 +213,5 @@ def passive_residual_jacobian(m, q, vel, dvel, same, J, r0, c0):
             J[r0 + j, c0 + j] += m.stiffness[j]
             if m.limit_kp[j] > 0.0 and (x > m.upper[j] or x < m.lower[j]):
                 J[r0 + j, c0 + j] += m.limit_kp[j]
+        if m.limit_kp[j] > 0.0 and (x > m.upper[j] or x < m.lower[j]):
+            J[r0 + j, c0 + j] += m.limit_kd[j] * dvel

@@ -42,7 +42,10 @@ def eq9_pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, F, K):
     environment's parameters ``D1 = k / 2``, ``D2 = mu k / (2 v_ref)`` from the point's stiffness
     and friction (:func:`pbsim.contact.energy.energy_parameters`)."""
     kk = s.pp_k[k]
-    return eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, 0.5 * kk, s.pp_mu[k] * kk / (2.0 * V_REF), dt, F, K)
+    # the start-of-step depth: on the start's contact plane (pair_detect_step), sd = sd_k - n_k . Delta
+    sk = dep + m0 * d0 + m1 * d1 + m2 * d2
+    return eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, 0.5 * kk, s.pp_mu[k] * kk / (2.0 * V_REF), dt, sk,
+                   pm.friction_ev, F, K)
 
 
 pair_law = eq9_pair_law  # the hook pair_terms calls (PBFD binds its own: pbsim.integrators.pbfd.residual)
