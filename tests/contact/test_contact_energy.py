@@ -26,8 +26,9 @@ def _ks(shape, radius):
 
 def _eval(ks, x, xk, ev=0.0):
     F, K = np.zeros(3), np.zeros((3, 3))
-    E = contact_energy(ks, 0, D1, D2, ev, I3, np.ascontiguousarray(x, float), I3, np.ascontiguousarray(xk, float), DT,
-                       F, K)
+    E = contact_energy(
+        ks, 0, D1, D2, ev, I3, np.ascontiguousarray(x, float), I3, np.ascontiguousarray(xk, float), DT, F, K
+    )
     return E, F, K
 
 

@@ -65,8 +65,9 @@ def test_force_velocity_kernel_is_order2_force_and_its_derivatives():
 
     def force(x, v, c, wx=0.0, wv=0.0, ev=0.0):
         F, K = np.zeros(3), np.zeros((3, 3))
-        d = contact_force_velocity(ks, 0, D1, D2, c, ev, I3, np.ascontiguousarray(x), v[0], v[1], v[2], dt, wx, wv,
-                                   F, K)
+        d = contact_force_velocity(
+            ks, 0, D1, D2, c, ev, I3, np.ascontiguousarray(x), v[0], v[1], v[2], dt, wx, wv, F, K
+        )
         return d, F, K
 
     F2, K2 = np.zeros(3), np.zeros((3, 3))
