@@ -38,11 +38,12 @@ Coulomb says 6.4 cm).  Scaling ``D2`` with dt does not cure it, because the term
 and replaces ``D2 d^2 |u|^2`` by the lagged friction potential of incremental potential contact
 (Li et al. 2020): with the normal force frozen at the start of the step, ``lam = 2 D1 max(0, sd_k)``,
 
-    E_f = mu lam dt f0(|u|),   f0(y) = y^2 / ev - y^3 / (3 ev^2) + ev / 3  (y < ev),   y  (y >= ev)
+    E_f = mu lam dt f0(|u|),   f0(y) = y^2 / ev - y^3 / (3 ev^2)  (y < ev),   y - ev / 3  (y >= ev)
 
 whose gradient ``mu lam f1(|u|) u / |u|`` (``f1 = f0'``, ``2 y / ev - y^2 / ev^2`` below ``ev``, 1
-above) is Coulomb's force at every dt, smoothed to a viscous law below the speed ``ev``, and whose
-Hessian ``(mu lam / dt) [f1' uh uh^T + (f1 / y) (P - uh uh^T)]`` is PSD.  ``lam`` does not depend
+above; ``f0(0) = 0``: no energy at rest) is Coulomb's force at every dt, smoothed to a viscous
+law below the speed ``ev``, and whose Hessian ``(mu lam / dt) [f1' uh uh^T + (f1 / y) (P - uh
+uh^T)]`` is PSD.  ``lam`` does not depend
 on ``x``, so nothing lifts a sliding point; ``mu = D2 v_ref / D1`` (the Coulomb coefficient Eq. 9's
 ``D2`` is matched to, :func:`energy_parameters`).  A point entering contact during the step has
 ``lam = 0`` (no friction in that one step), as in IPC with one lagging pass.
@@ -75,9 +76,10 @@ def contact_energy(s, k, D1, D2, ev, R, p, Rk, pk, dt, F, K):
     Coulomb friction instead of the ``D2`` term (module docstring).  Writes ``F`` (3,) = dE/dx
     and ``K`` (3, 3) = the PSD-projected Hessian d2E/dx2 (zero out of contact); returns E."""
     x0, x1, x2, dep, n0, n1, n2 = contact_detect(s, k, R, p)
-    if dep <= 0.0:
+    if dep <= 0.0 and ev <= 0.0:
         return eq9_law(dep, n0, n1, n2, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, D1, D2, dt, 0.0, ev, F, K)
-    y0, y1, y2, sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)  # x_k, its depth and the frozen normal n_k
+    # x_k, its depth and the frozen normal n_k; the lagged friction acts wherever the start touched
+    y0, y1, y2, sk, m0, m1, m2 = contact_detect(s, k, Rk, pk)
     return eq9_law(dep, n0, n1, n2, x0 - y0, x1 - y1, x2 - y2, m0, m1, m2, D1, D2, dt, sk, ev, F, K)
 
 
@@ -93,18 +95,23 @@ def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, sk, ev, F, K):
         F[r] = 0.0
         for c in range(3):
             K[r, c] = 0.0
-    if dep <= 0.0:
-        return 0.0
     if ev > 0.0:
-        for r in range(3):
-            nr = n0 if r == 0 else (n1 if r == 1 else n2)
-            F[r] = -2.0 * D1 * dep * nr  # the spring: dE/dx = -2 D1 d n, Hessian 2 D1 n n^T
-            for c in range(3):
-                nc = n0 if c == 0 else (n1 if c == 1 else n2)
-                K[r, c] = 2.0 * D1 * nr * nc
+        # the spring where the iterate is inside; the friction wherever the start was (lam frozen there:
+        # gated by the iterate's depth, E would jump where a sliding point leaves the surface)
+        e = 0.0
+        if dep > 0.0:
+            e = D1 * dep * dep
+            for r in range(3):
+                nr = n0 if r == 0 else (n1 if r == 1 else n2)
+                F[r] = -2.0 * D1 * dep * nr  # the spring: dE/dx = -2 D1 d n, Hessian 2 D1 n n^T
+                for c in range(3):
+                    nc = n0 if c == 0 else (n1 if c == 1 else n2)
+                    K[r, c] = 2.0 * D1 * nr * nc
         lam = 2.0 * D1 * sk if sk > 0.0 else 0.0
         mu = D2 * V_REF / D1 if D1 > 0.0 else 0.0
-        return D1 * dep * dep + coulomb_lagged(mu * lam, ev, d0, d1, d2, m0, m1, m2, dt, F, K)
+        return e + coulomb_lagged(mu * lam, ev, d0, d1, d2, m0, m1, m2, dt, F, K)
+    if dep <= 0.0:
+        return 0.0
     dn = m0 * d0 + m1 * d1 + m2 * d2
     t0 = (d0 - dn * m0) / dt  # tangential velocity u = P dx / dt
     t1 = (d1 - dn * m1) / dt
@@ -183,11 +190,11 @@ def coulomb_lagged(fc, ev, d0, d1, d2, m0, m1, m2, dt, F, K):
     u2 = (d2 - dn * m2) / dt
     y = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
     if y < ev:
-        f0 = y * y / ev - y * y * y / (3.0 * ev * ev) + ev / 3.0
+        f0 = y * y / ev - y * y * y / (3.0 * ev * ev)
         f1y = 2.0 / ev - y / (ev * ev)  # f1(y) / y
         df1 = 2.0 / ev - 2.0 * y / (ev * ev)  # f1'(y)
     else:
-        f0 = y
+        f0 = y - ev / 3.0
         f1y = 1.0 / y
         df1 = 0.0
     for r in range(3):

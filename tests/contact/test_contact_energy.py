@@ -172,6 +172,11 @@ def test_lagged_coulomb_energy_fd_and_force(slide):
     # no friction for a point that was outside at the start of the step
     E0, F0, _ = _eval(ks, x, xk + np.array([0.0, 0.0, 0.003]), ev)
     assert np.isclose(E0, D1 * 0.003**2) and np.allclose(F0, [0.0, 0.0, -2 * D1 * 0.003])
+    # a point that touched at the start keeps its (lagged) friction when the iterate leaves the surface:
+    # E is continuous there (gated by the iterate's depth it jumped by the friction energy, and LM stalled)
+    lo, hi = (_eval(ks, x + np.array([0.0, 0.0, 0.003 + s]), xk, ev) for s in (-1e-9, 1e-9))
+    assert lo[0] > 0.0 and abs(hi[0] - lo[0]) < 1e-6 * lo[0] and np.allclose(hi[1][:2], lo[1][:2])
+    assert hi[1][2] == 0.0  # no spring outside
 
 
 def test_out_of_contact_is_zero_and_step_fraction():

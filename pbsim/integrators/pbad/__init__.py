@@ -41,9 +41,9 @@ class _PbadBase(Integrator):
         Option("substep", 0, "on a failed step, split it in halves up to this many levels (0: never)", "int"),
         Option("points", None, "drag sample points (make_pbad_model) and/or, with contact=True, contact points "
                "against a plane (plane_normal, plane_offset, D1, D2); None or no contact: the scene's contact", "dict"),
-        Option("friction", "eq9", "contact friction: Eq. 9's tangential damping D2 d^2 |u|^2 (paper 000; its "
-               "strength falls as 1/dt) or the lagged Coulomb potential (dt-consistent, pbsim.contact.energy)", "str",
-               ("eq9", "coulomb")),
+        Option("friction", "eq9", "contact friction: 'eq9', paper 000's tangential damping D2 d^2 |u|^2 (its "
+               "strength falls as 1/dt), or 'coulomb', the lagged Coulomb potential (the same friction at every dt; "
+               "pbsim.contact.energy, docs/robustness.md)", "str", ("eq9", "coulomb")),
         Option("friction_speed", 1e-3, "with friction='coulomb': the sliding speed (m/s) below which friction is "
                "smoothed to a viscous law (creep stays below it)", "float"),
         Option("order", None, "ignored (the order is fixed by the integrator's name); kept for old callers"),

@@ -187,8 +187,8 @@ def pair_terms(m, pm, s, T, Tk, xi, dt, want_g, want_h, exact_h, g, H, pF, pK, p
         for k in range(s.it_start[it], s.it_start[it + 1]):
             x0, x1, x2, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2 = pair_detect_step(
                 s, k, RA, pA, RB, pB, Tk[A], Tk[A, :, 3], Tk[B], Tk[B, :, 3], face)
-            if dep <= 0.0:
-                continue
+            if dep <= 0.0 and dep + m0 * d0 + m1 * d1 + m2 * d2 <= 0.0:
+                continue  # out of contact now and at the start (a lagged friction acts if it touched then)
             e += pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, pF, pK)
             if not want_g:
                 continue
