@@ -178,6 +178,15 @@ def eq9_law(dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, D1, D2, dt, sk, ev, F, K):
 
 
 @kernel
+def smoothed_coulomb(y, ev):
+    """``(f0(y), f1(y) / y, f1'(y))`` of the smoothed sliding-speed norm (module docstring): ``f1 = f0'``
+    rises as ``2 y / ev - y^2 / ev^2`` to 1 at the speed ``ev``; ``f0(0) = 0``."""
+    if y < ev:
+        return y * y / ev - y * y * y / (3.0 * ev * ev), 2.0 / ev - y / (ev * ev), 2.0 / ev - 2.0 * y / (ev * ev)
+    return y - ev / 3.0, 1.0 / y, 0.0
+
+
+@kernel
 def coulomb_lagged(fc, ev, d0, d1, d2, m0, m1, m2, dt, F, K):
     """The lagged friction potential ``E_f = fc dt f0(|u|)`` (module docstring; ``fc = mu lam``, the
     Coulomb force of the step), ``u = P (x - x_k) / dt``, ``P = I - m m^T``: adds dE_f/dx to ``F``
@@ -189,14 +198,7 @@ def coulomb_lagged(fc, ev, d0, d1, d2, m0, m1, m2, dt, F, K):
     u1 = (d1 - dn * m1) / dt
     u2 = (d2 - dn * m2) / dt
     y = math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-    if y < ev:
-        f0 = y * y / ev - y * y * y / (3.0 * ev * ev)
-        f1y = 2.0 / ev - y / (ev * ev)  # f1(y) / y
-        df1 = 2.0 / ev - 2.0 * y / (ev * ev)  # f1'(y)
-    else:
-        f0 = y - ev / 3.0
-        f1y = 1.0 / y
-        df1 = 0.0
+    f0, f1y, df1 = smoothed_coulomb(y, ev)
     for r in range(3):
         ur = u0 if r == 0 else (u1 if r == 1 else u2)
         mr = m0 if r == 0 else (m1 if r == 1 else m2)
@@ -300,12 +302,7 @@ def coulomb_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, wx, wv, F, 
     if fn <= 0.0:  # the damper would pull: no contact force at all
         return dep
     mu = D2 * V_REF / D1 if D1 > 0.0 else 0.0
-    if y < ev:
-        f1y = 2.0 / ev - y / (ev * ev)  # f1(y) / y
-        df1 = 2.0 / ev - 2.0 * y / (ev * ev)  # f1'(y)
-    else:
-        f1y = 1.0 / y
-        df1 = 0.0
+    _f0, f1y, df1 = smoothed_coulomb(y, ev)
     g = mu * fn * f1y
     F[0] = -fn * n0 + g * t0
     F[1] = -fn * n1 + g * t1
