@@ -180,8 +180,8 @@ def colloc_contact_forces(m, pm, s, pw, b, u, C1, dt, G):
         pl = s.pt_local[k]
         v0, v1, v2 = colloc_point_velocity(T, i, pl, C1, u, dt)
         F = pw.F[b, k0 + k]
-        dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0, v1, v2, dt, 0.0,
-                                     0.0, F, pw.K[b, k0 + k])
+        dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0, v1,
+                                     v2, dt, 0.0, 0.0, F, pw.K[b, k0 + k])
         if dep > 0.0:
             add_point_force(G, i, pl, F)
 
@@ -203,8 +203,8 @@ def colloc_contact_jacobian(m, pm, s, pw, b, u, C1, dt, J):
         F = pw.F[b, k0 + k]
         K = pw.K[b, k0 + k]
         for v2n in range(2, T.shape[0]):
-            dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0, v1, v2, dt,
-                                         1.0 if v2n == u else 0.0, C1[u, v2n] / dt, F, K)
+            dep = contact_force_velocity(s, k, pm.D1[k], pm.D2[k], pm.Cn[k], pm.friction_ev, Tu[i], Tu[i, :, 3], v0,
+                                         v1, v2, dt, 1.0 if v2n == u else 0.0, C1[u, v2n] / dt, F, K)
             if dep <= 0.0:
                 break
             colloc_point_block(m, i, pl, Tu, pw.xi[b, u - 2], T[v2n], pw.xi[b, v2n - 2], K, J, r0, (v2n - 2) * nv,

@@ -241,7 +241,8 @@ def contact_terms(m, pm, s, T, Tk, dt, G, F, K):
         i = s.pt_body[k]
         pl = s.pt_local[k]
         Fk = F[k0 + k]
-        e += contact_energy(s, k, pm.D1[k], pm.D2[k], pm.friction_ev, T[i], T[i, :, 3], Tk[i], Tk[i, :, 3], dt, Fk, K[k0 + k])
+        e += contact_energy(s, k, pm.D1[k], pm.D2[k], pm.friction_ev, T[i], T[i, :, 3], Tk[i], Tk[i, :, 3], dt, Fk,
+                            K[k0 + k])
         for r in range(3):
             G[i, r, 0] += Fk[r] * pl[0]
             G[i, r, 1] += Fk[r] * pl[1]

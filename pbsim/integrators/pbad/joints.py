@@ -9,8 +9,9 @@ on the penetration ``r`` past the limit (``r_k`` at the step's start: the dissip
 the damper a joint that starts outside its range is flung by the spring's energy (the gymnasium
 humanoid's knees, 2 degrees outside at qpos0: 0.59 rad in 100 ms of free fall; MuJoCo 0.037).
 Fixed tendons' limits get the same damper (:func:`pbsim.dynamics.tendon.tendon_energy`).  Being
-terms of the minimised objective, a large step cannot jump through a limit.  ``d = q (-) q_k`` is the step's tangent displacement;
-``h = dE/dd`` (exact for 1-DOF joints; ball/free joints: through dexp^-1 in :func:`joint_gradient`).
+terms of the minimised objective, a large step cannot jump through a limit.  ``d = q (-) q_k`` is
+the step's tangent displacement; ``h = dE/dd`` (exact for 1-DOF joints; ball/free joints: through
+dexp^-1 in :func:`joint_gradient`).
 Shared by every position-based method (PBAD orders 2-4 now; PBFD, PBD-NMDP next)."""
 import math
 
@@ -51,12 +52,7 @@ def passive_energy(m, q, d, dt, h):
             h[j] += f * math.tanh(u)
         kp = m.limit_kp[j]
         if kp > 0.0:
-            if x > m.upper[j]:
-                r = x - m.upper[j]
-            elif x < m.lower[j]:
-                r = x - m.lower[j]
-            else:
-                r = 0.0
+            r = limit_excess(m, j, x)
             e += 0.5 * kp * r * r
             h[j] += kp * r
             if r != 0.0:  # the damper: kd / (2 dt) (r - r_k)^2, r_k the penetration at x_k = x - d
@@ -189,10 +185,9 @@ def passive_residual(m, q, vel, ru):
         if f > 0.0:
             ru[j] += f * math.tanh(vel[j] / FRICTION_VEL)
         if m.limit_kp[j] > 0.0:
-            if x > m.upper[j]:
-                ru[j] += m.limit_kp[j] * (x - m.upper[j]) + m.limit_kd[j] * vel[j]
-            elif x < m.lower[j]:
-                ru[j] += m.limit_kp[j] * (x - m.lower[j]) + m.limit_kd[j] * vel[j]
+            r = limit_excess(m, j, x)
+            if r != 0.0:
+                ru[j] += m.limit_kp[j] * r + m.limit_kd[j] * vel[j]
 
 
 @kernel
