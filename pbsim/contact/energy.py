@@ -274,14 +274,22 @@ def eq9_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, dt, wx, wv, F, 
     ktn = wx * 4.0 * D2 * dep / dt  # u n^T
     knt = on * wv * 4.0 * D2 * dep  # n u^T
     kp = wv * ft  # P
+    normal_tangent_block(n0, n1, n2, t0, t1, t2, knn, ktn, knt, kp, 0.0, K)
+    return dep
+
+
+@kernel
+def normal_tangent_block(n0, n1, n2, t0, t1, t2, knn, ktn, knt, kp, ktt, K):
+    """``K = knn n n^T - ktn t n^T - knt n t^T + kp (I - n n^T) + ktt t t^T`` (3x3): the velocity
+    laws' Jacobians in the normal ``n`` and the tangential velocity ``t``."""
     for r in range(3):
         nr = n0 if r == 0 else (n1 if r == 1 else n2)
         tr = t0 if r == 0 else (t1 if r == 1 else t2)
         for cc in range(3):
             nc = n0 if cc == 0 else (n1 if cc == 1 else n2)
             tc = t0 if cc == 0 else (t1 if cc == 1 else t2)
-            K[r, cc] = knn * nr * nc - ktn * tr * nc - knt * nr * tc + kp * ((1.0 if r == cc else 0.0) - nr * nc)
-    return dep
+            K[r, cc] = (knn * nr * nc - ktn * tr * nc - knt * nr * tc + kp * ((1.0 if r == cc else 0.0) - nr * nc)
+                        + ktt * tr * tc)
 
 
 @kernel
@@ -309,15 +317,8 @@ def coulomb_velocity_law(dep, n0, n1, n2, v0, v1, v2, D1, D2, c, ev, wx, wv, F, 
     F[2] = -fn * n2 + g * t2
     # dfn/dx = -2 D1 n^T, dfn/dv = -c n^T; d(f1(y) u / y)/dv = [f1' uh uh^T + (f1 / y)(P - uh uh^T)]
     a = wx * 2.0 * D1 + wv * c  # -(wx dfn/dx + wv dfn/dv) = a n^T
-    for r in range(3):
-        nr = n0 if r == 0 else (n1 if r == 1 else n2)
-        tr = t0 if r == 0 else (t1 if r == 1 else t2)
-        for cc in range(3):
-            nc = n0 if cc == 0 else (n1 if cc == 1 else n2)
-            tc = t0 if cc == 0 else (t1 if cc == 1 else t2)
-            pp = (1.0 if r == cc else 0.0) - nr * nc
-            uu = tr * tc / (y * y) if y > 0.0 else 0.0
-            K[r, cc] = a * nr * nc - a * mu * f1y * tr * nc + wv * mu * fn * ((df1 - f1y) * uu + f1y * pp)
+    ktt = wv * mu * fn * (df1 - f1y) / (y * y) if y > 0.0 else 0.0
+    normal_tangent_block(n0, n1, n2, t0, t1, t2, a, a * mu * f1y, 0.0, wv * mu * fn * f1y, ktt, K)
     return dep
 
 
