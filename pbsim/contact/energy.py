@@ -43,8 +43,7 @@ and replaces ``D2 d^2 |u|^2`` by the lagged friction potential of incremental po
 whose gradient ``mu lam f1(|u|) u / |u|`` (``f1 = f0'``, ``2 y / ev - y^2 / ev^2`` below ``ev``, 1
 above; ``f0(0) = 0``: no energy at rest) is Coulomb's force at every dt, smoothed to a viscous
 law below the speed ``ev``, and whose Hessian ``(mu lam / dt) [f1' uh uh^T + (f1 / y) (P - uh
-uh^T)]`` is PSD.  ``lam`` does not depend
-on ``x``, so nothing lifts a sliding point; ``mu = D2 v_ref / D1`` (the Coulomb coefficient Eq. 9's
+uh^T)]`` is PSD.  ``lam`` does not depend on ``x``, so nothing lifts a sliding point; ``mu = D2 v_ref / D1`` (the Coulomb coefficient Eq. 9's
 ``D2`` is matched to, :func:`energy_parameters`).  A point entering contact during the step has
 ``lam = 0`` (no friction in that one step), as in IPC with one lagging pass.
 

@@ -240,3 +240,13 @@ def test_coulomb_friction_slides_the_same_at_every_dt(tmp_path):
     for dt in (0.005, 0.05):
         assert 0.8 * coulomb < slid(dt, friction="coulomb") < 1.02 * coulomb, dt
     assert slid(0.05) > 3 * coulomb  # Eq. 9 (the default, paper 000)
+
+
+def test_friction_options_refuse_bad_values():
+    """friction must be 'eq9' or 'coulomb', friction_speed a positive number: a named PbsimError."""
+    m = box_model()
+    with pytest.raises(pbsim.PbsimError, match="friction"):
+        pbsim.integrators.make("pbad", m, friction="viscous")
+    for bad in (0.0, -1e-3, float("nan")):
+        with pytest.raises(pbsim.PbsimError, match="friction_speed"):
+            pbsim.integrators.make("pbad3", m, friction="coulomb", friction_speed=bad)

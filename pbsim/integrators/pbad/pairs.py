@@ -48,6 +48,16 @@ def eq9_pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, F, K):
                    pm.friction_ev, F, K)
 
 
+@kernel
+def block_zero(K):
+    """Whether the 3x3 ``K`` is all zero."""
+    for r in range(3):
+        for c in range(3):
+            if K[r, c] != 0.0:
+                return False
+    return True
+
+
 pair_law = eq9_pair_law  # the hook pair_terms calls (PBFD binds its own: pbsim.integrators.pbfd.residual)
 
 
@@ -190,8 +200,8 @@ def pair_terms(m, pm, s, T, Tk, xi, dt, want_g, want_h, exact_h, g, H, pF, pK, p
             if dep <= 0.0 and dep + m0 * d0 + m1 * d1 + m2 * d2 <= 0.0:
                 continue  # out of contact now and at the start (a lagged friction acts if it touched then)
             e += pair_law(pm, s, k, dep, n0, n1, n2, d0, d1, d2, m0, m1, m2, dt, pF, pK)
-            if not want_g:
-                continue
+            if not want_g or (dep <= 0.0 and block_zero(pK)):
+                continue  # out of contact, no lagged friction (Eq. 9, PBFD): no chain walks with zeros
             if not active:
                 active = True
                 for r in range(6):
