@@ -9,7 +9,7 @@ import numpy as np
 
 from pbsim.jit import CompileWatch
 from pbsim.contact import default_scene
-from pbsim.control.control import Control
+from pbsim.control.control import Control, default_control
 from pbsim.dynamics.api import energy as _energy
 from pbsim.errors import InputError, PbsimWarning, SimulationError, check_choice, check_dt, check_int
 from pbsim.integrators.base import Integrator, State, make, validate_options
@@ -36,7 +36,8 @@ def rollout(
     """Integrate ``steps`` steps of size ``dt``.
 
     ``q0``/``v0``: (nq,)/(nv,) or batched (B, ·); ``batch`` replicates a single initial state.
-    ``control``: a :class:`Control`, or a callable ``(t, state) -> Control`` evaluated every step.
+    ``control``: a :class:`Control`, or a callable ``(t, state) -> Control`` evaluated every step;
+    None: the file's actuators at ctrl = 0, as MuJoCo's (:func:`pbsim.control.control.default_control`).
     ``scene``: the contact scene; None: :func:`pbsim.contact.default_scene` -- the model's own world
     geometry (an MJCF floor, hfields ...) and no contact when it has none (``pbsim.Scene()`` for
     none at all, ``pbsim.make_scene(model, ground="plane")`` to add a plane).
@@ -274,7 +275,7 @@ class _KernelLoop:
         spec = getattr(integ, "STEP", None)
         if spec is None or steps == 0 or type(integ).step is not Integrator.step or getattr(model, "na", 0):
             return None
-        control = ctrl if ctrl is not None else integ.__dict__.setdefault("_no_control", Control())
+        control = ctrl if ctrl is not None else default_control(model)
         try:
             kc = control.kernel_arrays(model, B)
             w, sw, ks, x = integ.scratch(B, dense=kc.mode == SPD and kc.solver != 0)

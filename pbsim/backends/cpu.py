@@ -11,7 +11,7 @@ from numba.experimental import structref
 
 from pbsim.jit import entry, kernel
 from pbsim.contact.scene import Scene
-from pbsim.control.control import Control
+from pbsim.control.control import Control, default_control
 from pbsim.control.stepwork import make_step_work
 from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError, check_dt
@@ -46,7 +46,7 @@ class CpuBatch:
             self.x.fbn[...] = 0.0
 
     def set_control(self, control):
-        self.c = (control if control is not None else Control()).kernel_arrays(self.model, self.B)
+        self.c = (control if control is not None else default_control(self.model)).kernel_arrays(self.model, self.B)
         spec = self.spec
         used = spec.used(self.I, self.c, self.s) if spec.used is not None else None
         self.drv = driver(steps_batch, spec.step, spec.features, used)
@@ -157,7 +157,7 @@ class Stepper:
 
         if control is not None and not isinstance(control, Control):
             raise InputError(f"Stepper control must be a Control or None, got {type(control).__name__}")
-        c = (control if control is not None else Control()).kernel_arrays(self.model, 1)
+        c = (control if control is not None else default_control(self.model)).kernel_arrays(self.model, 1)
         spec = self.spec
         self.sw = make_step_work(self.model, 1, dense=True if c.mode == SPD and c.solver != 0 else None)
         self.x = spec.make_extra(self.I, 1)

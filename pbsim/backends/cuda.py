@@ -291,10 +291,10 @@ class _Plan:
     def set_control(self, control, features=None):
         """Upload a :class:`pbsim.Control` (constant over the following :meth:`advance` calls);
         it also picks the kernel build (the features it uses, like the CPU batch driver)."""
-        from pbsim.control.control import Control
+        from pbsim.control.control import Control, default_control
 
         if control is None:
-            control = Control()
+            control = default_control(self.model)
         if not isinstance(control, Control):
             raise InputError("device='cuda' takes a pbsim.Control (constant per launch); a callable control "
                              f"would need the state on the host every step (got {type(control).__name__})")

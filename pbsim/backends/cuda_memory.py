@@ -31,7 +31,7 @@ def memory_estimate(model, integrator: str = "euler", scene=None, control=None, 
     between a batch of 2 and a batch of 1); the model, scene and control arrays (``control`` for
     ``batch`` trajectories, when given) once."""
     from pbsim.contact.scene import Scene
-    from pbsim.control.control import Control
+    from pbsim.control.control import default_control
     from pbsim.control.stepwork import make_step_work
     from pbsim.dynamics.workspace import make_work
     from pbsim.integrators.base import make_batched
@@ -46,7 +46,7 @@ def memory_estimate(model, integrator: str = "euler", scene=None, control=None, 
                 + _nbytes(spec.make_extra(integ, B)) + _nbytes(model.k) + _nbytes(scene.kernel_arrays(model)))
 
     one, two = total(1), total(2)
-    kc = (control if control is not None else Control()).kernel_arrays(model, 1 if batch is None else int(batch))
+    kc = (control if control is not None else default_control(model)).kernel_arrays(model, 1 if batch is None else int(batch))
     return two - one, max(one - (two - one), 0) + _nbytes(kc)
 
 

@@ -79,6 +79,11 @@ def cmd_rollout(args):
             loop=args.loop,
             predict=args.spd_predict,
         )
+    if control is None and args.keyframe is not None:  # mj_resetDataKeyframe sets the key's ctrl too
+        from pbsim.control.control import Control, idle_ctrl
+
+        u = idle_ctrl(model, key.ctrl)
+        control = None if u is None else Control(ctrl=u)
     from pbsim.contact import default_scene
 
     kw = {} if args.contact_points is None else {"max_per_body": args.contact_points}
@@ -231,7 +236,8 @@ def add_rollout(sub):
         "--ctrl",
         metavar="FILE|VALUES",
         help="drive the model's actuators (MJCF <actuator>): a .npz (t, ctrl) / .csv (t + one column per "
-        "actuator) schedule held between samples, or constant values 'u1,u2,...'",
+        "actuator) schedule held between samples, or constant values 'u1,u2,...' (default: 0, or the "
+        "--keyframe's ctrl, as MuJoCo: position servos hold their joints at 0)",
     )
     c.add_argument(
         "--kp",
@@ -266,7 +272,12 @@ def add_rollout(sub):
     k.add_argument("--stiffness", type=float, help="normal stiffness per contact point [N/m] (default: from mass)")
     k.add_argument("--damping", type=float, help="normal damping per contact point [N s/m]")
     k.add_argument("--contact-points", type=int, help="max contact points per body")
-    pr.add_argument("--keyframe", metavar="NAME", help="start from the file's keyframe NAME (MJCF <key>)")
+    pr.add_argument(
+        "--keyframe",
+        metavar="NAME",
+        help="start from the file's keyframe NAME (MJCF <key>): its qpos, qvel, act, and its ctrl "
+        "unless a control is given",
+    )
     k.add_argument(
         "--body-contact",
         default="on",

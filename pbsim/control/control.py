@@ -177,3 +177,29 @@ def _checked_init(init):
 
 
 Control.__init__ = _checked_init(Control.__init__)
+
+
+def idle_ctrl(model, ctrl=None):
+    """The actuator inputs of a run given no control, as MuJoCo's ``mjData`` starts: ``ctrl`` (a
+    keyframe's; an entry it does not set, NaN, is 0) or zeros, clamped to ctrlrange later.  None
+    where the file's actuators apply no force there and move no activation (no actuators, or motors
+    only at a ctrlrange that holds 0): such a run needs no actuator path."""
+    acts = getattr(model, "actuators", None)
+    if acts is None or acts.nu == 0:
+        return None
+    u = np.zeros(acts.nu) if ctrl is None else np.nan_to_num(np.asarray(ctrl, np.float64), nan=0.0)
+    u0 = np.clip(u, acts.ctrlrange[:, 0], acts.ctrlrange[:, 1])
+    acts_idle = (acts.gain * u0 == 0.0) & (acts.bias == 0.0).all(axis=1) & (acts.dyntype == 0)
+    return None if acts_idle.all() else u
+
+
+def default_control(model) -> Control:
+    """The control of a step or run given none (``control=None``): the file's actuators at ctrl = 0
+    as in MuJoCo, where they act there (position and velocity servos hold their joints, a bias
+    applies, activations relax: :func:`idle_ctrl`); else no input at all.  One instance per model
+    (its kernel arrays are cached in it)."""
+    c = model.__dict__.get("_default_control")
+    if c is None:
+        u = idle_ctrl(model)
+        c = model.__dict__["_default_control"] = Control() if u is None else Control(ctrl=u)
+    return c

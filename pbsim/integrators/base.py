@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from pbsim.control.control import Control
+from pbsim.control.control import Control, default_control
 from pbsim.contact.scene import Scene
 from pbsim.dynamics.api import as_batch, as_q
 from pbsim.errors import InputError, check_batch, check_dt
@@ -234,7 +234,7 @@ class Integrator:
         dt = check_dt(dt)
         self.warn_explicit_servos(state.q, dt, control)
         if control is None:
-            control = self.__dict__.setdefault("_no_control", Control())
+            control = default_control(self.model)  # MuJoCo's: the file's actuators at ctrl = 0
         act_next = None
         if getattr(self.model, "na", 0) and control.ctrl is not None:  # activation dynamics
             control, act_next = self._with_activations(state, control, dt)

@@ -198,12 +198,12 @@ class Pbad2(_PbadBase):
     # tools for tests and scripts -------------------------------------------------------------
     def objective(self, q, v, qeval, dt, control=None, exact=True, hessian=True):
         """(E, gradient, Hessian) of Eq. 5 at ``qeval`` for the step from (q, v); batched arrays."""
-        from pbsim.control import Control
+        from pbsim.control.control import default_control
 
         q, v, qeval = (np.ascontiguousarray(np.atleast_2d(a), float) for a in (q, v, qeval))
         B = q.shape[0]
         w, pw = self._work(B)
-        kc = (control or Control()).kernel_arrays(self.model, B)
+        kc = (control or default_control(self.model)).kernel_arrays(self.model, B)
         E = np.zeros(B)
         g = np.zeros((B, self.model.nv))
         H = np.zeros((B, self.model.nv, self.model.nv))
@@ -450,12 +450,12 @@ class _PbadColloc(_PbadBase):
 
     def residual(self, nodes, dt, control=None):
         """(r, J) of Eq. 6 at nodes (B, K+1, nq) (tests)."""
-        from pbsim.control import Control
+        from pbsim.control.control import default_control
 
         nodes = np.ascontiguousarray(nodes, float)
         B = nodes.shape[0]
         w, pw = self._work(B)
-        kc = (control or Control()).kernel_arrays(self.model, B)
+        kc = (control or default_control(self.model)).kernel_arrays(self.model, B)
         n = (self.order - 1) * self.model.nv
         r = np.zeros((B, n))
         J = np.zeros((B, n, n))

@@ -210,13 +210,13 @@ class Pbfd(Integrator):
     def residual(self, q, v, qeval, dt, control=None, jacobian=True):
         """``(E, r, J_r)`` of Eq. 13 at ``qeval`` for the step of ``dt`` from (q, v); batched arrays
         (``J_r`` zero without ``jacobian``)."""
-        from pbsim.control import Control
+        from pbsim.control.control import default_control
         from pbsim.dynamics.workspace import work_for
 
         q, v, qeval = (np.ascontiguousarray(np.atleast_2d(a), float) for a in (q, v, qeval))
         B, n = q.shape[0], self.model.nv
         _, x = self._scratch(B)
-        kc = (control or Control()).kernel_arrays(self.model, B)
+        kc = (control or default_control(self.model)).kernel_arrays(self.model, B)
         E, r, J = np.zeros(B), np.zeros((B, n)), np.zeros((B, n, n))
         pbfd_eval_batch(self.model.k, self.ks, self.pm, kc, work_for(self.model, B), x.pw, q, v, qeval, float(dt),
                         bool(jacobian), E, r, J)

@@ -180,12 +180,12 @@ class PgmIntegrator(Integrator):
 
     # tools for tests and scripts ----------------------------------------------------------------
     def _prepared(self, q0, v0, dt, control, frame_dt=None):
-        from pbsim.control import Control
+        from pbsim.control.control import default_control
         from pbsim.control.stepwork import make_step_work
         from pbsim.dynamics.workspace import work_for
 
         x = self.STEP.make_extra(self, 1)
-        kc = (control or Control()).kernel_arrays(self.model, 1)
+        kc = (control or default_control(self.model)).kernel_arrays(self.model, 1)
         wk = work_for(self.model, 1)
         ks = self.scene.kernel_arrays(self.model)
         q0, v0 = (np.ascontiguousarray(a, float).copy() for a in (q0, v0))

@@ -138,7 +138,7 @@ class Variational(Integrator):
         ``every``-th state.  Returns ``(final State, q (B, F, nq), v (B, F, nv), energy (B, F)
         kinetic + potential, iterations (B, steps))`` with ``F = steps // every``.  Steps that
         did not converge are reported as in :meth:`step` (warn / raise / ignore)."""
-        from pbsim.control.control import Control
+        from pbsim.control.control import default_control
 
         dt = check_dt(dt)
         steps, every = int(steps), int(every)
@@ -148,7 +148,7 @@ class Variational(Integrator):
         w, dw, vw = self._buffers(B)
         if control is None:  # the no-control arrays once per batch size (building them is most of a call's overhead)
             if getattr(self, "_kc0", (None,))[0] != B:
-                self._kc0 = (B, Control().kernel_arrays(self.model, B))
+                self._kc0 = (B, default_control(self.model).kernel_arrays(self.model, B))
             kc = self._kc0[1]
         else:
             kc = control.kernel_arrays(self.model, B)
