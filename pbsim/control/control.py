@@ -75,7 +75,9 @@ class Control:
     ``ctrl``: the model's actuator inputs (``model.actuators``, from MJCF ``<actuator>``), (nu,) or
     (B, nu): motors add torque, position/velocity actuators run as stable PD, tendon actuators act
     through their tendon (:mod:`pbsim.control.actuators`); ``tau`` still adds to them; not
-    combined with mode pd/spd.  ``act``: the activations of actuators with dynamics (``State.act``;
+    combined with mode pd/spd.  A Control without ``ctrl`` leaves the actuators out (joint-level
+    control alone); no Control at all (``control=None``) drives them at ctrl = 0, as MuJoCo does
+    (:func:`default_control`).  ``act``: the activations of actuators with dynamics (``State.act``;
     ``Integrator.step`` sets it from the state every step; needed where nothing advances them).
     """
 
