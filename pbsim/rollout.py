@@ -103,6 +103,8 @@ def rollout(
         scene = default_scene(model)  # the model's own world geometry (MJCF floor ...), else none
     integ = integrator if isinstance(integrator, Integrator) else make(integrator, model, scene, **integrator_options)
     state = State.make(model, q0, v0, batch, names=("q0", "v0"), act=act0)
+    if control is None:  # MuJoCo's: the file's actuators at ctrl = 0 (before the servo check sees it)
+        control = default_control(model)
     integ.warn_explicit_servos(state.q, dt, control)
     B = state.batch
     name = integrator if isinstance(integrator, str) else integ.name
@@ -275,7 +277,7 @@ class _KernelLoop:
         spec = getattr(integ, "STEP", None)
         if spec is None or steps == 0 or type(integ).step is not Integrator.step or getattr(model, "na", 0):
             return None
-        control = ctrl if ctrl is not None else default_control(model)
+        control = ctrl
         try:
             kc = control.kernel_arrays(model, B)
             w, sw, ks, x = integ.scratch(B, dense=kc.mode == SPD and kc.solver != 0)

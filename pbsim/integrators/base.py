@@ -232,9 +232,9 @@ class Integrator:
 
     def step(self, state: State, control: Control | None, dt: float):
         dt = check_dt(dt)
-        self.warn_explicit_servos(state.q, dt, control)
         if control is None:
             control = default_control(self.model)  # MuJoCo's: the file's actuators at ctrl = 0
+        self.warn_explicit_servos(state.q, dt, control)
         act_next = None
         if getattr(self.model, "na", 0) and control.ctrl is not None:  # activation dynamics
             control, act_next = self._with_activations(state, control, dt)

@@ -53,6 +53,10 @@ def test_explicit_tendon_servo_beyond_its_bound_is_named(tmp_path):
     ctrl = pbsim.Control(ctrl=np.array([0.02, 0.0, 0.2]))
     with pytest.warns(pbsim.PbsimWarning, match=r"'close' \(on tendon 'split'\) explicitly.*dt < 0.01708"):
         pbsim.integrators.make("nmdp", m).warn_explicit_servos(q0, 0.05, ctrl)
+    # no control given: the servo acts at ctrl = 0 (MuJoCo's), so a step is named the same way
+    st = pbsim.State.make(m, q0)
+    with pytest.warns(pbsim.PbsimWarning, match=r"'close' \(on tendon 'split'\) explicitly"):
+        pbsim.integrators.make("euler", m).step(st, None, 0.05)
     import warnings
 
     with warnings.catch_warnings():

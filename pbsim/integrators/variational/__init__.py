@@ -146,12 +146,8 @@ class Variational(Integrator):
             raise InputError(f"steps and every must be >= 1, got steps={steps!r}, every={every!r}")
         B = state.batch
         w, dw, vw = self._buffers(B)
-        if control is None:  # the no-control arrays once per batch size (building them is most of a call's overhead)
-            if getattr(self, "_kc0", (None,))[0] != B:
-                self._kc0 = (B, default_control(self.model).kernel_arrays(self.model, B))
-            kc = self._kc0[1]
-        else:
-            kc = control.kernel_arrays(self.model, B)
+        # default_control: one Control per model, its arrays cached in it per batch size
+        kc = (control if control is not None else default_control(self.model)).kernel_arrays(self.model, B)
         q = np.array(state.q, dtype=np.float64, order="C")
         v = np.array(state.v, dtype=np.float64, order="C")
         F = steps // every
