@@ -8,6 +8,7 @@ from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 from pbsim.dynamics.equality import equality_accel
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
+from pbsim.dynamics.gravcomp import gravcomp_forces
 from pbsim.dynamics.tendon import tendon_forces
 from pbsim.control.site_actuators import site_forces
 
@@ -94,7 +95,8 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     ``sw.arm[b]``: control torques (SPD: ``dt Kd``, paper 001 Eq. 7), pre-clipping if asked, and
     joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and the model's
     springs, dry friction and limits (:func:`pbsim.dynamics.passive.passive_torques`, implicit like SPD),
-    and the tendons' forces (:func:`pbsim.dynamics.tendon.tendon_forces`).  The control's own
+    the tendons' forces (:func:`pbsim.dynamics.tendon.tendon_forces`) and the bodies' gravity
+    compensation (:func:`pbsim.dynamics.gravcomp.gravcomp_forces`, explicit as MuJoCo's).  The control's own
     Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
     tau = sw.tau[b]
     arm = sw.arm[b]
@@ -111,6 +113,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     passive_torques(m, q, v, dt, implicit_damping, tau, arm)
     tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
     site_forces(m, c, w, b, q, tau)  # site-transmission actuators
+    gravcomp_forces(m, w, b, q, 1.0, tau)  # bodies' gravity compensation (MuJoCo's qfrc_gravcomp): explicit
 
 
 @kernel

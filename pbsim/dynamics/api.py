@@ -6,6 +6,7 @@ import numpy as np
 from pbsim.dynamics.aba import aba_batch
 from pbsim.dynamics.crba import crba_batch
 from pbsim.dynamics.energy import energy_batch, kinetic_energy_gradient_batch
+from pbsim.dynamics.gravcomp import gravcomp_batch
 from pbsim.dynamics.jacobian import point_jacobian_batch
 from pbsim.dynamics.kinematics import fk_batch
 from pbsim.dynamics.liegroup import difference_batch, integrate_batch
@@ -151,6 +152,17 @@ def aba(model, q, v, tau):
     qdd = np.empty((B, model.nv))
     aba_batch(model.k, work_for(model, B), Q, V, T, _zeros(model), qdd)
     return _out(qdd, single)
+
+
+def gravcomp(model, q):
+    """MuJoCo's ``qfrc_gravcomp`` (nv,) or (B, nv): the generalized force of the bodies' gravity
+    compensation (MJCF ``gravcomp``, :mod:`pbsim.dynamics.gravcomp`) at ``q``; zero without it.
+    Not part of :func:`rnea` (as ``qfrc_bias`` in MuJoCo, it is a passive force)."""
+    Q, single = as_q(model, q)
+    B = Q.shape[0]
+    out = np.empty((B, model.nv))
+    gravcomp_batch(model.k, work_for(model, B), Q, out)
+    return _out(out, single)
 
 
 def energy(model, q, v):

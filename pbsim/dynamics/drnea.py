@@ -27,6 +27,7 @@ from numba import prange
 
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import body_in_parent, difference_config
+from pbsim.dynamics.gravcomp import weight_wrench
 from pbsim.dynamics.se3 import adT_apply, dexpinv_apply, dexpinv_coeffs, dexpinv_T_apply, dexpinv_T_pair, se3_log
 from pbsim.dynamics.spatial import force_to_parent_add, mat6_vec, motion_to_child
 
@@ -77,7 +78,8 @@ def _compose_delta(R0, p0, R1, p1, Ra, pa, has_parent, dR, dp):
 @kernel(inline=True)
 def world_rotation_and_gravity(m, i, R0, Rw, sv, Fc, dt, grav_scale):
     """Body i's world rotation from its parent's (bodies in topological order) and its gravity
-    impulse ``Fc[i] = -grav_scale dt G a_g`` (Eq. 21a; a_g = [0; R^T g] in body coordinates)."""
+    impulse ``Fc[i] = -grav_scale dt G a_g`` (Eq. 21a; a_g = [0; R^T g] in body coordinates;
+    gravcomp's share of the weight taken out)."""
     par = m.parent[i]
     for r in range(3):
         for c in range(3):
@@ -85,11 +87,10 @@ def world_rotation_and_gravity(m, i, R0, Rw, sv, Fc, dt, grav_scale):
                 Rw[i, r, c] = Rw[par, r, 0] * R0[i, 0, c] + Rw[par, r, 1] * R0[i, 1, c] + Rw[par, r, 2] * R0[i, 2, c]
             else:
                 Rw[i, r, c] = R0[i, r, c]
-    ag = sv[0]
-    for r in range(3):
-        ag[r] = 0.0
-        ag[3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
-    mat6_vec(m.inertia[i], ag, sv[1])
+    ax = Rw[i, 0, 0] * m.gravity[0] + Rw[i, 1, 0] * m.gravity[1] + Rw[i, 2, 0] * m.gravity[2]
+    ay = Rw[i, 0, 1] * m.gravity[0] + Rw[i, 1, 1] * m.gravity[1] + Rw[i, 2, 1] * m.gravity[2]
+    az = Rw[i, 0, 2] * m.gravity[0] + Rw[i, 1, 2] * m.gravity[1] + Rw[i, 2, 2] * m.gravity[2]
+    weight_wrench(m, i, ax, ay, az, sv[1])  # G a_g less gravcomp's share (pbsim.dynamics.gravcomp)
     for r in range(6):
         Fc[i, r] = -grav_scale * dt * sv[1, r]
 
@@ -193,10 +194,10 @@ def drnea_momentum(m, dw, b, dt, p):
                     Rw[i, r, c] = R1[r, c]
         for r in range(6):
             F[i, r] = dw.mu2[b, i, r]  # Jr^-T(dt V) G V, stored by drnea_eval
-        for r in range(3):
-            sv[2, r] = 0.0
-            sv[2, 3 + r] = Rw[i, 0, r] * m.gravity[0] + Rw[i, 1, r] * m.gravity[1] + Rw[i, 2, r] * m.gravity[2]
-        mat6_vec(m.inertia[i], sv[2], sv[3])
+        ax = Rw[i, 0, 0] * m.gravity[0] + Rw[i, 1, 0] * m.gravity[1] + Rw[i, 2, 0] * m.gravity[2]
+        ay = Rw[i, 0, 1] * m.gravity[0] + Rw[i, 1, 1] * m.gravity[1] + Rw[i, 2, 1] * m.gravity[2]
+        az = Rw[i, 0, 2] * m.gravity[0] + Rw[i, 1, 2] * m.gravity[1] + Rw[i, 2, 2] * m.gravity[2]
+        weight_wrench(m, i, ax, ay, az, sv[3])
         for r in range(6):
             F[i, r] += 0.5 * dt * sv[3, r]
     for i in range(m.nb - 1, -1, -1):

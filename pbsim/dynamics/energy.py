@@ -1,8 +1,10 @@
-"""Kinetic and potential energy: T = 1/2 sum v_i^T I_i v_i, V = -sum m_i g . c_i (world com), and
+"""Kinetic and potential energy: T = 1/2 sum v_i^T I_i v_i, V = -sum m_i g . c_i (world com; less
+the share held up by gravity compensation, pbsim.dynamics.gravcomp), and
 the kinetic energy's gradient in O(n)."""
 from numba import prange
 
 from pbsim.jit import kernel
+from pbsim.dynamics.gravcomp import weight_moment
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
 from pbsim.dynamics.spatial import force_to_parent_add, mat6_vec, motion_cross
 
@@ -20,11 +22,10 @@ def energy_state(m, w, b, q, v, out):
         mat6_vec(m.inertia[i], w.vel[b, i], Iv)
         for r in range(6):
             ke += 0.5 * w.vel[b, i, r] * Iv[r]
+        mw, s0, s1, s2 = weight_moment(m, i)  # gravity's mass and first moment (less gravcomp's)
         for r in range(3):
-            cw = w.pw[b, i, r]
-            for k in range(3):
-                cw += w.Rw[b, i, r, k] * m.com[i, k]
-            pe -= m.mass[i] * m.gravity[r] * cw
+            Rr = w.Rw[b, i, r]
+            pe -= m.gravity[r] * (mw * w.pw[b, i, r] + Rr[0] * s0 + Rr[1] * s1 + Rr[2] * s2)
     for j in range(m.nv):
         ke += 0.5 * m.armature[j] * v[j] * v[j]
     out[0] = ke

@@ -146,6 +146,14 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
         else:
             tiny.append(model.body_names[tail])
             etree.SubElement(el, "inertial", pos="0 0 0", mass="1e-9", diaginertia="1e-12 1e-12 1e-12")
+        gm = model.gravcomp[tail]
+        if gm[0] != 0.0 and model.mass[tail] > 0:  # MJCF's share acts at the body's com
+            el.set("gravcomp", fmt(gm[0] / model.mass[tail]))
+            if not np.allclose(gm[1:] / gm[0], model.com[tail], rtol=0.0, atol=1e-9):
+                report.append(
+                    f"MJCF: body {model.body_names[tail]!r} fuses bodies with different gravcomp shares; written as "
+                    f"one share {gm[0] / model.mass[tail]:.6g} at its com (the compensating torque differs)"
+                )
         for n, i in enumerate(grp):
             t = int(model.jtype[i])
             Rs, ps = suffix[n]  # tail in member i's frame -> member i's origin and axis in the tail frame

@@ -137,6 +137,7 @@ def model_from_mjmodel(
             mass=float(mj.body_mass[i]),
             com=np.array(mj.body_ipos[i], float),
             inertia=Ri @ np.diag(mj.body_inertia[i]) @ Ri.T,
+            gravcomp=float(mj.body_gravcomp[i]),
         )
         jadr, jnum = mj.body_jntadr[i], mj.body_jntnum[i]
         prev, prev_anchor = parent, None
@@ -384,9 +385,16 @@ def _note_dropped(mj, notes: list[str]) -> None:
             f"{mj.nplugin} plugin(s) not imported: {_listed(_names(mj, O.mjOBJ_PLUGIN, mj.nplugin, 'plugin'))}"
         )
     bodies = _names(mj, O.mjOBJ_BODY, mj.nbody, "body")
-    grav = [bodies[i] for i in range(1, mj.nbody) if mj.body_gravcomp[i] != 0]
-    if grav:
-        notes.append(f"gravity compensation (gravcomp) of {len(grav)} body(ies) not imported: {_listed(grav)}")
+    clamped = [
+        _name(mj, O.mjOBJ_JOINT, j, f"joint{j}")
+        for j in range(mj.njnt)
+        if getattr(mj, "jnt_actgravcomp", np.zeros(mj.njnt))[j] and mj.jnt_actfrclimited[j]
+    ]
+    if clamped and np.any(mj.body_gravcomp[1:] != 0):
+        notes.append(
+            "gravity compensation through the actuators (actuatorgravcomp) is not clamped to the "
+            f"joint's actuatorfrcrange: it is a passive force in pbsim, on {_listed(clamped)}"
+        )
     mocap = [bodies[i] for i in range(1, mj.nbody) if mj.body_mocapid[i] >= 0]
     if mocap:
         notes.append(f"mocap bodies are welded where they are (not driven): {_listed(mocap)}")

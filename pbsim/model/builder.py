@@ -61,6 +61,7 @@ class LinkSpec:
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about com, link axes
     geoms: list[Geometry] = field(default_factory=list)  # placed in the link frame; body is ignored
+    gravcomp: float = 0.0  # MJCF body gravcomp: this share of the link's weight is held up (Model.gravcomp)
 
 
 @dataclass
@@ -222,6 +223,9 @@ class ModelBuilder:
                         bodies[body]["issues"].append((name, what, principal_moments(I)))
                 if link.mass > 0 or np.any(I):
                     bodies[body]["I6"] += transform_to_parent(R, p, spatial_inertia(link.mass, link.com, I))
+                if link.gravcomp != 0.0:  # the held-up mass and its first moment, in the body frame
+                    gm = link.gravcomp * link.mass
+                    bodies[body]["gc"] += np.concatenate([[gm], gm * (R @ np.asarray(link.com, float) + p)])
                 bodies[body]["links"].append(name)
             for g in link.geoms:
                 # a copy placed in its body: every other field (contact parameters, source_index) kept
@@ -238,7 +242,7 @@ class ModelBuilder:
                 nv = {REVOLUTE: 1, PRISMATIC: 1, BALL: 3, FREE: 6}[t]
                 bodies.append(dict(name=j.child, joint=j.name, parent=pb, jtype=t, tree_R=R, tree_p=p,
                                    axis=np.asarray(j.axis, float) if t in (REVOLUTE, PRISMATIC) else np.zeros(3),
-                                   I6=np.zeros((6, 6)), nv=nv, spec=j, links=[], issues=[]))
+                                   I6=np.zeros((6, 6)), nv=nv, spec=j, links=[], issues=[], gc=np.zeros(4)))
                 attach_link(j.child, len(bodies) - 1, np.eye(3), np.zeros(3))
 
         # iterative pre-order walk (same order as the recursive one): depth limited by memory only
@@ -304,6 +308,7 @@ class ModelBuilder:
             stiffness=stiffness, frictionloss=per_dof("frictionloss", 0.0),
             springref=self._springref(bodies),
             mimic=mimic,
+            gravcomp=np.array([b["gc"] for b in bodies]).reshape(nb, 4) if any(b["gc"][0] for b in bodies) else None,
         )
         return model
 

@@ -39,6 +39,7 @@ PER_BODY_DOF = (
     "stiffness",
     "frictionloss",
     "springref",
+    "gravcomp",
 )
 
 

@@ -21,7 +21,9 @@ KModel = namedtuple(
     "ten_nt ten_kind ten_adr ten_wtype ten_wbody ten_dof ten_qadr ten_prm ten_pos ten_rot ten_side ten_sbody "
     "ten_k ten_b ten_ls ten_range ten_lkp ten_lkd ten_fl"
     # equality constraints (pbsim.model.equality)
-    " eq_type eq_row eq_nrow eq_body eq_point eq_quat eq_jq eq_jv eq_ten_q eq_ten_v eq_ref eq_poly",
+    " eq_type eq_row eq_nrow eq_body eq_point eq_quat eq_jq eq_jv eq_ten_q eq_ten_v eq_ref eq_poly"
+    # gravity compensation (Model.gravcomp; pbsim.dynamics.gravcomp)
+    " gravcomp",
 )
 
 
@@ -80,6 +82,10 @@ class Model:
     # explicit steps (pbsim.dynamics.equality); only active ones reach the kernels
     equality: list = field(default_factory=list)
     tendons: object = None  # pbsim.model.tendons.Tendons (MJCF <tendon>); None: none
+    # gravity compensation (MJCF body gravcomp): (nb, 4) per body, the mass whose weight is held up
+    # [kg] and its first moment in the body frame [kg m] (a force -m_gc g at that mass's centre,
+    # pbsim.dynamics.gravcomp); None: none (zeros)
+    gravcomp: np.ndarray | None = None
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -101,6 +107,8 @@ class Model:
             setattr(self, a, np.ascontiguousarray(x, dtype=np.float64).reshape(n))
         self.springref = np.ascontiguousarray(self.neutral() if self.springref is None else self.springref,
                                               dtype=np.float64).reshape(self.nq)
+        self.gravcomp = np.ascontiguousarray(np.zeros((nb, 4)) if self.gravcomp is None else self.gravcomp,
+                                             dtype=np.float64).reshape(nb, 4)
         from pbsim.model.inertia import spatial_inertia
 
         self.inertia = np.stack([spatial_inertia(self.mass[i], self.com[i], self.inertia_com[i])
@@ -136,7 +144,8 @@ class Model:
                              self.inertia, self.mass, self.com, self.gravity, self.armature, self.damping,
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
-                             self.mimic_off, **self._tendon_fields(), **self._equality_arrays())
+                             self.mimic_off, **self._tendon_fields(), **self._equality_arrays(),
+                             gravcomp=self.gravcomp)
             # a read-only field (a broadcast view, a frozen array) would change the kernels' types
             # and compile every kernel again for this model: writeable copies instead
             self._k = KModel(*(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
@@ -387,6 +396,10 @@ class Model:
         if self.equality:
             rows.append(f"  {len(self.equality)} equality constraint(s), {self.neq_rows} row(s) active: "
                         + "; ".join(e.describe() for e in self.equality))
+        held = [i for i in range(self.nb) if self.gravcomp[i, 0] != 0.0]
+        if held:
+            rows.append(f"  gravity compensation on {len(held)} bod{'ies' if len(held) > 1 else 'y'}: "
+                        + ", ".join(f"{self.body_names[i]} ({self.gravcomp[i, 0]:.4g} kg held)" for i in held))
         shapes = {}
         for g in self.geoms:  # the shapes that touch something (MJCF: those in a contact pair)
             if g.role == "collision":

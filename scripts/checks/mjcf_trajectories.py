@@ -9,7 +9,7 @@ distance between the two end states, and pbsim's notes (what it does not simulat
 
 Where a file has no contact the two should agree to round-off or to Euler's O(dt) split between
 stable-PD and explicit servos; a large distance there is a semantic gap (the notes say which: e.g.
-``gravcomp``, tendon armature, ball-joint stiffness). With contact the models differ (pbsim's
+tendon armature, ball-joint stiffness). With contact the models differ (pbsim's
 penalty contact against MuJoCo's soft constraints), and so do the states once anything touches.
 This script found that ``control=None`` used to leave every actuator out where MuJoCo runs them at
 ``ctrl = 0`` (barkour's servos: 0.17 rad, then within its contact difference).

@@ -256,7 +256,6 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     notes = "\n".join(m.notes)
     for expected in [
         "1 sensor(s) not imported: 'hip_angle'",
-        "gravity compensation (gravcomp) of 1 body(ies) not imported: 'torso'",
         "fluid forces (<option density=1.2 viscosity=0.001>) are not modelled",
         "range limits of ball joint(s) not imported (cone limits): 'shoulder'",
         "hfield 'terrain' is flat (all 3x3 elevations 0: data MuJoCo sets at run time?)",
@@ -268,6 +267,12 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     assert list(m.keyframes) == ["crouch"] and "keyframe" not in notes  # keyframes are imported (Model.keyframes)
     assert [e.name for e in m.equality] == ["lock"] and "equality" not in notes  # tests/dynamics/test_equality.py
     assert m.ntendon == 2 and "tendon" not in notes  # imported (tests/dynamics/test_tendon.py)
+    # gravcomp is imported (tests/dynamics/test_gravcomp.py): the torso's whole weight is held up
+    import mujoco
+
+    mj = mujoco.MjModel.from_xml_string(MJCF_DROPPED)
+    assert "gravcomp" not in notes and m.gravcomp[m.body_names.index("torso"), 0] == mj.body_mass[1] > 0
+    assert f"gravity compensation on 1 body: torso ({mj.body_mass[1]:.4g} kg held)" in m.summary()
     assert "2 tendon(s): coupling: fixed" in m.summary()  # what `pbsim info` prints
     # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
     # besides the ground's (hfield-blob, hfield-shin, hfield-forearm)

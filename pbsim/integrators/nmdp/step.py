@@ -83,12 +83,14 @@ import numpy as np
 
 from pbsim.jit import kernel, specialize
 from pbsim.control.solve import joint_forces, spd_at_new_state
+from pbsim.contact.query import point_force_jt
 from pbsim.dynamics.crba import crba_state
+from pbsim.dynamics.gravcomp import gravcomp_forces
 from pbsim.dynamics.energy import kinetic_energy_gradient_state
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.rnea_derivatives import make_rnea_derivatives_work, rnea_derivatives_state
-from pbsim.integrators.pgm.contact import pgm_candidates, pgm_contact
+from pbsim.integrators.pgm.contact import pgm_candidates, pgm_chain_columns, pgm_contact, pgm_contact_jacobian
 from pbsim.integrators.pgm.problem import PGM_FIELDS, PGM_OPTIONS, pgm_arrays, pgm_options, pgm_velocity
 from pbsim.integrators.pgm.step import pgm_step
 
@@ -128,6 +130,7 @@ def nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     for j in range(m.nv):
         x.tau0[b, j] = sw.tau[b, j]
         x.arm[b, j] = sw.arm[b, j]
+    gravcomp_forces(m, w, b, q0, -1.0, x.tau0[b])  # NMDP holds it at theta with gravity (nmdp_gravcomp)
     if s.npts == 0 and s.nitem == 0:
         return 0
     return pgm_candidates(m, s, w, x, b, q0, v0, h)
@@ -191,11 +194,46 @@ def nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
         if x.metric == METRIC_STEP:  # the QP's Q = (H + diag(arm)) / h^2
             for r in range(nv):
                 M[r, r] += x.arm[b, r]
+    nmdp_gravcomp(m, w, x, b, th, deriv)
     if nc == 0:
         return K
     fk_state(m, w, b, th)
     pgm_contact(m, s, w, x, b, wts, nc, deriv, first)
     return K
+
+
+@kernel
+def nmdp_gravcomp(m, w, x, b, th, deriv):
+    """The bodies' gravity compensation at theta, where NMDP's RNEA takes gravity (so a body held
+    up entirely moves as without gravity): ``x.G -= J^T f`` for the force ``f = -m_gc g`` at its
+    point (:mod:`pbsim.dynamics.gravcomp`) and, with ``deriv``, ``x.A -= d(J^T f)/dtheta`` (the
+    contact forces' term with a point fixed on its body)."""
+    any_gc = False
+    for i in range(m.nb):
+        if m.gravcomp[i, 0] != 0.0:
+            any_gc = True
+    if not any_gc:
+        return
+    fk_state(m, w, b, th)
+    Rw = w.Rw[b]
+    pw = w.pw[b]
+    for i in range(m.nb):
+        gm = m.gravcomp[i, 0]
+        if gm == 0.0:
+            continue
+        lx = m.gravcomp[i, 1] / gm
+        ly = m.gravcomp[i, 2] / gm
+        lz = m.gravcomp[i, 3] / gm
+        px = pw[i, 0] + Rw[i, 0, 0] * lx + Rw[i, 0, 1] * ly + Rw[i, 0, 2] * lz
+        py = pw[i, 1] + Rw[i, 1, 0] * lx + Rw[i, 1, 1] * ly + Rw[i, 1, 2] * lz
+        pz = pw[i, 2] + Rw[i, 2, 0] * lx + Rw[i, 2, 1] * ly + Rw[i, 2, 2] * lz
+        fx = -gm * m.gravity[0]
+        fy = -gm * m.gravity[1]
+        fz = -gm * m.gravity[2]
+        point_force_jt(m, w, b, i, px, py, pz, -fx, -fy, -fz, x.G[b])
+        if deriv:
+            nn = pgm_chain_columns(m, w, x, b, i)
+            pgm_contact_jacobian(m, w, x, b, nn, px, py, pz, px, py, pz, 0.0, fx, fy, fz, False, False, x.A[b])
 
 
 # Algorithm 2 around Algorithm 1 on the NE form: the shared PGM with this form's hooks

@@ -338,9 +338,9 @@ class _PbadColloc(_PbadBase):
         return state.carry[self.name][1]
 
     def _node_at(self, q, v, s, anchor=None):
-        """q(t_k + s) from q_k (+) (s v + s^2/2 a + s^3 c) with a = ABA(q, v, 0) (no control) and the
+        """q(t_k + s) from q_k (+) (s v + s^2/2 a + s^3 c) with a = ABA(q, v, gravcomp) (no control) and the
         cubic coefficient c fitted to the anchor (q_a at offset s_a) when given, else c = 0."""
-        from pbsim.dynamics.api import aba, difference, integrate
+        from pbsim.dynamics.api import aba, difference, gravcomp, integrate
 
         out = np.full_like(q, np.nan)
         ok = np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1)
@@ -349,7 +349,7 @@ class _PbadColloc(_PbadBase):
         if not ok.any():
             return out
         q, v = q[ok], v[ok]
-        a0 = aba(self.model, q, v, np.zeros_like(v))
+        a0 = aba(self.model, q, v, gravcomp(self.model, q))
         d = s * v + 0.5 * s * s * a0
         if anchor is not None:
             qa, sa = anchor

@@ -30,6 +30,7 @@ from pbsim.jit import kernel
 from pbsim.contact.energy import contact_energy, contact_step_fraction
 from pbsim.contact.query import contact_detect
 from pbsim.dynamics.joints import BALL, FREE
+from pbsim.dynamics.gravcomp import weight_moment
 
 # Model-side constants of PBAD: per body M~; drag sample points (Sec. 6.2); per contact point of the
 # scene (``s``, a KScene) the Eq. 9 parameters D1, D2 (:mod:`pbsim.contact.energy`) and the normal
@@ -165,17 +166,15 @@ def inertial_gravity_terms(m, pm, T, A, scale, with_gravity, G):
                     s += A[i, r, k] * pm.Mt[i, k, c]
                 G[i, r, c] = scale * s
                 e += 0.5 * scale * s * A[i, r, c]
-        if with_gravity:
-            mi = m.mass[i]
+        if with_gravity:  # V = -g . (m_w p + R s): gravcomp's share taken out (pbsim.dynamics.gravcomp)
+            mw, s0, s1, s2 = weight_moment(m, i)
             for r in range(3):
                 gr = m.gravity[r]
-                cw = T[i, r, 3]
-                for k in range(3):
-                    cw += T[i, r, k] * m.com[i, k]
-                e -= mi * gr * cw
-                for k in range(3):
-                    G[i, r, k] -= mi * gr * m.com[i, k]
-                G[i, r, 3] -= mi * gr
+                e -= gr * (mw * T[i, r, 3] + T[i, r, 0] * s0 + T[i, r, 1] * s1 + T[i, r, 2] * s2)
+                G[i, r, 0] -= gr * s0
+                G[i, r, 1] -= gr * s1
+                G[i, r, 2] -= gr * s2
+                G[i, r, 3] -= gr * mw
     return e
 
 
