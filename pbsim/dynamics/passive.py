@@ -7,7 +7,8 @@ Every term is ``tau = t0 - a qdd`` with ``a`` added to the diagonal the solver a
 import math
 
 from pbsim.jit import kernel
-from pbsim.dynamics.joints import PRISMATIC, REVOLUTE
+from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
+from pbsim.dynamics.spatial import quat_log_xyz, quat_rotate_inv
 
 
 @kernel
@@ -89,11 +90,72 @@ FRICTION_VEL = 0.01  # m/s or rad/s: dry friction is -f tanh(v / FRICTION_VEL)
 
 
 @kernel
+def ball_springs(m, q, scale, out):
+    """Springs of ball and free joints (MJCF ``stiffness``, MuJoCo's ``qfrc_spring``): adds
+    ``scale k e`` to ``out`` (nv) and returns the energy ``1/2 sum k e^2``.  ``e`` is the spring's
+    displacement from ``springref`` in pbsim's tangent coordinates at q: a ball joint's rotation
+    vector ``log(q_s^-1 q)``; a free joint's ``R(q)^T (p - p_s)`` (its linear DOFs are in the body
+    frame) and rotation vector.  ``scale = -1``: the spring torque; ``+1``: the gradient of the
+    energy in the tangent space at q (exact: ``J_r^-T(phi) phi = phi``); 0: the energy alone."""
+    e = 0.0
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt != BALL and jt != FREE:
+            continue
+        j = m.iv[i]
+        k = m.iq[i]
+        if jt == BALL:
+            if m.stiffness[j] == 0.0:
+                continue
+            r0, r1, r2 = quat_log_xyz(m.springref[k:k + 4], q[k:k + 4])
+            ja = j
+        else:
+            if m.stiffness[j] == 0.0:
+                continue
+            qr = q[k + 3:k + 7]
+            e0, e1, e2 = quat_rotate_inv(qr, q[k] - m.springref[k], q[k + 1] - m.springref[k + 1],
+                                         q[k + 2] - m.springref[k + 2])
+            c0 = m.stiffness[j]
+            c1 = m.stiffness[j + 1]
+            c2 = m.stiffness[j + 2]
+            out[j] += scale * c0 * e0
+            out[j + 1] += scale * c1 * e1
+            out[j + 2] += scale * c2 * e2
+            e += 0.5 * (c0 * e0 * e0 + c1 * e1 * e1 + c2 * e2 * e2)
+            r0, r1, r2 = quat_log_xyz(m.springref[k + 3:k + 7], qr)
+            ja = j + 3
+        c0 = m.stiffness[ja]
+        c1 = m.stiffness[ja + 1]
+        c2 = m.stiffness[ja + 2]
+        out[ja] += scale * c0 * r0
+        out[ja + 1] += scale * c1 * r1
+        out[ja + 2] += scale * c2 * r2
+        e += 0.5 * (c0 * r0 * r0 + c1 * r1 * r1 + c2 * r2 * r2)
+    return e
+
+
+@kernel
+def ball_spring_step(m, v, dt, c, out, diag):
+    """The implicit part of :func:`ball_springs`' torque: per DOF of a ball or free joint with a
+    spring, ``-k dt v`` added to ``out`` (the spring at ``q + dt v``, to first order) and ``c k``
+    to ``diag`` (the stable-PD diagonal: ``c = dt^2``; the variational form's ``c = -1``)."""
+    for i in range(m.nb):
+        jt = m.jtype[i]
+        if jt == BALL or jt == FREE:
+            for r in range(m.nvj[i]):
+                j = m.iv[i] + r
+                k = m.stiffness[j]
+                out[j] += -k * dt * v[j]
+                diag[j] += c * k
+
+
+@kernel
 def passive_torques(m, q, v, dt, implicit, tau, arm):
     """Joint springs, dry friction and limits of state row (q, v) into ``tau`` / ``arm`` (nv,).
 
     Spring ``-k (q - q_s)`` on 1-DOF joints, at the predicted ``q + dt v+`` (stable PD):
-    ``-k (q - q_s + dt v)`` now and ``dt^2 k`` on the diagonal.  Dry friction, smoothed:
+    ``-k (q - q_s + dt v)`` now and ``dt^2 k`` on the diagonal; ball and free joints' springs
+    (:func:`ball_springs`) the same way.  Dry friction, smoothed:
     ``-f tanh(v+ / v_f)`` linearised in the new velocity, ``-f tanh(v / v_f)`` now and
     ``dt f / v_f (1 - tanh^2)`` on the diagonal (``v_f`` = FRICTION_VEL; a joint below its
     friction torque creeps at most ~v_f).  Limits: :func:`limit_torques`.  With ``implicit``
@@ -118,6 +180,9 @@ def passive_torques(m, q, v, dt, implicit, tau, arm):
             tau[j] += -f * t
             arm[j] += dt * f / FRICTION_VEL * (1.0 - t * t)
     limit_torques(m, q, v, dt, tau, arm)
+    ball_springs(m, q, -1.0, tau)
+    if implicit:
+        ball_spring_step(m, v, dt, dt * dt, tau, arm)
 
 
 @kernel
@@ -145,3 +210,5 @@ def passive_linear(m, q, v, dt, t0, t1):
         if active:  # -kp (e + d) - kd d / dt
             t0[j] += -m.limit_kp[j] * e
             t1[j] += -m.limit_kp[j] - m.limit_kd[j] / dt
+    ball_springs(m, q, -1.0, t0)  # ball/free springs: -k (e + d) (to first order in d)
+    ball_spring_step(m, v, 0.0, -1.0, t0, t1)

@@ -89,6 +89,12 @@ def quat_exp_mul(q, wx, wy, wz, out):
 @kernel
 def quat_log_between(q0, q1, out):
     """Rotation vector ``log(q0^-1 q1)`` (shortest arc), written to ``out[0:3]``."""
+    out[0], out[1], out[2] = quat_log_xyz(q0, q1)
+
+
+@kernel(inline=True)
+def quat_log_xyz(q0, q1):
+    """Rotation vector ``log(q0^-1 q1)`` (shortest arc) as three numbers."""
     # r = conj(q0) * q1
     w = q0[0] * q1[0] + q0[1] * q1[1] + q0[2] * q1[2] + q0[3] * q1[3]
     x = q0[0] * q1[1] - q0[1] * q1[0] - q0[2] * q1[3] + q0[3] * q1[2]
@@ -101,9 +107,21 @@ def quat_log_between(q0, q1, out):
         k = 2.0 / w  # angle/sin(angle/2) -> 2 as angle -> 0
     else:
         k = 2.0 * math.atan2(s, w) / s
-    out[0] = k * x
-    out[1] = k * y
-    out[2] = k * z
+    return k * x, k * y, k * z
+
+
+@kernel(inline=True)
+def quat_rotate_inv(q, x, y, z):
+    """``R(q)^T (x, y, z)`` for a unit quaternion ``q`` (w, x, y, z), as three numbers."""
+    ux = -q[1]
+    uy = -q[2]
+    uz = -q[3]
+    tx = 2.0 * (uy * z - uz * y)  # t = 2 u x v, v' = v + w t + u x t (conj(q) rotates by R^T)
+    ty = 2.0 * (uz * x - ux * z)
+    tz = 2.0 * (ux * y - uy * x)
+    return (x + q[0] * tx + uy * tz - uz * ty,
+            y + q[0] * ty + uz * tx - ux * tz,
+            z + q[0] * tz + ux * ty - uy * tx)
 
 
 @kernel

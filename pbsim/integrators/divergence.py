@@ -90,7 +90,8 @@ def _spring_terms(model):
 
 
 def spring_energy(model, q) -> np.ndarray:
-    """(B,) energy stored at q in the 1-DOF joints' springs (``1/2 k (q - springref)^2``) and
+    """(B,) energy stored at q in the joint springs (``1/2 k (q - springref)^2``; ball and free
+    joints: :func:`pbsim.dynamics.passive.ball_springs`) and
     joint-limit springs (``1/2 kp_limit (q - limit)^2`` past a limit: a file whose default pose
     lies outside a joint's range, as gymnasium's ant's ankles, releases it at the first steps)."""
     iq_s, k, ref, iq_l, kl, lo, hi = _spring_terms(model)
@@ -101,6 +102,16 @@ def spring_energy(model, q) -> np.ndarray:
         ql = q[:, iq_l]
         past = np.maximum(lo - ql, 0.0) + np.maximum(ql - hi, 0.0)
         e += (0.5 * kl * past**2).sum(axis=1)
+    balls = model.__dict__.get("_ball_springs")
+    if balls is None:
+        multi = [j for i in range(model.nb) if model.nvj[i] > 1 for j in range(model.iv[i], model.iv[i] + model.nvj[i])]
+        balls = model.__dict__["_ball_springs"] = bool(np.any(model.stiffness[np.array(multi, dtype=np.int64)]))
+    if balls:
+        from pbsim.dynamics.passive import ball_springs
+
+        qs = np.ascontiguousarray(q, dtype=np.float64)
+        scratch = np.zeros(model.nv)
+        e += np.array([ball_springs(model.k, qs[b], 0.0, scratch) for b in range(qs.shape[0])])
     return e
 
 

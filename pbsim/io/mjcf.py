@@ -17,16 +17,18 @@ Mapping:
   it (``Geometry.hfield``: name and ``(nrow, ncol)`` elevations, size ``(radius_x, radius_y,
   elevation_z, base_z)``), or the data given at load time (``hfield_data``);
 - joint ``stiffness``/``springref`` (``qpos_spring``), ``frictionloss``, ``damping`` and
-  ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``;
+  ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``
+  (a ball or free joint's stiffness per DOF: :func:`pbsim.dynamics.passive.ball_springs`);
+- body ``gravcomp`` goes to ``Model.gravcomp`` (:mod:`pbsim.dynamics.gravcomp`);
 - ``<equality>`` (connect, weld, joint, fixed-tendon) goes to ``Model.equality``
   (:mod:`pbsim.io.mjcf_equality`);
 - ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
   free joint's linear velocity in its body frame, ctrl by actuator name);
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
-  dropped silently: equality constraints, sensors, actuator activations, flexes, plugins, gravity
-  compensation, fluid forces, limits of ball joints, stiffness of ball/free joints,
-  hfields on moving bodies, SDF geoms and the contact pairs they would be in, contact gaps (sites,
-  cameras, lights, materials and textures are not dynamics and are ignored);
+  dropped silently: what the tendon, actuator and equality readers cannot carry, sensors, flexes,
+  plugins, fluid forces, limits of ball joints, hfields on moving bodies, SDF geoms and the
+  contact pairs they would be in, contact gaps (sites, cameras, lights, materials and textures are
+  not dynamics and are ignored);
 - a value the compiler accepts but that is NaN or inf (MuJoCo only warns) is a ParseError naming
   the body, joint or geom.
 """

@@ -79,7 +79,7 @@ class JointSpec:
     velocity: float = np.inf
     damping: float = 0.0
     armature: float = 0.0
-    stiffness: float = 0.0  # joint spring: tau = -stiffness * (q - springref) (1-DOF joints)
+    stiffness: float = 0.0  # joint spring: tau = -stiffness * (q - springref); ball/free: pbsim.dynamics.passive.ball_springs
     springref: float = 0.0
     frictionloss: float = 0.0  # dry joint friction (MJCF frictionloss, URDF <dynamics friction>)
     # coupled mimic joint (URDF <mimic>): (master joint name, multiplier, offset), q = m q_master + o
@@ -283,10 +283,7 @@ class ModelBuilder:
                                    for b in bodies] + [np.zeros(0)])
 
         lower, upper = one_dof("lower", -np.inf), one_dof("upper", np.inf)
-        stiffness = one_dof("stiffness", 0.0)
-        for b in bodies:
-            if b["nv"] > 1 and getattr(b["spec"], "stiffness", 0.0):
-                self.notes.append(f"joint {b['joint']!r}: stiffness of a {b['spec'].type} joint is not imported")
+        stiffness = per_dof("stiffness", 0.0)  # ball/free: MuJoCo's rotational (and translational) spring
         armature = per_dof("armature", 0.0)
         self._regularize_massless(bodies, armature)
         mimic = self._resolve_mimic(bodies)

@@ -56,7 +56,7 @@ class Model:
     source: str = ""
     notes: list[str] = field(default_factory=list)  # what the loader changed or assumed
     # Passive joint forces the files describe (kept for the dynamics; not in the kernels' KModel):
-    stiffness: np.ndarray | None = None  # (nv,) joint spring stiffness (1-DOF joints), 0 where none
+    stiffness: np.ndarray | None = None  # (nv,) joint spring stiffness (ball/free: per DOF, MuJoCo's), 0 where none
     springref: np.ndarray | None = None  # (nq,) the spring's rest configuration (MJCF qpos_spring); neutral()
     frictionloss: np.ndarray | None = None  # (nv,) dry joint friction torque/force (MJCF frictionloss,
     #                                          URDF <dynamics friction>), 0 where none

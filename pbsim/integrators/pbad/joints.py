@@ -19,7 +19,7 @@ from pbsim.jit import kernel
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.joints import PRISMATIC, REVOLUTE, difference_config
 from pbsim.dynamics.liegroup import dexpinv_velocity
-from pbsim.dynamics.passive import FRICTION_VEL
+from pbsim.dynamics.passive import FRICTION_VEL, ball_springs
 from pbsim.dynamics.tendon import tendon_energy, tendon_hessian
 
 
@@ -32,8 +32,9 @@ def log_cosh(u):
 @kernel
 def passive_energy(m, q, d, dt, h):
     """Springs, dry friction and limits of the 1-DOF joints at ``q`` (step ``d``): adds dE/dd to
-    ``h``, returns the energy."""
-    e = 0.0
+    ``h``, returns the energy (with the ball and free joints' springs, whose gradient
+    :func:`joint_gradient` adds in the tangent space at q)."""
+    e = ball_springs(m, q, 0.0, h)
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
@@ -75,10 +76,13 @@ def limit_excess(m, j, x):
 
 @kernel
 def passive_hessian(m, q, d, dt, H):
-    """The diagonal of :func:`passive_energy`'s Hessian added to ``H``."""
+    """The diagonal of :func:`passive_energy`'s Hessian added to ``H`` (ball/free springs: ``k``,
+    exact at their rest)."""
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
+            for r in range(m.nvj[i]):
+                H[m.iv[i] + r, m.iv[i] + r] += m.stiffness[m.iv[i] + r]
             continue
         j = m.iv[i]
         x = q[m.iq[i]]
@@ -142,6 +146,7 @@ def joint_gradient(m, c, b, q, d, h, eref, tmp, Rj, g):
     dexpinv_velocity(m, tmp, h, h)  # J_r^-T(d) h = J_r^-1(-d) h (in place is safe)
     for j in range(m.nv):
         g[j] += h[j]
+    ball_springs(m, q, 1.0, g)  # ball/free springs: k e, already the tangent gradient at q
     if c.mode == SPD:
         bp = b if c.kp.shape[0] > 1 else 0
         bq = b if c.q_ref.shape[0] > 1 else 0
@@ -173,7 +178,8 @@ def joint_hessian(m, c, b, q, d, dt, H):
 def passive_residual(m, q, vel, ru):
     """Eq. 6's force residual at a collocation node (configuration ``q``, joint velocity ``vel``):
     adds minus the passive torques -- springs ``k (q - q_s)``, dry friction ``f tanh(vel / v_f)``,
-    limits ``kp (q - limit) + kd vel`` past a limit -- to ``ru`` (nv,)."""
+    limits ``kp (q - limit) + kd vel`` past a limit -- to ``ru`` (nv,); ball/free springs ``k e``."""
+    ball_springs(m, q, 1.0, ru)
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
@@ -197,6 +203,9 @@ def passive_residual_jacobian(m, q, vel, dvel, same, J, r0, c0):
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
+            if same:  # ball/free springs: k (exact at their rest)
+                for r in range(m.nvj[i]):
+                    J[r0 + m.iv[i] + r, c0 + m.iv[i] + r] += m.stiffness[m.iv[i] + r]
             continue
         j = m.iv[i]
         x = q[m.iq[i]]
