@@ -21,7 +21,7 @@ from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
 
 
-@kernel(inline=True)
+@kernel
 def weight_moment(m, i):
     """``(m_w, s_x, s_y, s_z)`` of body ``i``: the mass gravity pulls on and its first moment in
     the body frame (``m - m_gc``, ``m c - m_gc x_gc``); the potential is ``-g . (m_w p + R s)``."""
@@ -30,7 +30,7 @@ def weight_moment(m, i):
     return (mi - gc[0], mi * m.com[i, 0] - gc[1], mi * m.com[i, 1] - gc[2], mi * m.com[i, 2] - gc[3])
 
 
-@kernel(inline=True)
+@kernel
 def weight_wrench(m, i, ax, ay, az, out):
     """``out`` (6,) = the wrench ``[s x a; m_w a]`` at body ``i``'s origin of the weight it carries
     under the acceleration ``a`` (body axes): ``I_i [0; a]`` with gravcomp's share taken out."""
@@ -44,33 +44,47 @@ def weight_wrench(m, i, ax, ay, az, out):
 
 
 @kernel
+def has_gravcomp(m):
+    """Whether any body is compensated."""
+    for i in range(m.nb):
+        if m.gravcomp[i, 0] != 0.0:
+            return True
+    return False
+
+
+@kernel
+def gravcomp_point_force(m, w, b, i):
+    """``(px, py, pz, fx, fy, fz)``: body ``i``'s compensating force ``-m_gc g`` and the world point
+    ``x_gc`` it acts at (world poses in ``w``; ``m_gc != 0``)."""
+    gm = m.gravcomp[i, 0]
+    Rw = w.Rw[b]
+    pw = w.pw[b]
+    lx = m.gravcomp[i, 1] / gm
+    ly = m.gravcomp[i, 2] / gm
+    lz = m.gravcomp[i, 3] / gm
+    return (pw[i, 0] + Rw[i, 0, 0] * lx + Rw[i, 0, 1] * ly + Rw[i, 0, 2] * lz,
+            pw[i, 1] + Rw[i, 1, 0] * lx + Rw[i, 1, 1] * ly + Rw[i, 1, 2] * lz,
+            pw[i, 2] + Rw[i, 2, 0] * lx + Rw[i, 2, 1] * ly + Rw[i, 2, 2] * lz,
+            -gm * m.gravity[0], -gm * m.gravity[1], -gm * m.gravity[2])
+
+
+@kernel
 def gravcomp_forces(m, w, b, q, scale, tau):
     """``scale`` times MuJoCo's ``qfrc_gravcomp`` at configuration row ``q`` added to ``tau`` (nv): per body the
     world force ``-m_gc g`` at ``x_gc`` through the point Jacobian of its chain.  FK of q into
     ``w`` first when any body is compensated; nothing otherwise."""
-    any_gc = False
-    for i in range(m.nb):
-        if m.gravcomp[i, 0] != 0.0:
-            any_gc = True
-    if not any_gc:
+    if not has_gravcomp(m):
         return
     fk_state(m, w, b, q)
     Rw = w.Rw[b]
     pw = w.pw[b]
     for i in range(m.nb):
-        gm = m.gravcomp[i, 0]
-        if gm == 0.0:
+        if m.gravcomp[i, 0] == 0.0:
             continue
-        gc = m.gravcomp[i]
-        lx = gc[1] / gm
-        ly = gc[2] / gm
-        lz = gc[3] / gm
-        px = pw[i, 0] + Rw[i, 0, 0] * lx + Rw[i, 0, 1] * ly + Rw[i, 0, 2] * lz
-        py = pw[i, 1] + Rw[i, 1, 0] * lx + Rw[i, 1, 1] * ly + Rw[i, 1, 2] * lz
-        pz = pw[i, 2] + Rw[i, 2, 0] * lx + Rw[i, 2, 1] * ly + Rw[i, 2, 2] * lz
-        fx = -scale * gm * m.gravity[0]
-        fy = -scale * gm * m.gravity[1]
-        fz = -scale * gm * m.gravity[2]
+        px, py, pz, fx, fy, fz = gravcomp_point_force(m, w, b, i)
+        fx *= scale
+        fy *= scale
+        fz *= scale
         j = i
         while j >= 0:
             j0 = m.iv[j]

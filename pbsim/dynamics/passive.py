@@ -115,23 +115,23 @@ def ball_springs(m, q, scale, out):
             qr = q[k + 3:k + 7]
             e0, e1, e2 = quat_rotate_inv(qr, q[k] - m.springref[k], q[k + 1] - m.springref[k + 1],
                                          q[k + 2] - m.springref[k + 2])
-            c0 = m.stiffness[j]
-            c1 = m.stiffness[j + 1]
-            c2 = m.stiffness[j + 2]
-            out[j] += scale * c0 * e0
-            out[j + 1] += scale * c1 * e1
-            out[j + 2] += scale * c2 * e2
-            e += 0.5 * (c0 * e0 * e0 + c1 * e1 * e1 + c2 * e2 * e2)
+            e += spring3(m, j, e0, e1, e2, scale, out)
             r0, r1, r2 = quat_log_xyz(m.springref[k + 3:k + 7], qr)
             ja = j + 3
-        c0 = m.stiffness[ja]
-        c1 = m.stiffness[ja + 1]
-        c2 = m.stiffness[ja + 2]
-        out[ja] += scale * c0 * r0
-        out[ja + 1] += scale * c1 * r1
-        out[ja + 2] += scale * c2 * r2
-        e += 0.5 * (c0 * r0 * r0 + c1 * r1 * r1 + c2 * r2 * r2)
+        e += spring3(m, ja, r0, r1, r2, scale, out)
     return e
+
+
+@kernel
+def spring3(m, j, e0, e1, e2, scale, out):
+    """DOFs j..j+2 with displacement e: ``out += scale k e``; returns ``1/2 sum k e^2``."""
+    c0 = m.stiffness[j]
+    c1 = m.stiffness[j + 1]
+    c2 = m.stiffness[j + 2]
+    out[j] += scale * c0 * e0
+    out[j + 1] += scale * c1 * e1
+    out[j + 2] += scale * c2 * e2
+    return 0.5 * (c0 * e0 * e0 + c1 * e1 * e1 + c2 * e2 * e2)
 
 
 @kernel

@@ -92,7 +92,7 @@ def quat_log_between(q0, q1, out):
     out[0], out[1], out[2] = quat_log_xyz(q0, q1)
 
 
-@kernel(inline=True)
+@kernel
 def quat_log_xyz(q0, q1):
     """Rotation vector ``log(q0^-1 q1)`` (shortest arc) as three numbers."""
     # r = conj(q0) * q1
@@ -110,7 +110,7 @@ def quat_log_xyz(q0, q1):
     return k * x, k * y, k * z
 
 
-@kernel(inline=True)
+@kernel
 def quat_rotate_inv(q, x, y, z):
     """``R(q)^T (x, y, z)`` for a unit quaternion ``q`` (w, x, y, z), as three numbers."""
     ux = -q[1]

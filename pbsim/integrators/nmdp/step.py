@@ -85,7 +85,7 @@ from pbsim.jit import kernel, specialize
 from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.contact.query import point_force_jt
 from pbsim.dynamics.crba import crba_state
-from pbsim.dynamics.gravcomp import gravcomp_forces
+from pbsim.dynamics.gravcomp import gravcomp_forces, gravcomp_point_force, has_gravcomp
 from pbsim.dynamics.energy import kinetic_energy_gradient_state
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.rnea import rnea_state
@@ -208,28 +208,13 @@ def nmdp_gravcomp(m, w, x, b, th, deriv):
     up entirely moves as without gravity): ``x.G -= J^T f`` for the force ``f = -m_gc g`` at its
     point (:mod:`pbsim.dynamics.gravcomp`) and, with ``deriv``, ``x.A -= d(J^T f)/dtheta`` (the
     contact forces' term with a point fixed on its body)."""
-    any_gc = False
-    for i in range(m.nb):
-        if m.gravcomp[i, 0] != 0.0:
-            any_gc = True
-    if not any_gc:
+    if not has_gravcomp(m):
         return
     fk_state(m, w, b, th)
-    Rw = w.Rw[b]
-    pw = w.pw[b]
     for i in range(m.nb):
-        gm = m.gravcomp[i, 0]
-        if gm == 0.0:
+        if m.gravcomp[i, 0] == 0.0:
             continue
-        lx = m.gravcomp[i, 1] / gm
-        ly = m.gravcomp[i, 2] / gm
-        lz = m.gravcomp[i, 3] / gm
-        px = pw[i, 0] + Rw[i, 0, 0] * lx + Rw[i, 0, 1] * ly + Rw[i, 0, 2] * lz
-        py = pw[i, 1] + Rw[i, 1, 0] * lx + Rw[i, 1, 1] * ly + Rw[i, 1, 2] * lz
-        pz = pw[i, 2] + Rw[i, 2, 0] * lx + Rw[i, 2, 1] * ly + Rw[i, 2, 2] * lz
-        fx = -gm * m.gravity[0]
-        fy = -gm * m.gravity[1]
-        fz = -gm * m.gravity[2]
+        px, py, pz, fx, fy, fz = gravcomp_point_force(m, w, b, i)
         point_force_jt(m, w, b, i, px, py, pz, -fx, -fy, -fz, x.G[b])
         if deriv:
             nn = pgm_chain_columns(m, w, x, b, i)
