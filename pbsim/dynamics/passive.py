@@ -6,6 +6,8 @@ Every term is ``tau = t0 - a qdd`` with ``a`` added to the diagonal the solver a
 ``dt kd``), which keeps a stiff spring or a steep friction curve stable at any dt."""
 import math
 
+from numba import prange
+
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import BALL, FREE, PRISMATIC, REVOLUTE
 from pbsim.dynamics.spatial import quat_log_xyz, quat_rotate_inv
@@ -104,14 +106,12 @@ def ball_springs(m, q, scale, out):
             continue
         j = m.iv[i]
         k = m.iq[i]
+        if m.stiffness[j] == 0.0:
+            continue
         if jt == BALL:
-            if m.stiffness[j] == 0.0:
-                continue
             r0, r1, r2 = quat_log_xyz(m.springref[k:k + 4], q[k:k + 4])
             ja = j
         else:
-            if m.stiffness[j] == 0.0:
-                continue
             qr = q[k + 3:k + 7]
             e0, e1, e2 = quat_rotate_inv(qr, q[k] - m.springref[k], q[k + 1] - m.springref[k + 1],
                                          q[k + 2] - m.springref[k + 2])
@@ -132,6 +132,13 @@ def spring3(m, j, e0, e1, e2, scale, out):
     out[j + 1] += scale * c1 * e1
     out[j + 2] += scale * c2 * e2
     return 0.5 * (c0 * e0 * e0 + c1 * e1 * e1 + c2 * e2 * e2)
+
+
+@kernel(parallel=True)
+def ball_spring_energy_batch(m, q, scratch, e):
+    """``e[b]`` = the energy of :func:`ball_springs` at ``q[b]`` (``scratch`` (B, nv))."""
+    for b in prange(q.shape[0]):
+        e[b] = ball_springs(m, q[b], 0.0, scratch[b])
 
 
 @kernel

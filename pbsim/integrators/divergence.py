@@ -107,11 +107,12 @@ def spring_energy(model, q) -> np.ndarray:
         multi = [j for i in range(model.nb) if model.nvj[i] > 1 for j in range(model.iv[i], model.iv[i] + model.nvj[i])]
         balls = model.__dict__["_ball_springs"] = bool(np.any(model.stiffness[np.array(multi, dtype=np.int64)]))
     if balls:
-        from pbsim.dynamics.passive import ball_springs
+        from pbsim.dynamics.passive import ball_spring_energy_batch
 
         qs = np.ascontiguousarray(q, dtype=np.float64)
-        scratch = np.zeros(model.nv)
-        e += np.array([ball_springs(model.k, qs[b], 0.0, scratch) for b in range(qs.shape[0])])
+        eb = np.empty(qs.shape[0])
+        ball_spring_energy_batch(model.k, qs, np.zeros((qs.shape[0], model.nv)), eb)
+        e += eb
     return e
 
 

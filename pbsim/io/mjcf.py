@@ -387,10 +387,9 @@ def _note_dropped(mj, notes: list[str]) -> None:
             f"{mj.nplugin} plugin(s) not imported: {_listed(_names(mj, O.mjOBJ_PLUGIN, mj.nplugin, 'plugin'))}"
         )
     bodies = _names(mj, O.mjOBJ_BODY, mj.nbody, "body")
+    actgravcomp = getattr(mj, "jnt_actgravcomp", np.zeros(mj.njnt))
     clamped = [
-        _name(mj, O.mjOBJ_JOINT, j, f"joint{j}")
-        for j in range(mj.njnt)
-        if getattr(mj, "jnt_actgravcomp", np.zeros(mj.njnt))[j] and mj.jnt_actfrclimited[j]
+        _name(mj, O.mjOBJ_JOINT, j, f"joint{j}") for j in range(mj.njnt) if actgravcomp[j] and mj.jnt_actfrclimited[j]
     ]
     if clamped and np.any(mj.body_gravcomp[1:] != 0):
         notes.append(
