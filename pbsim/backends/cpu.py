@@ -162,7 +162,8 @@ class Stepper:
         self.sw = make_step_work(self.model, 1, dense=True if c.mode == SPD and c.solver != 0 else None)
         self.x = spec.make_extra(self.I, 1)
         used = spec.used(self.I, c, self.s) if spec.used is not None else None
-        step = driver(step_batch, spec.step, spec.features, used).py_func.__globals__["_step"]
+        # exact: the Stepper's own entry compiles it (a compiled build of more features would save nothing)
+        step = driver(step_batch, spec.step, spec.features, used, reuse=False).py_func.__globals__["_step"]
         self._fn = entry(step_one, _step=step)
         self.c = c
         self._ref = _new_step_ref(self.model.k, self.s, c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn)

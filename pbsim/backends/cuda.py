@@ -217,8 +217,8 @@ def _variant_step(spec, step, features):
         return step
     from pbsim.integrators.driver import driver, steps_batch
 
-    used = {k: k in features for k in spec.features}
-    return driver(steps_batch, step, spec.features, used).py_func.__globals__["_step"]
+    used = {k: k in features for k in spec.features}  # exact: the CUDA cache is keyed on the feature set
+    return driver(steps_batch, step, spec.features, used, reuse=False).py_func.__globals__["_step"]
 
 
 class _Compiled:

@@ -247,17 +247,18 @@ _LITE_ARGS: dict = {}
 _VARIANTS: dict = {}
 
 
-def driver(which, step, features: dict | None = None, used: dict | None = None):
+def driver(which, step, features: dict | None = None, used: dict | None = None, reuse: bool = True):
     """``rollout_batch``, ``step_batch`` or ``steps_batch`` (``which``) bound to ``step``; with
     ``features`` (the method's :class:`~pbsim.jit.Variants` map) the build that compiles only the
-    features in ``used``.  The latter two run the first (its ``lite`` mode): one compilation per
-    method and feature set serves ``rollout``, ``Integrator.step`` and ``CpuBatch``."""
+    features in ``used`` (``reuse``: or an already compiled build of more, :meth:`Variants.__call__`).
+    The latter two run the first (its ``lite`` mode): one compilation per method and feature set
+    serves ``rollout``, ``Integrator.step`` and ``CpuBatch``."""
     if isinstance(which, _LiteDriver):
-        return _LiteCall(which, driver(rollout_batch, step, features, used))
+        return _LiteCall(which, driver(rollout_batch, step, features, used, reuse))
     d = bind(which, _step=step)
     if not features:
         return d
     key = id(d)
     if key not in _VARIANTS:
         _VARIANTS[key] = Variants(d, features)
-    return _VARIANTS[key](**(used or {}))
+    return _VARIANTS[key](reuse=reuse, **(used or {}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import itertools
 import os
 import textwrap
 import types
@@ -384,12 +385,41 @@ class Variants:
         self.driver = driver
         self.features = {k: dict(v) if isinstance(v, dict) else dict.fromkeys(v, unused) for k, v in features.items()}
         self._built: dict = {}
+        self._picked: dict = {}  # reuse=True: off -> the build that serves it
 
-    def __call__(self, **used) -> BatchKernel:
+    def __call__(self, reuse: bool = True, **used) -> BatchKernel:
+        """The build for the features in ``used`` (a feature not named is used).  With ``reuse``, a
+        build of more features that is already compiled (in this process or in the disk cache)
+        stands in when this exact one is not: it gives the same numbers, since the extra features'
+        kernels branch on the same runtime flags and are skipped (``test_variants.py``: identical to
+        the last bit), and it saves compiling the whole step tree once more (10-45 s each)."""
+        off = self.off(**used)
+        if not reuse or not off:
+            return self.build(off)
+        if off not in self._picked:
+            self._picked[off] = self._reused(off)
+        return self._picked[off]
+
+    def off(self, **used) -> tuple:
+        """The sorted names of the features ``used`` switches off (a feature not named is used)."""
         bad = set(used) - set(self.features)
         if bad:
             raise KeyError(f"unknown features {sorted(bad)}; known: {sorted(self.features)}")
-        off = tuple(sorted(k for k in self.features if not used.get(k, True)))
+        return tuple(sorted(k for k in self.features if not used.get(k, True)))
+
+    def _reused(self, off: tuple) -> BatchKernel:
+        """The build with ``off`` switched off, or the compiled build with the fewest more features on."""
+        exact = self.build(off)
+        if compiled(exact):
+            return exact
+        for r in range(len(off) - 1, -1, -1):  # fewest extra features first
+            for sub in itertools.combinations(off, r):
+                if compiled(self.build(sub)):
+                    return self.build(sub)
+        return exact
+
+    def build(self, off: tuple) -> BatchKernel:
+        """The build with the features in ``off`` (sorted names) switched off."""
         if not off:
             return self.driver
         if off not in self._built:
@@ -410,6 +440,15 @@ class Variants:
         return self._built[off]
 
 
+def compiled(bk: BatchKernel) -> bool:
+    """Whether batch driver ``bk`` has machine code: compiled in this process, or in numba's disk
+    cache for this source (its index for the build's name is not empty)."""
+    if bk.rows.overloads:
+        return True
+    try:
+        return bool(bk.rows._cache._cache_file._load_index())  # noqa: SLF001 - numba's cache index
+    except Exception:  # noqa: BLE001 - no cache, or another numba: compile as usual
+        return False
 
 
 def is_kernel(obj) -> bool:

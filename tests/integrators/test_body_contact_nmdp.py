@@ -131,7 +131,7 @@ def test_first_order_A_and_B_with_body_body_candidates_match_central_differences
     assert len(cand) > 0 and (cand >= ks.npts).all()
     Gv, A, B, _K, _g, _M = integ.residual(q0, v0, th, w, dt)
     x, kc, wk, ks2, q0c, v0c, nc = integ._prepared(q0, v0, dt, None)
-    integ.HOOKS[1](m.k, ks2, kc, wk, x, 0, q0c, v0c, th.copy(), dt, _padded(w, x), nc, True, True)
+    integ.evaluate(ks2, kc, wk, x, q0c, v0c, th.copy(), dt, _padded(w, x), nc, True, True)
     assert (x.cap[0, : len(cand)] > 10 * integ.zeta).sum() >= 2  # the cubic capacity is live
     if case == "aligned":
         assert (x.csig[0, : len(cand)] < 0).sum() >= 4  # the lower box's points: n = -up, basis from -n
@@ -173,7 +173,7 @@ def test_zeroth_order_A_drops_exactly_the_vertices_motion_relative_to_B(tmp_path
     def forces(t):
         """Per candidate: f in B's frame, R_B, a, the bodies and lca (theta t)."""
         t = np.ascontiguousarray(t, float).copy()
-        fo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, t, dt, wv, nc, False, True)
+        fo.evaluate(ks, kc, wk, x, q0c, v0c, t, dt, wv, nc, False, True)
         fk_state(m.k, wk, 0, t)
         out = []
         for ci in range(nc):
@@ -226,9 +226,9 @@ def test_zeroth_order_A_is_the_exact_A_less_its_kept_part(tmp_path, method):
     q0, v0, th, w, cand = _state(zo, dt=dt)
     x, kc, wk, ks, q0c, v0c, nc = zo._prepared(q0, v0, dt, None)
     wv = _padded(w, x)
-    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, True)
+    zo.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), dt, wv, nc, True, True)
     A1, Ad = x.A[0].copy(), x.Ad[0].copy()
-    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, False)
+    zo.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), dt, wv, nc, True, False)
     A0 = x.A[0].copy()
     assert np.abs(Ad).max() > 1e-2 * np.abs(A1).max()  # the part is not negligible here
     assert np.abs(A1 - Ad - A0).max() <= 1e-12 * np.abs(A1).max()

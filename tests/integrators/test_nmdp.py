@@ -265,9 +265,9 @@ def test_zeroth_order_A_is_the_exact_A_less_its_kept_part(method):
     x, kc, wk, ks, q0c, v0c, nc = zo._prepared(q0, np.zeros(m.nv), dt, None)
     wv = np.zeros(x.wts.shape[1])
     wv[: nc * zo.vx] = rng.uniform(0.0, 0.2, nc * zo.vx)
-    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, True)
+    zo.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), dt, wv, nc, True, True)
     A1, Ad = x.A[0].copy(), x.Ad[0].copy()
-    zo.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), dt, wv, nc, True, False)
+    zo.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), dt, wv, nc, True, False)
     A0 = x.A[0].copy()
     assert nc > 0 and np.abs(Ad).max() > 1e-3 * np.abs(A1).max()
     assert np.abs(A1 - Ad - A0).max() <= 1e-12 * np.abs(A1).max()
@@ -286,9 +286,9 @@ def test_g_from_the_chain_columns_equals_the_chain_walk(method):
     x, kc, wk, ks, q0c, v0c, nc = integ._prepared(q0, np.zeros(m.nv), 0.02, None)
     wv = np.zeros(x.wts.shape[1])
     wv[: nc * integ.vx] = rng.uniform(0.0, 0.2, nc * integ.vx)
-    integ.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), 0.02, wv, nc, True, True)
+    integ.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), 0.02, wv, nc, True, True)
     G1, B1 = x.G[0].copy(), x.Bm[0, : nc * integ.vx].copy()
-    integ.HOOKS[1](m.k, ks, kc, wk, x, 0, q0c, v0c, th.copy(), 0.02, wv, nc, False, True)
+    integ.evaluate(ks, kc, wk, x, q0c, v0c, th.copy(), 0.02, wv, nc, False, True)
     assert nc > 0 and np.abs(B1).max() > 0.0
     assert np.array_equal(G1, x.G[0])
 

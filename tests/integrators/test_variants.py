@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import prange
 
 import pbsim
 import pbsim_models
-from pbsim.jit import Variants, unused
+from pbsim.jit import Variants, kernel, unused
+from pbsim.jit.build import BatchKernel, compiled
 from pbsim.dynamics import energy as en
 from pbsim.integrators.driver import driver, rollout_batch, step_batch
 from pbsim.integrators.explicit import step as ex
@@ -49,8 +51,8 @@ def test_variant_swaps_only_the_named_kernels():
     full = driver(rollout_batch, ex.euler_step)
     v = Variants(full, FEATURES)
     assert v(spd_extra=True, contact=True, body_contact=True) is full
-    lean = v(spd_extra=False, contact=False, body_contact=False)
-    assert lean is v(spd_extra=False, contact=False, body_contact=False) and lean is not full
+    lean = v(reuse=False, spd_extra=False, contact=False, body_contact=False)
+    assert lean is v(reuse=False, spd_extra=False, contact=False, body_contact=False) and lean is not full
     g = lean.rows.py_func.__globals__
     step = g["_step"]
     assert step is not ex.euler_step  # the tree above a swapped kernel is copied ...
@@ -79,7 +81,7 @@ def test_lean_variant_equals_the_full_kernel():
     kc = _kc(m, tau=np.linspace(-1, 1, m.nv))
     w, sw, ks, x = integ.scratch(1)
     out = []
-    lean = driver(step_batch, ex.euler_step, FEATURES, dict(spd_extra=False, contact=False))
+    lean = driver(step_batch, ex.euler_step, FEATURES, dict(spd_extra=False, contact=False), reuse=False)
     for drv in (lean, driver(step_batch, ex.euler_step)):
         qn, vn, e = np.empty_like(st.q), np.empty_like(st.v), np.empty((1, 2))
         drv(m.k, ks, kc, w, sw, x, st.q, st.v, 1e-3, qn, vn, e)
@@ -93,6 +95,54 @@ def test_pbad_step_compiles_one_optimizer():
     from pbsim.integrators.pbad import order2 as P
 
     for lm in (True, False):
-        drv = P.PBAD2(points=True, lm=lm, lbfgs=not lm)
+        drv = P.PBAD2(reuse=False, points=True, lm=lm, lbfgs=not lm)
         st = drv.rows.py_func.__globals__["pbad2_state"].py_func.__globals__
         assert (st["pbad2_lbfgs"] is unused) == lm and (st["pbad2_lm"] is unused) == (not lm)
+
+
+# a toy step tree for the reuse rule: two optional parts, each adding to the row
+@kernel
+def _part_a(x, i):
+    x[i] += 1.0
+
+
+@kernel
+def _part_b(x, i):
+    x[i] += 10.0
+
+
+@kernel
+def _toy_row(x, flags, i):
+    if flags[0]:
+        _part_a(x, i)
+    if flags[1]:
+        _part_b(x, i)
+
+
+def _toy_batch(x, flags):
+    for i in prange(x.shape[0]):
+        _toy_row(x, flags, i)
+
+
+TOY = {"a": ("_part_a",), "b": ("_part_b",)}
+
+
+def test_a_compiled_build_of_more_features_stands_in_for_an_uncompiled_one():
+    """``Variants(..., reuse=True)`` (what every run uses) takes an already compiled build that has
+    more features on, in this process or in the disk cache, instead of compiling the exact one:
+    its extra parts branch on the run's flags and give the same numbers."""
+    v = Variants(BatchKernel(_toy_batch), TOY)
+    only_b = v.build(("a",))
+    x = np.zeros(4)
+    only_b(x, np.array([False, True]))  # compile the build without part a
+    assert np.all(x == 10.0) and compiled(only_b)
+    assert v(reuse=False, a=False, b=False) is not only_b  # the exact build ...
+    assert v(a=False, b=False) is only_b  # ... is not compiled: the compiled one with part b stands in
+    y = np.zeros(4)
+    v(a=False, b=False)(y, np.array([False, False]))
+    assert np.all(y == 0.0)  # part b is in the build, but off
+    assert v(a=False) is only_b  # the exact build, compiled
+    assert v(b=False) is v.build(("b",))  # nothing compiled has part a: the exact build
+    # the disk cache counts too: a new process's build of the same source finds it compiled
+    assert compiled(Variants(BatchKernel(_toy_batch), TOY).build(("a",)))
+    assert not compiled(Variants(BatchKernel(_toy_batch), TOY).build(("a", "b")))

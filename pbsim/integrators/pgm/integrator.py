@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from pbsim.jit import unused, unused_float
+from pbsim.jit import entry, unused, unused_float
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, body_contact_used
@@ -190,7 +190,8 @@ class PgmIntegrator(Integrator):
         ks = self.scene.kernel_arrays(self.model)
         q0, v0 = (np.ascontiguousarray(a, float).copy() for a in (q0, v0))
         dtf = float(dt if frame_dt is None else frame_dt)
-        nc = self.HOOKS[0](self.model.k, ks, kc, wk, make_step_work(self.model, 1), x, 0, q0, v0, float(dt), dtf)
+        nc = self._hooks(self.model.k, ks, kc, wk, make_step_work(self.model, 1), x, q0, v0, float(dt), dtf,
+                         q0, np.zeros(0), 0, True, False, False, False)[0]
         return x, kc, wk, ks, q0, v0, nc
 
     def residual(self, q0, v0, theta, w, dt, control=None, deriv=True, first=None, frame_dt=None):
@@ -205,11 +206,40 @@ class PgmIntegrator(Integrator):
         wv = np.zeros(x.wts.shape[1])
         w = np.asarray(w, float).ravel()
         wv[: len(w)] = w
-        K = self.HOOKS[1](self.model.k, ks, kc, wk, x, 0, q0, v0, th, float(dt), wv, nc, bool(deriv), first)
+        K = self.evaluate(ks, kc, wk, x, q0, v0, th, dt, wv, nc, deriv, first)
         m = nc * self.vx
         return (x.G[0].copy(), x.A[0].copy(), x.Bm[0, :m].T.copy(), float(K), x.g[0].copy(), x.M[0].copy())
+
+    def evaluate(self, ks, kc, wk, x, q0, v0, theta, dt, w, nc, deriv=True, first=True):
+        """The form's eval hook at ``(theta, w)`` on row 0 of the scratch of :meth:`_prepared`
+        (``w`` padded to ``x.wts.shape[1]``; ``theta`` overwritten with the evaluated point):
+        K, with G, A, B and the rest in ``x``."""
+        from pbsim.control.stepwork import make_step_work
+
+        return self._hooks(self.model.k, ks, kc, wk, make_step_work(self.model, 1), x, q0, v0, float(dt), float(dt),
+                           theta, w, nc, False, True, bool(deriv), bool(first))[1]
+
+    @property
+    def _hooks(self):
+        """:func:`pgm_hooks` bound to this form's two hooks: one compiled entry for both (the test
+        tools' calls from Python; each hook's own Python entry would compile its tree again)."""
+        return entry(pgm_hooks, _prepare=self.HOOKS[0], _eval=self.HOOKS[1])
 
     def candidates(self, q0, v0, dt, control=None):
         """The contact set of the step of ``dt`` from ``(q0, v0)``: scene point indices."""
         x, _kc, _wk, _ks, _q0, _v0, nc = self._prepared(q0, v0, dt, control)
         return x.act[0, :nc].copy()
+
+
+_prepare = _eval = unused  # a form's hooks, bound by entry() (PgmIntegrator._hooks)
+
+
+def pgm_hooks(m, s, c, w, sw, x, q0, v0, dt, frame_dt, th, wv, nc, prepare, evaluate, deriv, first):
+    """``(nc, K)``: the form's prepare hook on row 0 (``prepare``: the step's contact set, ``nc``
+    candidates), then its eval hook at ``(th, wv)`` (``evaluate``)."""
+    if prepare:
+        nc = _prepare(m, s, c, w, sw, x, 0, q0, v0, dt, frame_dt)
+    K = 0.0
+    if evaluate:
+        K = _eval(m, s, c, w, x, 0, q0, v0, th, dt, wv, nc, deriv, first)
+    return nc, K
