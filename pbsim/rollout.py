@@ -284,8 +284,7 @@ class _KernelLoop:
         except InputError:
             return None
         self = cls()
-        used = spec.used(integ, kc, ks) if spec.used is not None else None
-        self.drv = driver(rollout_batch, spec.step, spec.features, used)
+        self.drv = driver(rollout_batch, spec.step, *spec.variant(integ, kc, ks))
         self.integ, self.model, self.control, self.kc = integ, model, control, kc
         self.w, self.sw, self.ks, self.x = w, sw, ks, x
         self.info = getattr(x, spec.info) if spec.info is not None else np.ones((B, 4))

@@ -48,8 +48,7 @@ class CpuBatch:
     def set_control(self, control):
         self.c = (control if control is not None else default_control(self.model)).kernel_arrays(self.model, self.B)
         spec = self.spec
-        used = spec.used(self.I, self.c, self.s) if spec.used is not None else None
-        self.drv = driver(steps_batch, spec.step, spec.features, used)
+        self.drv = driver(steps_batch, spec.step, *spec.variant(self.I, self.c, self.s))
 
     def advance(self, nsteps: int, dt: float):
         dt = check_dt(dt)
@@ -161,9 +160,8 @@ class Stepper:
         spec = self.spec
         self.sw = make_step_work(self.model, 1, dense=True if c.mode == SPD and c.solver != 0 else None)
         self.x = spec.make_extra(self.I, 1)
-        used = spec.used(self.I, c, self.s) if spec.used is not None else None
         # exact: the Stepper's own entry compiles it (a compiled build of more features would save nothing)
-        step = driver(step_batch, spec.step, spec.features, used, reuse=False).py_func.__globals__["_step"]
+        step = driver(step_batch, spec.step, *spec.variant(self.I, c, self.s), reuse=False).py_func.__globals__["_step"]
         self._fn = entry(step_one, _step=step)
         self.c = c
         self._ref = _new_step_ref(self.model.k, self.s, c, self.w, self.sw, self.x, self.q, self.v, self.qn, self.vn)

@@ -202,23 +202,21 @@ CUDA_REFUSED: dict[str, str] = {}
 
 
 def _features_used(spec, integ, kc, ks):
-    """The sorted names of the :class:`~pbsim.jit.Variants` features a run uses (as
-    the CPU batch driver picks them), or None for a method without optional features."""
-    if not spec.features:
-        return None
-    used = spec.used(integ, kc, ks) if spec.used is not None else {}
-    return tuple(sorted(k for k in spec.features if used.get(k, True)))
+    """The sorted names of the :class:`~pbsim.jit.Variants` features a run uses (as the CPU batch
+    driver picks them: the model's and the method's, ``StepSpec.variant``)."""
+    features, used = spec.variant(integ, kc, ks)
+    return tuple(sorted(k for k in features if used.get(k, True)))
 
 
 def _variant_step(spec, step, features):
     """``step`` with the kernels of the features not in ``features`` swapped for no-ops: the
     very copy the CPU's batch driver compiles for that feature set (same names)."""
-    if features is None or not spec.features:
+    if features is None:
         return step
     from pbsim.integrators.driver import driver, steps_batch
 
-    used = {k: k in features for k in spec.features}  # exact: the CUDA cache is keyed on the feature set
-    return driver(steps_batch, step, spec.features, used, reuse=False).py_func.__globals__["_step"]
+    used = {k: k in features for k in spec.all_features}  # exact: the CUDA cache is keyed on the feature set
+    return driver(steps_batch, step, spec.all_features, used, reuse=False).py_func.__globals__["_step"]
 
 
 class _Compiled:

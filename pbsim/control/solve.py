@@ -8,6 +8,7 @@ from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 from pbsim.dynamics.equality import equality_accel
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
+from pbsim.dynamics.fluid import fluid_forces
 from pbsim.dynamics.gravcomp import gravcomp_forces
 from pbsim.dynamics.tendon import tendon_forces
 from pbsim.control.site_actuators import site_forces
@@ -96,7 +97,8 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and the model's
     springs, dry friction and limits (:func:`pbsim.dynamics.passive.passive_torques`, implicit like SPD),
     the tendons' forces (:func:`pbsim.dynamics.tendon.tendon_forces`) and the bodies' gravity
-    compensation (:func:`pbsim.dynamics.gravcomp.gravcomp_forces`, explicit as MuJoCo's).  The control's own
+    compensation (:func:`pbsim.dynamics.gravcomp.gravcomp_forces`) and the fluid forces
+    (:func:`pbsim.dynamics.fluid.fluid_forces`), both explicit as MuJoCo's.  The control's own
     Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
     tau = sw.tau[b]
     arm = sw.arm[b]
@@ -114,6 +116,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
     site_forces(m, c, w, b, q, tau)  # site-transmission actuators
     gravcomp_forces(m, w, b, q, 1.0, tau)  # bodies' gravity compensation (MuJoCo's qfrc_gravcomp): explicit
+    fluid_forces(m, w, b, q, v, tau)  # the medium's drag (MuJoCo's qfrc_fluid): explicit
 
 
 @kernel

@@ -6,6 +6,7 @@ import numpy as np
 from pbsim.dynamics.aba import aba_batch
 from pbsim.dynamics.crba import crba_batch
 from pbsim.dynamics.energy import energy_batch, kinetic_energy_gradient_batch
+from pbsim.dynamics.fluid import fluid_batch
 from pbsim.dynamics.gravcomp import gravcomp_batch
 from pbsim.dynamics.jacobian import point_jacobian_batch
 from pbsim.dynamics.kinematics import fk_batch
@@ -162,6 +163,18 @@ def gravcomp(model, q):
     B = Q.shape[0]
     out = np.empty((B, model.nv))
     gravcomp_batch(model.k, work_for(model, B), Q, out)
+    return _out(out, single)
+
+
+def fluid_force(model, q, v):
+    """MuJoCo's ``qfrc_fluid`` (nv,) or (B, nv): the generalized force of the medium on the bodies
+    (MJCF ``<option density viscosity wind>``, :mod:`pbsim.dynamics.fluid`) at ``(q, v)``; zero
+    without one.  A passive force, as in MuJoCo."""
+    Q, single = as_q(model, q)
+    B = Q.shape[0]
+    V, _ = as_batch(v, model.nv, "v", B)
+    out = np.empty((B, model.nv))
+    fluid_batch(model.k, work_for(model, B), Q, V, out)
     return _out(out, single)
 
 

@@ -173,9 +173,10 @@ class EnvStep:
         m, B = batch.model, batch.B
         self.batch, self.B = batch, B
         spec = batch.spec
-        used = spec.used(batch.I, batch.c, batch.s) if spec.used is not None else None
         # exact: the env's own entry compiles it (a compiled build of more features would save nothing)
-        step = driver(steps_batch, spec.step, spec.features, used, reuse=False).py_func.__globals__["_step"]
+        step = driver(
+            steps_batch, spec.step, *spec.variant(batch.I, batch.c, batch.s), reuse=False
+        ).py_func.__globals__["_step"]
         names = (python_source(step).__qualname__, python_source(task_kernel).__qualname__)
         tag = "env_" + "_".join(names).replace(".", "_")
         row = specialize(env_row, tag, _step=step, _task=task_kernel)

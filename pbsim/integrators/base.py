@@ -140,9 +140,32 @@ class StepSpec:
     done: str | None = None
     fallback: str | None = None
 
+    @property
+    def all_features(self) -> dict:
+        """:data:`MODEL_FEATURES` and the method's own ``features``: the Variants map of its drivers."""
+        return {**MODEL_FEATURES, **(self.features or {})}
+
+    def variant(self, integrator, kc, ks) -> tuple[dict, dict]:
+        """``(features, used)`` for :func:`pbsim.integrators.driver.driver`: which optional parts a run
+        with control arrays ``kc`` and scene arrays ``ks`` compiles (the model's, then the method's)."""
+        used = model_features_used(integrator.model)
+        if self.used is not None:
+            used.update(self.used(integrator, kc, ks))
+        return self.all_features, used
+
     def make_extra(self, integrator, B: int):
         x = self.extra(integrator, B) if self.extra is not None else None
         return x if x is not None else NoExtra(np.zeros(1))
+
+
+# Optional parts of every method's kernel tree that only some models use (pbsim.jit.Variants): a
+# method whose tree does not reach them is not copied
+MODEL_FEATURES = {"fluid": ("fluid_forces",)}  # the medium's drag (pbsim.dynamics.fluid)
+
+
+def model_features_used(model) -> dict:
+    """Which of :data:`MODEL_FEATURES` ``model`` needs."""
+    return {"fluid": bool(getattr(model, "fluid", None) is not None and model.fluid.nf)}
 
 
 def body_contact_used(integrator, kc, ks) -> dict:
@@ -176,6 +199,9 @@ class Integrator:
     # holds equality constraints (Model.equality: the explicit steps, pbsim.dynamics.equality); a
     # method that does not refuses a model with active ones here, naming them
     supports_equality = False
+    # applies the model's fluid forces (Model.fluid, pbsim.dynamics.fluid: explicit, through
+    # pbsim.control.solve.joint_forces); a method that does not refuses such a model here
+    supports_fluid = False
     # the divergence rule Integrator.step applies after every step (docs/reliability.md)
     divergence: DivergenceRule = DEFAULT_DIVERGENCE
 
@@ -190,6 +216,11 @@ class Integrator:
             raise InputError(f"{self.name} cannot keep equality constraints ({len(active)} in model "
                              f"{model.name!r}: {', '.join(e.describe() for e in active[:4])}); use one of "
                              f"{', '.join(ok)}, or set them inactive (Equality.active = False)")
+        fl = getattr(model, "fluid", None)
+        if fl is not None and fl.nf and not self.supports_fluid:
+            ok = sorted(n for n, (c, _, _) in _REGISTRY.items() if getattr(c, "supports_fluid", False))
+            raise InputError(f"{self.name} does not apply fluid forces (model {model.name!r}: {fl.describe()}); use "
+                             f"one of {', '.join(ok)}, or drop them (model.fluid = None)")
         if not self.spatial_tendons:
             from pbsim.dynamics.tendon import spatial_force_tendons
 
@@ -294,8 +325,7 @@ class Integrator:
         qn = np.empty_like(state.q)
         vn = np.empty_like(state.v)
         e = np.empty((B, 2))
-        used = spec.used(self, kc, ks) if spec.used is not None else None
-        driver(step_batch, spec.step, spec.features, used)(self.model.k, ks, kc, w, sw, x, state.q, state.v, dt,
+        driver(step_batch, spec.step, *spec.variant(self, kc, ks))(self.model.k, ks, kc, w, sw, x, state.q, state.v, dt,
                                                              qn, vn, e)
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         d = Diagnostics(energy=e.sum(axis=1), nan=nan)

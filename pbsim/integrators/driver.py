@@ -258,7 +258,7 @@ def driver(which, step, features: dict | None = None, used: dict | None = None, 
     d = bind(which, _step=step)
     if not features:
         return d
-    key = id(d)
+    key = (id(d), tuple(sorted(features)))  # one Variants per feature map (a caller may name fewer features)
     if key not in _VARIANTS:
         _VARIANTS[key] = Variants(d, features)
     return _VARIANTS[key](reuse=reuse, **(used or {}))

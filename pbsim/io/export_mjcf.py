@@ -60,6 +60,7 @@ def mjcf_tree(model, path="robot.xml", mesh_paths=None, report=None):
     root = etree.Element("mujoco", model=model.name or "robot")
     etree.SubElement(root, "compiler", angle="radian", inertiafromgeom="false", autolimits="true")
     option = etree.SubElement(root, "option", gravity=fmt(*model.gravity))
+    _write_fluid(model, option, report)
     asset = etree.SubElement(root, "asset")
     world = etree.SubElement(root, "worldbody")
     by_body = frames_by_body(model)
@@ -348,3 +349,21 @@ def write_mjcf(model, path, mesh_paths: dict | None = None) -> list[str]:
     root = mjcf_tree(model, path, mesh_paths, report)
     etree.ElementTree(root).write(str(path), pretty_print=True, xml_declaration=True, encoding="utf-8")
     return report
+
+
+def _write_fluid(model, option, report) -> None:
+    """The medium to ``<option>``; MuJoCo derives each body's box from its inertia, so a body that
+    fuses several (their boxes kept apart in pbsim) is written as one box, which the report says."""
+    f = model.fluid
+    if f is None:
+        return
+    option.set("density", fmt(f.density))
+    option.set("viscosity", fmt(f.viscosity))
+    if np.any(f.wind):
+        option.set("wind", fmt(*f.wind))
+    fused = sorted({model.body_names[i] for i in f.body if np.count_nonzero(f.body == i) > 1})
+    if fused:
+        report.append(
+            f"MJCF: fluid forces of the bodies fused into {fused[:8]} are written as one inertia box each "
+            "(MuJoCo's force on them differs)"
+        )

@@ -407,6 +407,8 @@ def urdf_tree(model, path="robot.urdf", mesh_paths=None, report=None, capsules="
         )
     if np.any(model.gravcomp[:, 0] != 0.0):
         report.append("URDF: gravity compensation (MJCF gravcomp) dropped: URDF has none")
+    if model.fluid is not None and model.fluid.nf:
+        report.append("URDF: fluid forces (MJCF <option density viscosity>) dropped: URDF has none")
     if model.q_default is not None and not np.allclose(model.q_default, model.neutral()):
         report.append("URDF: the reference configuration (q_default / MJCF qpos0, keyframes) is not representable")
     if model.contact_pairs is not None or model.contact_disabled:

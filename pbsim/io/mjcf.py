@@ -20,13 +20,15 @@ Mapping:
   ``armature`` go to ``Model.stiffness``/``springref``/``frictionloss``/``damping``/``armature``
   (a ball or free joint's stiffness per DOF: :func:`pbsim.dynamics.passive.ball_springs`);
 - body ``gravcomp`` goes to ``Model.gravcomp`` (:mod:`pbsim.dynamics.gravcomp`);
+- ``<option density viscosity wind>`` and every body's inertia box go to ``Model.fluid``
+  (:mod:`pbsim.model.fluid`, MuJoCo's inertia-box model; the ellipsoid model is noted);
 - ``<equality>`` (connect, weld, joint, fixed-tendon) goes to ``Model.equality``
   (:mod:`pbsim.io.mjcf_equality`);
 - ``<keyframe>`` keys go to ``Model.keyframes`` (:mod:`pbsim.model.keyframes`: q = qpos, v with a
   free joint's linear velocity in its body frame, ctrl by actuator name);
 - whatever the Model cannot hold is listed by name in ``Model.notes`` (``pbsim info``), never
   dropped silently: what the tendon, actuator and equality readers cannot carry, sensors, flexes,
-  plugins, fluid forces, limits of ball joints, hfields on moving bodies, SDF geoms and the
+  plugins, the ellipsoid fluid model, limits of ball joints, hfields on moving bodies, SDF geoms and the
   contact pairs they would be in, contact gaps (sites, cameras, lights, materials and textures are
   not dynamics and are ignored);
 - a value the compiler accepts but that is NaN or inf (MuJoCo only warns) is a ParseError naming
@@ -43,6 +45,7 @@ import numpy as np
 from pbsim.errors import InputError, ParseError
 from pbsim.io.mjcf_contact import contact_pairs_from_mjmodel, geom_contact_fields
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
+from pbsim.model.fluid import MINVAL, inertia_box
 from pbsim.model.geometry import Geometry
 from pbsim.model.inertia import MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS
 from pbsim.model.notes import listed as _listed
@@ -127,6 +130,7 @@ def model_from_mjmodel(
     _note_dropped(mj, b.notes)
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
+    fluid_bodies = _fluid_bodies(mj, b)
     rename = {}  # last moving link of a MuJoCo body -> the body's name
     joint_names = []  # pbsim's name of each MuJoCo joint
     for i in range(1, mj.nbody):
@@ -141,6 +145,8 @@ def model_from_mjmodel(
             inertia=Ri @ np.diag(mj.body_inertia[i]) @ Ri.T,
             gravcomp=float(mj.body_gravcomp[i]),
         )
+        if i in fluid_bodies:  # MuJoCo's inertia-box fluid model: the box of this body's inertia
+            link.fluid_R, link.fluid_box = Ri, inertia_box(float(mj.body_mass[i]), mj.body_inertia[i])
         jadr, jnum = mj.body_jntadr[i], mj.body_jntnum[i]
         prev, prev_anchor = parent, None
         for n in range(jnum):
@@ -399,10 +405,6 @@ def _note_dropped(mj, notes: list[str]) -> None:
     mocap = [bodies[i] for i in range(1, mj.nbody) if mj.body_mocapid[i] >= 0]
     if mocap:
         notes.append(f"mocap bodies are welded where they are (not driven): {_listed(mocap)}")
-    if mj.opt.density > 0 or mj.opt.viscosity > 0:
-        notes.append(
-            f"fluid forces (<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}>) are not modelled"
-        )
     balls = [
         _name(mj, O.mjOBJ_JOINT, j, f"joint{j}")
         for j in range(mj.njnt)
@@ -410,6 +412,24 @@ def _note_dropped(mj, notes: list[str]) -> None:
     ]
     if balls:
         notes.append(f"range limits of ball joint(s) not imported (cone limits): {_listed(balls)}")
+
+
+def _fluid_bodies(mj, b) -> set:
+    """The bodies MuJoCo's inertia-box fluid model acts on (``<option density/viscosity>`` set: every
+    body with mass whose geoms keep ``fluidshape="none"``); the medium goes to ``b.fluid_medium``.
+    Bodies with an ellipsoid fluid shape (MuJoCo's other model) are named in the notes."""
+    if not (mj.opt.density > 0 or mj.opt.viscosity > 0):
+        return set()
+    import mujoco
+
+    b.fluid_medium = (float(mj.opt.density), float(mj.opt.viscosity), np.array(mj.opt.wind, float))
+    ellipsoid = {int(mj.geom_bodyid[g]) for g in range(mj.ngeom) if mj.geom_fluid[g, 0] > 0}
+    if ellipsoid:
+        names = [_name(mj, mujoco.mjtObj.mjOBJ_BODY, i, f"body{i}") for i in sorted(ellipsoid)]
+        b.notes.append(
+            f"fluid forces of the ellipsoid model (geom fluidshape='ellipsoid') not simulated on {_listed(names)}"
+        )
+    return {i for i in range(1, mj.nbody) if mj.body_mass[i] >= MINVAL and i not in ellipsoid}
 
 
 def _check_finite(mj, source: str) -> None:

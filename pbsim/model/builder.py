@@ -62,6 +62,10 @@ class LinkSpec:
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about com, link axes
     geoms: list[Geometry] = field(default_factory=list)  # placed in the link frame; body is ignored
     gravcomp: float = 0.0  # MJCF body gravcomp: this share of the link's weight is held up (Model.gravcomp)
+    # MJCF fluid forces (Model.fluid): the link's principal axes in its frame (columns) and its
+    # inertia box's sides (pbsim.model.fluid.inertia_box); None: the link takes no fluid force
+    fluid_R: np.ndarray | None = None
+    fluid_box: np.ndarray | None = None
 
 
 @dataclass
@@ -96,6 +100,7 @@ class ModelBuilder:
         self.joints: list[JointSpec] = []
         self.world_links: set[str] = set()
         self.gravity = np.array([0.0, 0.0, -9.81])
+        self.fluid_medium = None  # (density, viscosity, wind (3,)) of MJCF <option>: Model.fluid
         self.world_geoms: list[Geometry] = []
         self.notes: list[str] = []
         self.fix_inertia = False
@@ -199,6 +204,7 @@ class ModelBuilder:
         frames = [Frame(world_name, -1, np.eye(3), np.zeros(3))]
         geoms: list[Geometry] = list(self.world_geoms)
         static_mass = 0.0
+        fluid_parts = []  # (body, principal frame and centre in the body frame, box, link)
 
         def attach_link(name, body, R, p):
             nonlocal static_mass
@@ -227,6 +233,9 @@ class ModelBuilder:
                     gm = link.gravcomp * link.mass
                     bodies[body]["gc"] += np.concatenate([[gm], gm * (R @ np.asarray(link.com, float) + p)])
                 bodies[body]["links"].append(name)
+                if link.fluid_box is not None:
+                    fluid_parts.append((body, R @ link.fluid_R, R @ np.asarray(link.com, float) + p,
+                                        np.asarray(link.fluid_box, float), name))
             for g in link.geoms:
                 # a copy placed in its body: every other field (contact parameters, source_index) kept
                 geoms.append(dataclasses.replace(g, body=body, R=R @ g.R, p=R @ g.p + p, link=name))
@@ -306,8 +315,20 @@ class ModelBuilder:
             springref=self._springref(bodies),
             mimic=mimic,
             gravcomp=np.array([b["gc"] for b in bodies]).reshape(nb, 4) if any(b["gc"][0] for b in bodies) else None,
+            fluid=self._fluid(fluid_parts),
         )
         return model
+
+    def _fluid(self, parts):
+        """``Model.fluid`` from the medium and the moving links' inertia boxes (None: no medium)."""
+        if self.fluid_medium is None:
+            return None
+        from pbsim.model.fluid import Fluid
+
+        rho, beta, wind = self.fluid_medium
+        return Fluid(density=rho, viscosity=beta, wind=wind, body=[t[0] for t in parts],
+                     R=np.array([t[1] for t in parts]).reshape(-1, 3, 3), p=np.array([t[2] for t in parts]).reshape(-1, 3),
+                     box=np.array([t[3] for t in parts]).reshape(-1, 3), names=[t[4] for t in parts])
 
     def _resolve_mimic(self, bodies) -> list:
         """``[(slave, root master, multiplier, offset)]`` of the coupled mimic joints, chains

@@ -226,5 +226,26 @@ def combine(*parts, name: str | None = None) -> Model:
         equality=[dataclasses.replace(e) for e in first.equality],
         tendons=first.tendons,
         keyframes=keyframes,
+        fluid=_combined_fluid(items),
     )
     return out
+
+
+def _combined_fluid(items):
+    """The parts' fluid forces side by side (bodies renumbered); parts without a medium take none.
+    Two parts in different media are refused."""
+    from pbsim.model.fluid import Fluid
+
+    have = [(m, nb0) for nb0, (m, _) in zip(np.cumsum([0] + [m.nb for m, _ in items]), items) if m.fluid is not None]
+    if not have:
+        return None
+    f0 = have[0][0].fluid
+    for m, _ in have[1:]:
+        f = m.fluid
+        if (f.density, f.viscosity) != (f0.density, f0.viscosity) or not np.array_equal(f.wind, f0.wind):
+            raise InputError(f"combine: {have[0][0].name!r} and {m.name!r} are in different fluid media "
+                             f"({f0.describe()}; {f.describe()})")
+    return Fluid(density=f0.density, viscosity=f0.viscosity, wind=f0.wind,
+                 body=np.concatenate([m.fluid.body + nb0 for m, nb0 in have]),
+                 R=np.concatenate([m.fluid.R for m, _ in have]), p=np.concatenate([m.fluid.p for m, _ in have]),
+                 box=np.concatenate([m.fluid.box for m, _ in have]), names=sum((m.fluid.names for m, _ in have), []))

@@ -23,7 +23,9 @@ KModel = namedtuple(
     # equality constraints (pbsim.model.equality)
     " eq_type eq_row eq_nrow eq_body eq_point eq_quat eq_jq eq_jv eq_ten_q eq_ten_v eq_ref eq_poly"
     # gravity compensation (Model.gravcomp; pbsim.dynamics.gravcomp)
-    " gravcomp",
+    " gravcomp"
+    # fluid forces (Model.fluid, pbsim.model.fluid; pbsim.dynamics.fluid)
+    " fl_medium fl_body fl_R fl_p fl_box",
 )
 
 
@@ -86,6 +88,9 @@ class Model:
     # [kg] and its first moment in the body frame [kg m] (a force -m_gc g at that mass's centre,
     # pbsim.dynamics.gravcomp); None: none (zeros)
     gravcomp: np.ndarray | None = None
+    # fluid forces (MJCF <option density viscosity wind>): pbsim.model.fluid.Fluid, MuJoCo's
+    # inertia-box model (pbsim.dynamics.fluid); None: none
+    fluid: object = None
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -145,12 +150,20 @@ class Model:
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
                              self.mimic_off, **self._tendon_fields(), **self._equality_arrays(),
-                             gravcomp=self.gravcomp)
+                             gravcomp=self.gravcomp, **self._fluid_fields())
             # a read-only field (a broadcast view, a frozen array) would change the kernels' types
             # and compile every kernel again for this model: writeable copies instead
             self._k = KModel(*(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
                                for a in self._k))
         return self._k
+
+    def _fluid_fields(self) -> dict:
+        from pbsim.model.fluid import Fluid
+
+        f = self.fluid if self.fluid is not None else Fluid()
+        if f.nf and (f.body.min() < 0 or f.body.max() >= self.nb):
+            raise InputError(f"model {self.name!r}: fluid parts name bodies outside 0..{self.nb - 1}")
+        return f.kernel_fields()
 
     def _tendon_fields(self) -> dict:
         from pbsim.model.tendons import Tendons
@@ -400,6 +413,8 @@ class Model:
         if held:
             rows.append(f"  gravity compensation on {len(held)} bod{'ies' if len(held) > 1 else 'y'}: "
                         + ", ".join(f"{self.body_names[i]} ({self.gravcomp[i, 0]:.4g} kg held)" for i in held))
+        if self.fluid is not None and self.fluid.nf:
+            rows.append("  " + self.fluid.describe())
         shapes = {}
         for g in self.geoms:  # the shapes that touch something (MJCF: those in a contact pair)
             if g.role == "collision":

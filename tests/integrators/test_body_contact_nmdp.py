@@ -412,8 +412,8 @@ def test_body_body_kernels_compile_only_into_runs_with_items(tmp_path, method):
     assert spec.used(integ, None, make_scene(m).kernel_arrays(m))["body_contact"] is True
     assert spec.used(integ, None, make_scene(m, body_contact=False).kernel_arrays(m))["body_contact"] is False
     assert spec.used(integ, None, make_scene(m).kernel_arrays(m)).get("equality", False) is False  # none here
-    full = driver(step_batch, spec.step, spec.features, {"body_contact": True})
-    lean = driver(step_batch, spec.step, spec.features, {"body_contact": False})
+    full = driver(step_batch, spec.step, spec.features, {"body_contact": True}, reuse=False)  # the exact builds
+    lean = driver(step_batch, spec.step, spec.features, {"body_contact": False}, reuse=False)
     assert lean is not full
     names = set(spec.features["body_contact"])
 

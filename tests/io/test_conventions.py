@@ -257,7 +257,6 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     notes = "\n".join(m.notes)
     for expected in [
         "1 sensor(s) not imported: 'hip_angle'",
-        "fluid forces (<option density=1.2 viscosity=0.001>) are not modelled",
         "range limits of ball joint(s) not imported (cone limits): 'shoulder'",
         "hfield 'terrain' is flat (all 3x3 elevations 0: data MuJoCo sets at run time?)",
     ]:
@@ -275,6 +274,9 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     assert "gravcomp" not in notes and m.gravcomp[m.body_names.index("torso"), 0] == mj.body_mass[1] > 0
     assert f"gravity compensation on 1 body: torso ({mj.body_mass[1]:.4g} kg held)" in m.summary()
     assert "2 tendon(s): coupling: fixed" in m.summary()  # what `pbsim info` prints
+    # the medium is imported (tests/dynamics/test_fluid.py): every body with mass takes its force
+    assert "fluid" not in notes and m.fluid.nf == 3
+    assert "fluid forces (MuJoCo's inertia-box model, explicit): density 1.2 kg/m^3" in m.summary()
     # <pair> and <exclude> are imported (tests/io/test_mjcf_contact.py): the pair is the only one
     # besides the ground's (hfield-blob, hfield-shin, hfield-forearm)
     assert "'touch'" not in notes and "'skip'" not in notes

@@ -28,6 +28,7 @@ class SemiImplicitEuler(Integrator):
     """Semi-implicit Euler."""
 
     name = "euler"
+    supports_fluid = True  # explicit in joint_forces, as MuJoCo's
     supports_mimic = True
     supports_equality = True
     STEP = StepSpec(euler_step, features=FEATURES, used=_used)
@@ -35,6 +36,7 @@ class SemiImplicitEuler(Integrator):
 
 class _RungeKutta(Integrator):
     tableau = "rk4"
+    supports_fluid = True  # explicit at each stage, as MuJoCo's RK4
     supports_mimic = True
     supports_equality = True
     STEP = StepSpec(rk_step, extra=_tableau, features=FEATURES, used=_used)

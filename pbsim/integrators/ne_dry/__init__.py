@@ -43,6 +43,7 @@ class NeDry(Integrator):
     """Newton-Euler with dry friction (velocity-level LCP, Lemke)."""
 
     name = "ne_dry"
+    supports_fluid = True  # explicit at the step's start (joint_forces)
     OPTIONS = (
         Option("mu", None, "Coulomb friction coefficient (None: the scene's mu)", "float"),
         Option("margin", MARGIN, "contact points with signed distance below this [m] enter the LCP", "float"),

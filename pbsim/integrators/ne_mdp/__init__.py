@@ -67,6 +67,7 @@ class NeMdp(Integrator):
     """NE-MDP (paper 002's baseline): forward Newton-Euler, MDP contact forces by one QP per step."""
 
     name = "ne_mdp"
+    supports_fluid = True  # explicit at the step's start (joint_forces)
     OPTIONS = (
         *WRENCH_OPTIONS,
         Option("max_iterations", MAX_ITERATIONS, "QP iteration cap per step", "int"),

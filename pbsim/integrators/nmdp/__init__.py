@@ -77,6 +77,7 @@ class Nmdp(PgmIntegrator):
     checks, diagnostics and the tools ``residual`` / ``candidates``: :class:`pbsim.integrators.pgm.integrator.PgmIntegrator`."""
 
     name = "nmdp"
+    supports_fluid = True  # explicit at the step's start (joint_forces' tau0)
     ZO = False
     OPTIONS = (*pgm_option_specs(200), METRIC)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES, used=PGM_USED)

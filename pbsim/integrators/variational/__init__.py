@@ -59,6 +59,7 @@ class Variational(Integrator):
     ``tol``, ``max_iter``) are still accepted.
     """
 
+    name = "variational"
     implicit = True
     OPTIONS = (
         Option("method", "riqn", "root finder of the DEL equations", "str", tuple(METHODS)),
