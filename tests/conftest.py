@@ -55,6 +55,18 @@ def gymnasium_xml(name: str) -> str:
     return p
 
 
+def mjcf_pair(tmp_path, name: str, xml: str):
+    """``(pbsim model, mujoco.MjModel)`` of the MJCF text ``xml`` written to ``tmp_path / name``: a
+    model and its oracle from one file."""
+    import mujoco
+
+    import pbsim
+
+    p = tmp_path / name
+    p.write_text(xml)
+    return pbsim.load(str(p)), mujoco.MjModel.from_xml_path(str(p))
+
+
 _MJX_DOWNLOAD_FAILED: list[str] = []
 
 

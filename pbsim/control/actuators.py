@@ -47,11 +47,13 @@ from pbsim.errors import InputError
 MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
 KINDS = {"motor": MOTOR, "position": POSITION, "velocity": VELOCITY, "general": GENERAL}
 # KControl's ta_* rows of a control without tendon-transmission actuators
-NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)))
+NO_TENDON_ACT = (np.zeros(0, np.int64), np.zeros(0), np.zeros((1, 0)), np.zeros((0, 2)), np.zeros((0, 2)),
+                 np.zeros((0, 11)))
 # ... and its sa_* rows without site-transmission actuators
 NO_SITE_ACT = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 6)), np.zeros((1, 0)))
-DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
-DYNTYPES = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER, "filterexact": DYN_FILTEREXACT}
+DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = 0, 1, 2, 3, 4
+DYNTYPES = {"none": DYN_NONE, "integrator": DYN_INTEGRATOR, "filter": DYN_FILTER, "filterexact": DYN_FILTEREXACT,
+            "muscle": DYN_MUSCLE}
 
 
 @dataclass
@@ -79,6 +81,11 @@ class Actuators:
     site_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     site_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
     gear6: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    # muscles (MJCF <muscle>, tendon transmission; pbsim.dynamics.muscle): per actuator [on, range (2),
+    # F0, lmin, lmax, vmax, fpmax, fvmax, lengthrange (2)] (on = 0: not a muscle), and the muscle
+    # dynamics' [tau_act, tau_deact, tausmooth]
+    muscle: np.ndarray = field(default_factory=lambda: np.zeros((0, 11)))
+    musdyn: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def nu(self) -> int:
@@ -151,6 +158,11 @@ class Actuators:
         a.site_pos = np.array([it.get("site_pos", (0.0, 0.0, 0.0)) for it in items], float).reshape(n, 3)
         a.site_rot = np.array([it.get("site_rot", np.eye(3)) for it in items], float).reshape(n, 3, 3)
         a.gear6 = np.array([it.get("gear6", (it.get("gear", 1.0), 0, 0, 0, 0, 0)) for it in items], float).reshape(n, 6)
+        a.muscle = np.array([it.get("muscle", np.zeros(11)) for it in items], float).reshape(n, 11)
+        a.musdyn = np.array([it.get("musdyn", np.zeros(3)) for it in items], float).reshape(n, 3)
+        if ((a.muscle[:, 0] != 0) & (a.tendon < 0)).any():
+            bad = a.names[int(np.argmax((a.muscle[:, 0] != 0) & (a.tendon < 0)))]
+            raise InputError(f"actuator {bad!r}: a muscle needs a tendon transmission")
         filt = (a.dyntype == DYN_FILTER) | (a.dyntype == DYN_FILTEREXACT)
         if (filt & ~(a.dynprm > 0)).any():
             bad = a.names[int(np.argmax(filt & ~(a.dynprm > 0)))]
@@ -229,6 +241,8 @@ def act_step(model, act, u, dt):
         ua, x, d = u[:, a], A[:, k], int(acts.dyntype[a])
         if d == DYN_INTEGRATOR:
             out[:, k] = x + dt * ua  # act+ = act + dt u
+        elif d == DYN_MUSCLE:
+            out[:, k] = x + dt * muscle_act_rate(ua, x, acts.musdyn[a])  # MuJoCo's muscle dynamics
         elif d == DYN_FILTER:
             out[:, k] = x + dt * (ua - x) / acts.dynprm[a]  # act+ = act + dt (u - act) / tau
         else:
@@ -237,6 +251,28 @@ def act_step(model, act, u, dt):
         if np.isfinite(lo) or np.isfinite(hi):
             out[:, k] = np.clip(out[:, k], lo, hi)
     return out
+
+
+def muscle_act_rate(u, act, prm) -> np.ndarray:
+    """MuJoCo's muscle activation rate ``(u - act) / tau``: ``tau = tau_act (0.5 + 1.5 act)`` while
+    activating, ``tau_deact / (0.5 + 1.5 act)`` while deactivating (``u``, ``act`` clipped to [0, 1]
+    in tau; ``prm`` = [tau_act, tau_deact, tausmooth]: a width > 0 blends the two with a quintic
+    step of ``(u - act) / width + 0.5``)."""
+    uc = np.clip(u, 0.0, 1.0)
+    ac = np.clip(act, 0.0, 1.0)
+    t_act = prm[0] * (0.5 + 1.5 * ac)
+    t_deact = prm[1] / (0.5 + 1.5 * ac)
+    du = uc - act
+    if prm[2] < MINVAL_ACT:
+        tau = np.where(du > 0, t_act, t_deact)
+    else:
+        x = np.clip(du / prm[2] + 0.5, 0.0, 1.0)
+        s = x * x * x * (3.0 * x * (2.0 * x - 5.0) + 10.0)  # quintic smoothstep
+        tau = t_deact + (t_act - t_deact) * s
+    return du / np.maximum(MINVAL_ACT, tau)
+
+
+MINVAL_ACT = 1e-15  # MuJoCo's mjMINVAL
 
 
 def act_advance(model, act, ctrl, dt, batch: int) -> np.ndarray:
@@ -318,4 +354,4 @@ def _tendon_rows(acts, rows, Bp):
     C = np.ascontiguousarray(np.stack([np.broadcast_to(c, (Bp,)) for _, c in rows], axis=1))
     return (np.ascontiguousarray(acts.tendon[idx], np.int64), np.ascontiguousarray(acts.gear[idx], np.float64), C,
             np.ascontiguousarray(acts.bias[idx][:, 1:3], np.float64),
-            np.ascontiguousarray(acts.forcerange[idx], np.float64))
+            np.ascontiguousarray(acts.forcerange[idx], np.float64), np.ascontiguousarray(acts.muscle[idx], np.float64))

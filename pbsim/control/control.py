@@ -24,7 +24,7 @@ from pbsim.control.actuators import NO_SITE_ACT, NO_TENDON_ACT
 # sa_*: actuators with a site transmission (pbsim.control.site_actuators): body (ns,), site position
 # (ns, 3) and rotation (ns, 3, 3) in the body frame, gear (ns, 6), force (B', ns)
 KControl = namedtuple("KControl", "mode tau kp kd q_ref v_ref solver clamp effort dof_parent predict "
-                      "ta_ten ta_gear ta_c ta_b ta_frc sa_body sa_pos sa_rot sa_gear sa_f")
+                      "ta_ten ta_gear ta_c ta_b ta_frc ta_mus sa_body sa_pos sa_rot sa_gear sa_f")
 
 TORQUE, PD, SPD = 0, 1, 2
 MODES = {"torque": TORQUE, "none": TORQUE, "pd": PD, "spd": SPD}

@@ -38,6 +38,7 @@ from numba import prange
 from pbsim.jit import kernel
 from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.muscle import muscle_force
 from pbsim.dynamics.passive import FRICTION_VEL
 
 JOINT, SITE, SPHERE, CYLINDER, PULLEY = 0, 1, 2, 3, 4  # pbsim.model.tendons
@@ -391,8 +392,9 @@ def passive_force(m, t, L, Ld, dt, implicit):
 @kernel
 def actuator_force(c, b, t, L, Ld):
     """The force the control's tendon actuators put along tendon ``t`` (MuJoCo's
-    ``f = gain u + b0 + b1 l + b2 dl/dt`` with actuator length ``l = gear L``, clamped to its
-    forcerange, entering the tendon as ``gear f``) and its implicit weights ``(-dF/dL, -dF/dLd)``."""
+    ``f = gain u + b0 + b1 l + b2 dl/dt`` with actuator length ``l = gear L``, or a muscle's
+    force, clamped to its forcerange, entering the tendon as ``gear f``) and its implicit weights
+    ``(-dF/dL, -dF/dLd)`` (none for a muscle: explicit)."""
     F = 0.0
     wk = 0.0
     wd = 0.0
@@ -401,14 +403,18 @@ def actuator_force(c, b, t, L, Ld):
         if c.ta_ten[a] != t:
             continue
         g = c.ta_gear[a]
-        f = c.ta_c[bc, a] + c.ta_b[a, 0] * g * L + c.ta_b[a, 1] * g * Ld
+        mus = c.ta_mus[a, 0] != 0.0  # a muscle: its force law at act = ta_c (pbsim.dynamics.muscle), explicit
+        if mus:
+            f = muscle_force(c.ta_mus[a], c.ta_c[bc, a], g * L, g * Ld)
+        else:
+            f = c.ta_c[bc, a] + c.ta_b[a, 0] * g * L + c.ta_b[a, 1] * g * Ld
         lo = c.ta_frc[a, 0]
         hi = c.ta_frc[a, 1]
         if f > hi:
             f = hi
         elif f < lo:
             f = lo
-        else:
+        elif not mus:
             wk -= c.ta_b[a, 0] * g * g
             wd -= c.ta_b[a, 1] * g * g
         F += g * f

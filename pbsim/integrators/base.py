@@ -26,6 +26,7 @@ from pbsim.control.control import Control, default_control
 from pbsim.contact.scene import Scene
 from pbsim.dynamics.api import as_batch, as_q
 from pbsim.errors import InputError, check_batch, check_dt
+from pbsim.jit import unused, unused_float
 from pbsim.integrators.divergence import DEFAULT as DEFAULT_DIVERGENCE
 from pbsim.integrators.divergence import DivergenceRule
 from pbsim.integrators.divergence import check as check_divergence
@@ -160,12 +161,21 @@ class StepSpec:
 
 # Optional parts of every method's kernel tree that only some models use (pbsim.jit.Variants): a
 # method whose tree does not reach them is not copied
-MODEL_FEATURES = {"fluid": ("fluid_forces",)}  # the medium's drag (pbsim.dynamics.fluid)
+MODEL_FEATURES = {
+    "fluid": {"fluid_forces": unused},  # the medium's drag (pbsim.dynamics.fluid)
+    "muscle": {"muscle_force": unused_float},  # MuJoCo's muscles on tendons (pbsim.dynamics.muscle)
+}
+
+
+def has_muscles(model) -> bool:
+    acts = getattr(model, "actuators", None)
+    return bool(acts is not None and acts.nu and (acts.muscle[:, 0] != 0).any())
 
 
 def model_features_used(model) -> dict:
     """Which of :data:`MODEL_FEATURES` ``model`` needs."""
-    return {"fluid": bool(getattr(model, "fluid", None) is not None and model.fluid.nf)}
+    return {"fluid": bool(getattr(model, "fluid", None) is not None and model.fluid.nf),
+            "muscle": has_muscles(model)}
 
 
 def body_contact_used(integrator, kc, ks) -> dict:
@@ -221,6 +231,11 @@ class Integrator:
             ok = sorted(n for n, (c, _, _) in _REGISTRY.items() if getattr(c, "supports_fluid", False))
             raise InputError(f"{self.name} does not apply fluid forces (model {model.name!r}: {fl.describe()}); use "
                              f"one of {', '.join(ok)}, or drop them (model.fluid = None)")
+        if self.tendon_potentials and has_muscles(model):
+            mus = [n for n, on in zip(model.actuators.names, model.actuators.muscle[:, 0]) if on]
+            raise InputError(f"{self.name} holds tendon actuators as potentials, which a muscle's force (it depends on "
+                             f"the tendon's velocity) is not ({len(mus)} in model {model.name!r}: {mus[:4]}); use euler, "
+                             "rk4 or another explicit method")
         if not self.spatial_tendons:
             from pbsim.dynamics.tendon import spatial_force_tendons
 

@@ -28,6 +28,7 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         int(D.mjDYN_INTEGRATOR): "integrator",
         int(D.mjDYN_FILTER): "filter",
         int(D.mjDYN_FILTEREXACT): "filterexact",
+        int(D.mjDYN_MUSCLE): "muscle",
     }
     placed = None  # site placements in pbsim's body frames (made on the first site actuator)
     for a in range(mj.nu):
@@ -82,7 +83,13 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         if dt_ != int(D.mjDYN_NONE) and int(mj.actuator_actnum[a]) != 1:
             skipped.append(f"{name} ({int(mj.actuator_actnum[a])} activations)")
             continue
-        if gt != int(mujoco.mjtGain.mjGAIN_FIXED):
+        G_MUS, B_MUS = int(mujoco.mjtGain.mjGAIN_MUSCLE), int(mujoco.mjtBias.mjBIAS_MUSCLE)
+        if gt == G_MUS or bt == B_MUS or dt_ == int(D.mjDYN_MUSCLE):
+            why = _muscle_refusal(mj, a, tendon, gt, bt, dt_, G_MUS, B_MUS, int(D.mjDYN_MUSCLE))
+            if why:
+                skipped.append(f"{name} ({why})")
+                continue
+        elif gt != int(mujoco.mjtGain.mjGAIN_FIXED):
             skipped.append(f"{name} (gain type {gt})")
             continue
         ctrl = tuple(mj.actuator_ctrlrange[a]) if mj.actuator_ctrllimited[a] else (-np.inf, np.inf)
@@ -100,7 +107,10 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
             actearly=bool(mj.actuator_actearly[a]),
             **site,
         )
-        if bt == int(mujoco.mjtBias.mjBIAS_NONE):
+        if gt == G_MUS:  # pbsim.dynamics.muscle: the force law in the kernel, act (or ctrl) as its input
+            it.update(kind="general", gain=1.0, muscle=_muscle_params(mj, a),
+                      musdyn=tuple(float(x) for x in mj.actuator_dynprm[a, :3]))
+        elif bt == int(mujoco.mjtBias.mjBIAS_NONE):
             it.update(kind="motor", gain=float(gp[0]))
         elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[1] <= 0 and bp[2] <= 0:
             b = (float(bp[0]), float(bp[1]), float(bp[2]))
@@ -121,6 +131,28 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
         shown = ", ".join(skipped[:12]) + (f" and {len(skipped) - 12} more" if len(skipped) > 12 else "")
         notes.append(f"{len(skipped)} actuator(s) not imported: {shown}")
     return Actuators.build(items), notes
+
+
+def _muscle_refusal(mj, a, tendon, gt, bt, dt_, g_mus, b_mus, d_mus) -> str:
+    """Why a muscle actuator is not imported ('' when it is): pbsim carries MuJoCo's whole muscle
+    (gain, bias and dynamics all of type muscle, or no dynamics) on a tendon."""
+    if not (gt == g_mus and bt == b_mus and dt_ in (d_mus, 0)):
+        return f"muscle parts mixed with other types (gain {gt}, bias {bt}, dynamics {dt_})"
+    if tendon < 0:
+        return "a muscle on a joint transmission"
+    if not np.array_equal(mj.actuator_gainprm[a, :9], mj.actuator_biasprm[a, :9]):
+        return "muscle gain and bias with different parameters"
+    return ""
+
+
+def _muscle_params(mj, a) -> tuple:
+    """``Actuators.muscle`` of actuator ``a``: [1, range, F0, lmin, lmax, vmax, fpmax, fvmax,
+    lengthrange]; ``F0 = scale / acc0`` where the file's force is negative (MuJoCo's rule)."""
+    p = mj.actuator_gainprm[a]
+    force = float(p[2]) if p[2] >= 0 else float(p[3]) / max(1e-15, float(mj.actuator_acc0[a]))
+    lr = mj.actuator_lengthrange[a]
+    return (1.0, float(p[0]), float(p[1]), force, float(p[4]), float(p[5]), float(p[6]), float(p[7]), float(p[8]),
+            float(lr[0]), float(lr[1]))
 
 
 def keyframe_activations(mj, model, name_of) -> list[str]:

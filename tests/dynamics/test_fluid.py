@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pbsim
-from conftest import gymnasium_xml
+from conftest import gymnasium_xml, mjcf_pair
 from pbsim.errors import InputError
 from pbsim.io.export_mjcf import write_mjcf
 
@@ -32,12 +32,6 @@ TREE = """<mujoco><option density="1200" viscosity="0.02" wind="0.4 -0.3 0.1" gr
 </worldbody></mujoco>"""
 
 
-def _load(tmp_path, name, xml):
-    p = tmp_path / name
-    p.write_text(xml)
-    return pbsim.load(str(p)), mujoco.MjModel.from_xml_path(str(p))
-
-
 def _to_pbsim(d, vec):
     """A free base's linear part: MuJoCo's in world axes, pbsim's in the body frame."""
     out = np.array(vec, float)
@@ -46,7 +40,7 @@ def _to_pbsim(d, vec):
 
 
 def test_qfrc_fluid_equals_mujocos_at_random_states(tmp_path):
-    m, mj = _load(tmp_path, "tree.xml", TREE)
+    m, mj = mjcf_pair(tmp_path, "tree.xml", TREE)
     assert not any("fluid" in n for n in m.notes), m.notes
     assert m.fluid.nf == 5 and len(set(m.fluid.body.tolist())) == 4  # 'fused' keeps its own box in 'a'
     assert "fluid forces (MuJoCo's inertia-box model" in m.summary()
@@ -72,7 +66,7 @@ def test_qfrc_fluid_equals_mujocos_at_random_states(tmp_path):
 
 def test_ellipsoid_fluid_shape_is_named_and_left_out(tmp_path):
     xml = TREE.replace('mass=".2"/></body>', 'mass=".2" fluidshape="ellipsoid"/></body>')
-    m, _ = _load(tmp_path, "ell.xml", xml)
+    m, _ = mjcf_pair(tmp_path, "ell.xml", xml)
     assert any("ellipsoid model" in n and "'c'" in n for n in m.notes), m.notes
     assert m.fluid.nf == 4
 
@@ -105,7 +99,7 @@ def _sinker(tmp_path, rho=1000.0):
     xml = f"""<mujoco><option density="{rho}"/><worldbody>
     <body name="box" pos="0 0 0"><freejoint/><geom type="box" size=".05 .1 .2" mass="3"/></body>
     </worldbody></mujoco>"""
-    return _load(tmp_path, "sinker.xml", xml)[0]
+    return mjcf_pair(tmp_path, "sinker.xml", xml)[0]
 
 
 @pytest.mark.parametrize("integ, dt", [("euler", 1e-3), ("ne_dry", 0.02)])
@@ -131,7 +125,7 @@ def test_methods_without_it_refuse_and_name_it():
 
 
 def test_export_and_combine_keep_the_medium(tmp_path):
-    m, _ = _load(tmp_path, "tree.xml", TREE)
+    m, _ = mjcf_pair(tmp_path, "tree.xml", TREE)
     out = tmp_path / "out.xml"
     report = write_mjcf(m, str(out))
     back = pbsim.load(str(out))

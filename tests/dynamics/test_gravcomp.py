@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pbsim
+from conftest import mjcf_pair
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -40,12 +41,6 @@ ARM = """<mujoco><option timestep="0.001" integrator="{integ}"/>
 </worldbody></mujoco>"""
 
 
-def _load(tmp_path, name, xml):
-    p = tmp_path / name
-    p.write_text(xml)
-    return pbsim.load(str(p)), mujoco.MjModel.from_xml_path(str(p))
-
-
 def _random_q(mj, rng):
     q = rng.normal(size=mj.nq)
     q[3:7] /= np.linalg.norm(q[3:7])  # the free joint's quaternion
@@ -54,7 +49,7 @@ def _random_q(mj, rng):
 
 
 def test_qfrc_gravcomp_equals_mujocos_at_random_states(tmp_path):
-    m, mj = _load(tmp_path, "tree.xml", TREE)
+    m, mj = mjcf_pair(tmp_path, "tree.xml", TREE)
     assert not any("gravcomp" in n for n in m.notes), m.notes
     d = mujoco.MjData(mj)
     rng = np.random.default_rng(0)
@@ -75,7 +70,7 @@ def test_potential_is_gravitys_less_the_held_share(tmp_path):
     """``pbsim.energy``'s potential (the one pbad/pbfd/pbd_nmdp minimise, the same weight_moment)
     has the gradient ``rnea(q, 0, 0) - gravcomp(q)``: gravity's generalized force less the
     compensation (central differences in the tangent space)."""
-    m, mj = _load(tmp_path, "tree.xml", TREE)
+    m, mj = mjcf_pair(tmp_path, "tree.xml", TREE)
     rng = np.random.default_rng(1)
     q = _random_q(mj, rng)
     grad = pbsim.rnea(m, q, np.zeros(m.nv), np.zeros(m.nv)) - pbsim.gravcomp(m, q)
@@ -99,7 +94,7 @@ def test_arm_held_by_gravcomp_follows_mujoco(tmp_path, method, integ):
     """1 s from the horizontal pose with a push, 1 ms, against MuJoCo's same integrator: within
     1e-9 rad (m) (measured 4e-16 euler, 2e-16 rk4; issue 29's bar is 1e-3); without the
     compensation the arm ends 2.5 rad elsewhere."""
-    m, mj = _load(tmp_path, "arm.xml", ARM.format(integ=integ))
+    m, mj = mjcf_pair(tmp_path, "arm.xml", ARM.format(integ=integ))
     d = mujoco.MjData(mj)
     v0 = np.array([1.0, -2.0, 0.3])
     d.qvel[:] = v0
@@ -108,7 +103,7 @@ def test_arm_held_by_gravcomp_follows_mujoco(tmp_path, method, integ):
     tr = pbsim.rollout(m, method, dt=1e-3, steps=1000, v0=v0)
     err = np.abs(tr.q[-1] - d.qpos).max()
     assert err < 1e-9, (tr.q[-1], d.qpos)
-    m0, _ = _load(tmp_path, "arm0.xml", re.sub(r' gravcomp="[0-9.]+"', "", ARM.format(integ=integ)))
+    m0, _ = mjcf_pair(tmp_path, "arm0.xml", re.sub(r' gravcomp="[0-9.]+"', "", ARM.format(integ=integ)))
     far = pbsim.rollout(m0, method, dt=1e-3, steps=1000, v0=v0)
     assert np.abs(far.q[-1] - d.qpos).max() > 1.0  # the compensation is what matches
 
@@ -119,7 +114,7 @@ def test_export_and_combine_keep_the_compensation(tmp_path):
     from pbsim.io.export_mjcf import write_mjcf
     from pbsim.io.export_urdf import write_urdf
 
-    m, _ = _load(tmp_path, "arm.xml", ARM.format(integ="Euler"))
+    m, _ = mjcf_pair(tmp_path, "arm.xml", ARM.format(integ="Euler"))
     out = tmp_path / "out.xml"
     write_mjcf(m, str(out))
     back = pbsim.load(str(out))

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import pbsim
+from conftest import mjcf_pair
 from pbsim.dynamics.passive import ball_springs, passive_torques
 
 mujoco = pytest.importorskip("mujoco")
@@ -31,12 +32,6 @@ ARM = """<mujoco><option gravity="0 0 {gz}"/>
 </worldbody></mujoco>"""
 V0 = np.array([1.0, -2.0, 0.3])
 ROLLOUT_METHODS = ["euler", "pbad", "pbad3", "variational"]
-
-
-def _load(tmp_path, name, xml):
-    p = tmp_path / name
-    p.write_text(xml)
-    return pbsim.load(str(p)), mujoco.MjModel.from_xml_path(str(p))
 
 
 def _steps(model, method, dt, steps, q0=None, v0=None):
@@ -126,7 +121,7 @@ def test_spring_torque_equals_mujocos_qfrc_spring(tmp_path):
     """Ball joints and a free joint with a spring (translational and rotational, MuJoCo's): the
     passive torque at dt = 0 equals ``qfrc_spring`` at random states to 1e-12 (the free joint's
     linear DOFs rotated into its body frame, pbsim's)."""
-    m, mj = _load(tmp_path, "s.xml", _xml(free_k=4.0))
+    m, mj = mjcf_pair(tmp_path, "s.xml", _xml(free_k=4.0))
     assert not any("stiffness" in n for n in m.notes), m.notes
     d = mujoco.MjData(mj)
     rng = np.random.default_rng(0)
@@ -147,7 +142,7 @@ def test_spring_torque_equals_mujocos_qfrc_spring(tmp_path):
 def test_energy_gradient_is_the_spring_torque(tmp_path):
     """The energy the position-based steps minimise, by central differences along the tangent
     (``pbsim.integrate``), has the gradient ``ball_springs(scale=1)`` = minus the torque."""
-    m, mj = _load(tmp_path, "s.xml", _xml(free_k=4.0))
+    m, mj = mjcf_pair(tmp_path, "s.xml", _xml(free_k=4.0))
     q = _random_q(mj, np.random.default_rng(1))
     g = np.zeros(m.nv)
     ball_springs(m.k, q, 1.0, g)
@@ -170,7 +165,7 @@ def test_energy_gradient_is_the_spring_torque(tmp_path):
 def _ball_pendulum(tmp_path, k=3.0, k2=1.5):
     """The two ball joints with springs, fixed base, tilted start: (model, MjModel, q0)."""
     xml = _xml(integ="RK4", k=k, k2=k2).replace('<freejoint name="root"/>', "")
-    m, mj = _load(tmp_path, f"p{k}.xml", xml)
+    m, mj = mjcf_pair(tmp_path, f"p{k}.xml", xml)
     q0 = mj.qpos0.copy()
     q0[0:4] = [0.9, 0.3, 0.2, -0.1]
     q0[0:4] /= np.linalg.norm(q0[0:4])
@@ -222,7 +217,7 @@ def test_ball_springs_in_the_large_step_methods(tmp_path, method):
     xml = xml.replace('damping="0.02"', 'damping="0.2"').replace(
         'stiffness="1.5"/>', 'stiffness="1.5" damping="0.05"/>'
     )
-    m, mj = _load(tmp_path, "z.xml", xml)
+    m, mj = mjcf_pair(tmp_path, "z.xml", xml)
     q0 = mj.qpos0.copy()
     q0[0:4] = [np.cos(0.4), np.sin(0.4), 0.0, 0.0]  # 0.8 rad about x
     qs, vs, _ = _steps(m, method, 0.02, 250, q0=q0)
