@@ -108,8 +108,12 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
             **site,
         )
         if gt == G_MUS:  # pbsim.dynamics.muscle: the force law in the kernel, act (or ctrl) as its input
-            it.update(kind="general", gain=1.0, muscle=_muscle_params(mj, a),
-                      musdyn=tuple(float(x) for x in mj.actuator_dynprm[a, :3]))
+            it.update(
+                kind="general",
+                gain=1.0,
+                muscle=_muscle_params(mj, a),
+                musdyn=tuple(float(x) for x in mj.actuator_dynprm[a, :3]),
+            )
         elif bt == int(mujoco.mjtBias.mjBIAS_NONE):
             it.update(kind="motor", gain=float(gp[0]))
         elif bt == int(mujoco.mjtBias.mjBIAS_AFFINE) and bp[1] <= 0 and bp[2] <= 0:
@@ -151,8 +155,19 @@ def _muscle_params(mj, a) -> tuple:
     p = mj.actuator_gainprm[a]
     force = float(p[2]) if p[2] >= 0 else float(p[3]) / max(1e-15, float(mj.actuator_acc0[a]))
     lr = mj.actuator_lengthrange[a]
-    return (1.0, float(p[0]), float(p[1]), force, float(p[4]), float(p[5]), float(p[6]), float(p[7]), float(p[8]),
-            float(lr[0]), float(lr[1]))
+    return (
+        1.0,
+        float(p[0]),
+        float(p[1]),
+        force,
+        float(p[4]),
+        float(p[5]),
+        float(p[6]),
+        float(p[7]),
+        float(p[8]),
+        float(lr[0]),
+        float(lr[1]),
+    )
 
 
 def keyframe_activations(mj, model, name_of) -> list[str]:
