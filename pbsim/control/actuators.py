@@ -13,9 +13,9 @@ force with no state term (``b1 = b2 = 0``) is clamped to ``forcerange``.  With `
 joint torque ``g f = C - kp q - kd qdot`` (``C = g (gain u + b0)``, ``kp = -g^2 b1``,
 ``kd = -g^2 b2``) is a PD: it runs through the stable-PD path (paper 001: the state terms at the
 new state, implicit), so a stiff servo stays stable at large dt; it matches MuJoCo's explicit
-actuators to O(dt); its forcerange is not applied (the force is implicit in the new
-acceleration).  Bias with ``b1 > 0`` or ``b2 > 0`` (anti-damping) is not imported (named in the
-model's notes).
+actuators to O(dt); its forcerange (and the joint's ``actuatorfrcrange``) bound the implicit force
+per DOF through the steps' effort clamping (:func:`pbsim.control.control.servo_effort`).  Bias
+with ``b1 > 0`` or ``b2 > 0`` (anti-damping) is not imported (named in the model's notes).
 
 Tendon transmission (``tendon >= 0``): the actuator's length is ``l = gear L`` (``L`` the tendon's
 length, :mod:`pbsim.dynamics.tendon`) and its force enters the joints as ``gear f J^T`` (``J`` the

@@ -71,7 +71,10 @@ class Control:
     ``clamp``: clip the total actuation torque (tau + PD) to the model's effort limits.  With SPD
     the torque depends on the new acceleration, so clamping runs standalone MABA passes: joints
     whose SPD torque exceeds the limit get the limit as a fixed (explicit) torque and lose their
-    implicit ``Kd dt`` term; the others stay stable-PD (an active set, at most 4 passes).
+    implicit ``Kd dt`` term; the others stay stable-PD (an active set, at most 4 passes).  Driving
+    the model's actuators (``ctrl``, or no Control), the step clamps without being asked where the
+    file bounds them as MuJoCo does (a servo's forcerange, a joint's actuatorfrcrange:
+    :func:`servo_effort`); ``clamp=True`` clamps every DOF to ``Model.effort_limit`` instead.
     ``ctrl``: the model's actuator inputs (``model.actuators``, from MJCF ``<actuator>``), (nu,) or
     (B, nu): motors add torque, position/velocity actuators run as stable PD, tendon actuators act
     through their tendon (:mod:`pbsim.control.actuators`); ``tau`` still adds to them; not
@@ -157,8 +160,34 @@ class Control:
         if "lam" not in cache:
             cache["lam"] = dof_parents(model)
             cache["effort"] = np.ascontiguousarray(np.abs(model.effort_limit), dtype=np.float64)
+        if "servo_effort" not in cache:
+            cache["servo_effort"] = servo_effort(model)
+        # MuJoCo clamps a servo's force to its forcerange and a joint's actuator force to its
+        # actuatorfrcrange: with finite ones the step clamps (stable PD where it is not saturated)
+        eff = cache["effort"] if self.clamp else cache["servo_effort"]
+        clamp = self.clamp or bool(np.isfinite(cache["servo_effort"]).any())
         return KControl(SPD if uses_pd else TORQUE, tau, kp, kd, q_ref, v_ref, SOLVERS[self.spd_solver],
-                        1 if self.clamp else 0, cache["effort"], cache["lam"], PREDICTIONS[self.spd_predict], *ta, *sa)
+                        1 if clamp else 0, eff, cache["lam"], PREDICTIONS[self.spd_predict], *ta, *sa)
+
+
+def servo_effort(model) -> np.ndarray:
+    """(nv,) the bound MuJoCo puts on the actuation of each DOF driven by a joint actuator: its
+    joint's ``actuatorfrcrange`` (``Model.effort_limit``) and ``|gear| * max|forcerange|`` of the
+    servos on it (their force is implicit here, so it is clamped per DOF: exact for one servo per
+    joint and a symmetric range); inf where nothing bounds it (motors are clamped to their own
+    forcerange before the step)."""
+    acts = model.actuators
+    eff = np.full(model.nv, np.inf)
+    if acts is None or not acts.nu:
+        return eff
+    for a in range(acts.nu):
+        j = int(acts.dof[a])
+        if j < 0 or acts.tendon[a] >= 0 or acts.site[a] >= 0:
+            continue
+        eff[j] = min(eff[j], abs(float(model.effort_limit[j])))
+        if acts.bias[a, 1] != 0.0 or acts.bias[a, 2] != 0.0:  # a servo: its forcerange on the implicit force
+            eff[j] = min(eff[j], abs(acts.gear[a]) * float(np.max(np.abs(acts.forcerange[a]))))
+    return np.ascontiguousarray(eff)
 
 
 def _checked_init(init):

@@ -209,6 +209,10 @@ class Integrator:
     # holds equality constraints (Model.equality: the explicit steps, pbsim.dynamics.equality); a
     # method that does not refuses a model with active ones here, naming them
     supports_equality = False
+    # clamps the actuation to the effort bounds a Control carries (Control(clamp=True), and MuJoCo's
+    # servo forcerange / joint actuatorfrcrange: pbsim.control.control.servo_effort); a method
+    # that does not warns once for a model with such bounds
+    clamps_effort = False
     # applies the model's fluid forces (Model.fluid, pbsim.dynamics.fluid: explicit, through
     # pbsim.control.solve.joint_forces); a method that does not refuses such a model here
     supports_fluid = False
@@ -231,6 +235,7 @@ class Integrator:
             ok = sorted(n for n, (c, _, _) in _REGISTRY.items() if getattr(c, "supports_fluid", False))
             raise InputError(f"{self.name} does not apply fluid forces (model {model.name!r}: {fl.describe()}); use "
                              f"one of {', '.join(ok)}, or drop them (model.fluid = None)")
+        self._warn_unclamped(model)
         if self.tendon_potentials and has_muscles(model):
             mus = [n for n, on in zip(model.actuators.names, model.actuators.muscle[:, 0]) if on]
             raise InputError(f"{self.name} holds tendon actuators as potentials, which a muscle's force (it depends on "
@@ -249,6 +254,27 @@ class Integrator:
         self.scene = scene if scene is not None else Scene()
         self.options = options
         self._scratch_key = None
+
+    def _warn_unclamped(self, model):
+        """Warn (once per model) when the model bounds its actuators' force, as MuJoCo clamps it,
+        and this method does not clamp."""
+        if self.clamps_effort or getattr(model, "actuators", None) is None or not model.nu:
+            return
+        from pbsim.control.control import servo_effort
+
+        eff = servo_effort(model)
+        bounded = [model.joint_names[i] for i in range(model.nb) if model.nvj[i] == 1
+                   and np.isfinite(eff[model.iv[i]])]
+        if bounded and not model.__dict__.get("_unclamped_warned", {}).get(self.name):
+            import warnings
+
+            from pbsim.errors import PbsimWarning
+
+            model.__dict__.setdefault("_unclamped_warned", {})[self.name] = True
+            warnings.warn(f"{self.name} does not clamp actuator forces, which MuJoCo clamps to the servos' forcerange "
+                          f"and the joints' actuatorfrcrange ({len(bounded)} joint(s) of {model.name!r}: "
+                          f"{bounded[:4]}); euler, explicit_euler, rk2-4, ne_dry and ne_mdp clamp them",
+                          PbsimWarning, stacklevel=4)
 
     def warn_explicit_servos(self, q, dt: float, control=None, stacklevel: int = 3):
         """Warn once per dt when this method applies a tendon actuator's servo terms explicitly

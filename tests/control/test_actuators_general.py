@@ -87,3 +87,49 @@ def test_menagerie_style_arm_holds_its_home_keyframe(arm):
         np.testing.assert_allclose(tr.q[-1], d.qpos, atol=0.02)
         free = pbsim.rollout(m, integ, dt=dt, steps=int(round(2.0 / dt)), q0=key.q)
         assert np.abs(free.q[-1] - key.q).max() > 0.3  # without ctrl it falls
+
+
+SATURATED = """<mujoco><option gravity="0 0 -9.81" timestep="0.001" integrator="Euler"/>
+<default><geom contype="0" conaffinity="0"/></default>
+<worldbody>
+  <body name="l1"><joint name="j1" axis="0 -1 0" damping="0.5" actuatorfrcrange="-3 3"/>
+    <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="2"/></body>
+  <body name="l2" pos="0 1 0"><joint name="j2" axis="0 -1 0" damping="0.2"/>
+    <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/></body>
+</worldbody>
+<actuator>
+  <position name="s1" joint="j1" kp="400" kv="20" ctrlrange="-3 3"/>
+  <general name="s2" joint="j2" biastype="affine" gainprm="300" biasprm="0 -300 -15" forcerange="-1 1"/>
+</actuator>
+</mujoco>"""
+
+
+def test_servo_forces_are_clamped_as_mujocos(tmp_path):
+    """A servo's forcerange and its joint's actuatorfrcrange bound the force as in MuJoCo: two
+    links told to rise to 1.2 rad above the horizontal, whose weight needs more than the bounds
+    (3 N m against 3.92, 1 N m against 1.47), sink to where the bound holds the weight,
+    ``cos q = bound / (m g c)``, as MuJoCo's do (Euler, 1 ms, 3 s; the explicit methods and the
+    velocity-level ones clamp, the others warn).  Unclamped (before) the servos lifted them."""
+    import mujoco
+
+    from pbsim.control.control import servo_effort
+
+    p = tmp_path / "sat.xml"
+    p.write_text(SATURATED)
+    m, mj = pbsim.load(str(p)), mujoco.MjModel.from_xml_path(str(p))
+    np.testing.assert_array_equal(servo_effort(m), [3.0, 1.0])
+    d = mujoco.MjData(mj)
+    u = np.array([1.2, 1.2])
+    d.ctrl[:] = u
+    for _ in range(3000):
+        mujoco.mj_step(mj, d)
+    rest = -np.arccos([3.0 / (2 * 9.81 * 0.2), 1.0 / (1 * 9.81 * 0.15)])
+    np.testing.assert_allclose(d.qpos, rest, atol=1e-3)  # MuJoCo's rest: the bound holds the weight
+    for integ in ("euler", "ne_dry"):
+        tr = pbsim.rollout(m, integ, dt=1e-3, steps=3000, control=pbsim.Control(ctrl=u), scene=pbsim.Scene())
+        assert np.abs(tr.q[-1] - d.qpos).max() < 1e-3, (integ, tr.q[-1], d.qpos)
+    p.write_text(SATURATED.replace(' actuatorfrcrange="-3 3"', "").replace(' forcerange="-1 1"', ""))
+    free = pbsim.rollout(pbsim.load(str(p)), "euler", dt=1e-3, steps=3000, control=pbsim.Control(ctrl=u))
+    assert (free.q[-1] > 1.1).all()  # unbounded servos lift them
+    with pytest.warns(pbsim.errors.PbsimWarning, match=r"pbad does not clamp actuator forces.*\['j1', 'j2'\]"):
+        pbsim.integrators.make("pbad", m)

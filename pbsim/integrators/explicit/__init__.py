@@ -29,6 +29,7 @@ class SemiImplicitEuler(Integrator):
 
     name = "euler"
     supports_fluid = True  # explicit in joint_forces, as MuJoCo's
+    clamps_effort = True  # clamp_active_set
     supports_mimic = True
     supports_equality = True
     STEP = StepSpec(euler_step, features=FEATURES, used=_used)
@@ -37,6 +38,7 @@ class SemiImplicitEuler(Integrator):
 class _RungeKutta(Integrator):
     tableau = "rk4"
     supports_fluid = True  # explicit at each stage, as MuJoCo's RK4
+    clamps_effort = True
     supports_mimic = True
     supports_equality = True
     STEP = StepSpec(rk_step, extra=_tableau, features=FEATURES, used=_used)

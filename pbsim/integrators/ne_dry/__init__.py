@@ -44,6 +44,7 @@ class NeDry(Integrator):
 
     name = "ne_dry"
     supports_fluid = True  # explicit at the step's start (joint_forces)
+    clamps_effort = True  # clamp_velocity_step
     OPTIONS = (
         Option("mu", None, "Coulomb friction coefficient (None: the scene's mu)", "float"),
         Option("margin", MARGIN, "contact points with signed distance below this [m] enter the LCP", "float"),

@@ -68,6 +68,7 @@ class NeMdp(Integrator):
 
     name = "ne_mdp"
     supports_fluid = True  # explicit at the step's start (joint_forces)
+    clamps_effort = True  # clamp_velocity_step
     OPTIONS = (
         *WRENCH_OPTIONS,
         Option("max_iterations", MAX_ITERATIONS, "QP iteration cap per step", "int"),
