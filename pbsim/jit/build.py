@@ -460,3 +460,23 @@ def python_source(disp):
     return _PY_FUNCS[id(disp)]
 
 
+_PY_TREES: dict = {}
+
+
+def python_tree(disp):
+    """Kernel ``disp`` as plain Python down its whole call tree (every kernel it calls replaced by
+    its own plain function, recursively): the kernels' math run by the interpreter, with no
+    compilation, as the CUDA simulator runs them.  For test tools that evaluate a kernel a few
+    times from Python, where compiling its tree with a Python wrapper took a minute."""
+    key = id(disp)
+    if key not in _PY_TREES:
+        f = _PY_FUNCS[key]
+        g = dict(f.__globals__)
+        _PY_TREES[key] = _with_globals(f, g)  # registered before the callees: a cycle ends here
+        for n in f.__code__.co_names:
+            v = g.get(n)
+            if is_kernel(v):
+                g[n] = python_tree(v)
+    return _PY_TREES[key]
+
+

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import types
 import warnings
 
 import numpy as np
 
-from pbsim.jit import entry, unused, unused_float
+from pbsim.jit import python_tree, unused, unused_float
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
 from pbsim.integrators.base import Integrator, body_contact_used
@@ -221,9 +222,15 @@ class PgmIntegrator(Integrator):
 
     @property
     def _hooks(self):
-        """:func:`pgm_hooks` bound to this form's two hooks: one compiled entry for both (the test
-        tools' calls from Python; each hook's own Python entry would compile its tree again)."""
-        return entry(pgm_hooks, _prepare=self.HOOKS[0], _eval=self.HOOKS[1])
+        """:func:`pgm_hooks` bound to this form's two hooks, run as plain Python
+        (:func:`pbsim.jit.python_tree`): these test tools evaluate a step's pieces a few dozen
+        times, which takes seconds in the interpreter, where compiling the two hooks' trees with a
+        Python entry took 73 s (nmdp) in every fresh process."""
+        if "_hooks_py" not in self.__dict__:
+            g = dict(pgm_hooks.__globals__)
+            g.update(_prepare=python_tree(self.HOOKS[0]), _eval=python_tree(self.HOOKS[1]))
+            self.__dict__["_hooks_py"] = types.FunctionType(pgm_hooks.__code__, g, "pgm_hooks")
+        return self.__dict__["_hooks_py"]
 
     def candidates(self, q0, v0, dt, control=None):
         """The contact set of the step of ``dt`` from ``(q0, v0)``: scene point indices."""
