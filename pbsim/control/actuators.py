@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pbsim.dynamics.muscle import MINVAL
 from pbsim.errors import InputError
 
 MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
@@ -263,16 +264,13 @@ def muscle_act_rate(u, act, prm) -> np.ndarray:
     t_act = prm[0] * (0.5 + 1.5 * ac)
     t_deact = prm[1] / (0.5 + 1.5 * ac)
     du = uc - act
-    if prm[2] < MINVAL_ACT:
+    if prm[2] < MINVAL:
         tau = np.where(du > 0, t_act, t_deact)
     else:
         x = np.clip(du / prm[2] + 0.5, 0.0, 1.0)
         s = x * x * x * (3.0 * x * (2.0 * x - 5.0) + 10.0)  # quintic smoothstep
         tau = t_deact + (t_act - t_deact) * s
-    return du / np.maximum(MINVAL_ACT, tau)
-
-
-MINVAL_ACT = 1e-15  # MuJoCo's mjMINVAL
+    return du / np.maximum(MINVAL, tau)
 
 
 def act_advance(model, act, ctrl, dt, batch: int) -> np.ndarray:
