@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# The real-GPU checks as one prepared run for a lent GPU machine (no network there; about 7 minutes
+# The real-GPU checks as one prepared run for a lent GPU machine (no network there; about 8 minutes
 # plus the machine's start; every stage prints as it goes and has its own timeout, so a cut-off run
-# keeps what was done).  Lessons of the second H200 run (docs/benchmarks/gpu.md) built in: every
-# kernel the timings need is compiled first, in parallel, and nothing else uses the GPU while a
-# throughput row is timed.  In order:
-#   0. in the background from the start: every CUDA kernel of stages 1 and 3 and the CPU references
-#      of the agreement, each in its own process (16 cores), filling the disk caches
-#   1. compile time per stage, cold (its own empty cache) and from the disk cache in a second
-#      process: process start to the first step (scripts/bench/bench_compile.py --device cuda --on-gpu)
+# keeps what was done).  What earlier runs measured is opt-in (GPU_CHECK_EXTRA=1), so a run spends
+# its minutes on what is still unmeasured (docs/benchmarks/gpu.md).  In order:
+#   0. in the background from the start: every CUDA kernel of the later stages and the CPU
+#      references of the agreement, each in its own process (16 cores), filling the disk caches;
+#      nmdp (floor only) with the longest budget
+#   1. process start to the first step from the disk cache, in new processes (euler, pbad, pbfd);
+#      GPU_CHECK_COMPILE=1: compile time per stage, cold and cached (bench_compile.py --on-gpu)
 #   2. real GPU vs CPU agreement on the humanoid with its floor and contact between bodies: euler
-#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories; then pbfd's 16k drops (issue 30)
-#   3. throughput on gymnasium's humanoid (scripts/bench/bench_gpu.py --cases g): euler, pbad, pbfd at
-#      B 16k / 64k in both layouts with contact between bodies; euler and pbad with the floor only
-#      (as the table before issue 31); pbad fully inlined (PBSIM_CUDA_NOINLINE=none) against its
-#      out-of-line default; euler threads per block 64/128/256; nmdp
-#      with the floor only if its (slow) compile finished
-#   4. MJX on the same file, if jax and mujoco-mjx are importable (carried or in the image)
+#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories; nmdp (floor) if it compiled; then
+#      pbfd's 16k drops (issue 30)
+#   3. throughput on gymnasium's humanoid (scripts/bench/bench_gpu.py --cases g): euler, pbad, pbfd
+#      at B 16k / 64k in both layouts with contact between bodies; threads per block 64/256 for
+#      pbad and pbfd (128 is 3a's); nmdp with the floor only if its compile finished.
+#      GPU_CHECK_EXTRA=1 adds the floor-only rows, pbad fully inlined and euler's tpb sweep
+#   4. MJX on the same file (Euler, same dt), fp32 and fp64, if jax and mujoco-mjx are importable
 #   GPU_CHECK_TWINS=1 adds the broad twin check (tests/backends/cudasim_check.py) at the end.
 # Carried files (docs/benchmarks/gpu.md, "How to run on a lent GPU"): .whl/*.whl (numpy<2.5, trimesh,
-# rtree, mujoco), .carry/humanoid.xml (gymnasium's).  $OUT gets summary.txt, bench_g.png and
-# logs.tgz (every log).
+# rtree, mujoco, mujoco-mjx), .carry/humanoid.xml (gymnasium's).  $OUT gets summary.txt, the stage
+# tables, bench_g.png and logs.tgz (every log).
 #     bash scripts/gpu_check.sh
 set -u
 OUT=${OUT:-gpu_out}
@@ -59,21 +59,38 @@ PIDS=()
 pre() { timeout "$5" env ${4:-} python3 -c "$PRE" "$1" "$2" "$3" "$MJCF" > "$LOGS/pre_$1_$2_$3${4:+_inl}.log" 2>&1 & PIDS+=($!); }
 if [ -n "$MJCF" ]; then
   for I in euler pbad pbfd; do pre $I aos bodies "" 300; pre $I soa bodies "" 300; pre $I cpu bodies "" 300; done
-  for I in euler pbad; do pre $I aos floor "" 300; pre $I soa floor "" 300; pre $I cpu floor "" 300; done
-  pre pbad aos bodies PBSIM_CUDA_NOINLINE=none 300
+  if [ "${GPU_CHECK_EXTRA:-0}" = 1 ]; then
+    for I in euler pbad; do pre $I aos floor "" 300; pre $I soa floor "" 300; done
+  fi
+  [ "${GPU_CHECK_EXTRA:-0}" = 1 ] && pre pbad aos bodies PBSIM_CUDA_NOINLINE=none 300
   NMDP_PIDS=()
-  for L in aos soa cpu; do pre nmdp $L floor "" 420; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'; done
+  for L in aos soa cpu; do pre nmdp $L floor "" 470; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'; done
 fi
 
-say "1. compile per stage, cold and cached (process start to first step)"
-timeout 140 python3 scripts/bench/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
-  ${MJCF:+--mjcf $MJCF} --batch 16384 2>&1 | tee "$LOGS/compile_gpu.txt"
-say "compile done"
+if [ "${GPU_CHECK_COMPILE:-0}" = 1 ]; then
+  say "1. compile per stage, cold and cached (process start to first step)"
+  timeout 140 python3 scripts/bench/bench_compile.py --device cuda --on-gpu --integrators euler,pbad --layout soa \
+    ${MJCF:+--mjcf $MJCF} --batch 16384 2>&1 | tee "$LOGS/compile_gpu.txt"
+  say "compile done"
+fi
 
 if [ -n "$MJCF" ]; then
   say "waiting for the background compiles"
   wait "${PIDS[@]}"
   grep -h "compiled\|Error" "$LOGS"/pre_*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
+
+  say "1. a new process to its first step, kernels from the disk cache (B 16,384)"
+  for IL in euler:soa pbad:aos pbfd:soa; do
+    timeout 60 python3 -c "
+import time; t0 = time.perf_counter()
+import sys, pbsim
+from pbsim.backends.cuda import CudaBatch
+from pbsim.contact import default_scene
+m = pbsim.load(sys.argv[1]); sc = default_scene(m)
+b = CudaBatch(m, sys.argv[2], sc, batch=16384, layout=sys.argv[3]); b.set_state(None); b.advance(1, 0.01); b.synchronize()
+print(f'FIRST {sys.argv[2]} {sys.argv[3]} B 16384: process start to first step {time.perf_counter() - t0:.2f} s', flush=True)
+" "$MJCF" "${IL%%:*}" "${IL##*:}" 2>&1 | grep "FIRST\|Error" | tee -a "$OUT/summary.txt"
+  done
 
   say "2. agreement: real GPU vs CPU (gym humanoid, floor and contact between bodies)"
   timeout 90 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee "$LOGS/agreement.txt" "$OUT/agreement.txt"
@@ -107,54 +124,101 @@ EOF
   timeout 120 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad,pbfd \
     --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
     --png "$OUT/bench_g.png" 2>&1 | tee "$LOGS/bench_g.txt" "$OUT/bench_g.txt"
-  say "3b. floor only (as the pre-issue-31 table): euler, pbad"
-  timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
-    --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
-    --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_floor.txt"
-  say "3c. noinline cost: pbad fully inlined (PBSIM_CUDA_NOINLINE=none), aos, against 3a's aos rows"
-  timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
-    --batches 16384,65536 --layouts aos --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
-    --png "$LOGS/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_inlined.txt"
-  say "3d. threads per block: euler soa 64k, tpb 64 / 128 / 256"
-  for TPB in 64 128 256; do
-    timeout 30 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
-      --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 --tpb $TPB --png "$LOGS/bench_tpb.png" 2>&1 \
-      | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
+  say "3d. threads per block for pbad (aos) and pbfd (soa), 16k and 64k: tpb 64 / 256 (128: 3a)"
+  for TPB in 64 256; do
+    for IL in pbad:aos pbfd:soa; do
+      timeout 40 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators "${IL%%:*}" --batches 16384,65536 \
+        --layouts "${IL##*:}" --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 200 --tpb $TPB \
+        --png "$LOGS/bench_tpb.png" 2>&1 | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt" "$OUT/bench_g.txt"
+    done
   done
-  say "3f. nmdp, floor only, if its background compile finished"
+  if [ "${GPU_CHECK_EXTRA:-0}" = 1 ]; then
+    say "3b. floor only (as the pre-issue-31 table): euler, pbad"
+    timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler,pbad --no-body-contact \
+      --batches 16384,65536 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
+      --png "$LOGS/bench_floor.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_floor.txt"
+    say "3c. noinline cost: pbad fully inlined (PBSIM_CUDA_NOINLINE=none), aos, against 3a's aos rows"
+    timeout 45 env PBSIM_CUDA_NOINLINE=none python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators pbad \
+      --batches 16384,65536 --layouts aos --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 \
+      --png "$LOGS/bench_inlined.png" 2>&1 | grep "^| g\|^row:" | tee "$LOGS/bench_inlined.txt"
+    say "3e. threads per block: euler soa 64k, tpb 64 / 128 / 256"
+    for TPB in 64 128 256; do
+      timeout 30 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators euler --batches 65536 --layouts soa \
+        --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 400 --tpb $TPB --png "$LOGS/bench_tpb.png" 2>&1 \
+        | grep "^row:" | sed "s/^/tpb $TPB /" | tee -a "$LOGS/bench_tpb.txt"
+    done
+  fi
+  say "throughput done"
+fi
+
+say "4. MJX on the same file: Euler at 5 ms (as euler's rows), MJX's humanoid solver settings, fp32 then fp64"
+if [ -n "$MJCF" ] && python3 -c "import jax, mujoco.mjx" > /dev/null 2>&1; then
+  for X64 in 0 1; do
+    timeout 100 python3 - "$MJCF" "$X64" <<'EOF' 2>&1 | grep -v "^ \|^Traceback" | tail -4 | tee -a "$LOGS/mjx.txt" "$OUT/summary.txt"
+import sys, time
+import jax
+if sys.argv[2] == "1":
+    jax.config.update("jax_enable_x64", True)
+import mujoco
+from mujoco import mjx
+mm = mujoco.MjModel.from_xml_path(sys.argv[1])
+# like for like with pbsim's euler rows: Euler at 5 ms (the file has RK4 at 3 ms and PGS, which MJX
+# does not take); MJX's own humanoid test model's solver settings (Newton, 1 iteration, 4 line search)
+mm.opt.timestep = 0.005
+mm.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+mm.opt.iterations, mm.opt.ls_iterations = 1, 4
+mx = mjx.put_model(mm)
+d0 = mjx.put_data(mm, mujoco.MjData(mm))
+B = 32768
+keys = jax.random.split(jax.random.PRNGKey(0), B)
+batch = jax.vmap(lambda k: d0.replace(qvel=0.01 * jax.random.normal(k, (mm.nv,), dtype=d0.qvel.dtype)))(keys)
+def run(d):
+    return jax.lax.scan(lambda d, _: (jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), None), d, None, length=100)[0]
+run = jax.jit(run)
+t0 = time.perf_counter(); jax.block_until_ready(run(batch)); tc = time.perf_counter() - t0
+t0 = time.perf_counter(); out = jax.block_until_ready(run(batch)); el = time.perf_counter() - t0
+print(f"MJX {mujoco.__version__} jax {jax.__version__} {jax.devices()[0]} {d0.qpos.dtype} B={B} Euler 5 ms: "
+      f"{B * 100 / el:,.0f} steps/s (compile {tc:.0f} s; root z {float(out.qpos[:, 2].min()):.3f}..{float(out.qpos[:, 2].max()):.3f} m)", flush=True)
+EOF
+  done
+else
+  say "MJX skipped: jax / mujoco-mjx not importable (or no humanoid.xml)"
+fi
+
+if [ -n "$MJCF" ]; then
+  say "5. nmdp (floor only): waiting for its background compile (at most until 480 s)"
+  while ! grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null \
+        && kill -0 "${NMDP_PIDS[1]}" 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt 480 ]; do sleep 5; done
+  grep -h "compiled\|Error" "$LOGS"/pre_nmdp_*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
   if grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null; then
-    timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
-      --batches 16384 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 100 \
-      --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^| g\|^row:\|Error" | tee "$LOGS/bench_nmdp.txt"
+    timeout 60 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee -a "$LOGS/agreement.txt" "$OUT/agreement.txt"
+import sys, time
+import numpy as np
+import pbsim
+from pbsim.backends.cuda import CudaBatch
+from pbsim.contact import default_scene
+from pbsim.integrators import State, make
+m = pbsim.load(sys.argv[1]); sc = default_scene(m, body_contact=False)
+rng = np.random.default_rng(0); B = 8; dt = 0.02
+q = np.tile(m.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, m.nv))
+st = State.make(m, q.copy(), v.copy()); I = make("nmdp", m, sc)
+for _ in range(20):
+    st, _ = I.step(st, pbsim.Control(), dt)
+for lay in ("aos", "soa"):
+    t0 = time.perf_counter()
+    g = CudaBatch(m, "nmdp", sc, B, layout=lay); g.set_state(q, v); g.advance(20, dt); g.synchronize()
+    gq, gv = g.state()
+    print(f"AGREE nmdp (floor) {lay} B={B} 20 steps of {dt:g} s: max|dq| {np.abs(gq - st.q).max():.2e} "
+          f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
+EOF
+    timeout 90 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
+      --batches 4096,16384 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 100 \
+      --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^| g\|^row:\|Error" | tee "$LOGS/bench_nmdp.txt" "$OUT/bench_nmdp.txt"
   else
     say "nmdp's compile has not finished (pre_nmdp_*.log); skipped"
   fi
   kill "${NMDP_PIDS[@]}" 2>/dev/null
-  say "throughput done"
-fi
-
-say "4. MJX on the same file"
-if [ -n "$MJCF" ] && python3 -c "import jax, mujoco.mjx" > /dev/null 2>&1; then
-  timeout 120 python3 - "$MJCF" <<'EOF' 2>&1 | tee "$LOGS/mjx.txt"
-import sys, time
-import jax, jax.numpy as jnp, mujoco
-from mujoco import mjx
-mm = mujoco.MjModel.from_xml_path(sys.argv[1])
-mm.opt.timestep = 0.005
-mx = mjx.put_model(mm)
-d0 = mjx.put_data(mm, mujoco.MjData(mm))
-for B in (16384, 32768):
-    keys = jax.random.split(jax.random.PRNGKey(0), B)
-    batch = jax.vmap(lambda k: d0.replace(qvel=0.01 * jax.random.normal(k, (mm.nv,))))(keys)
-    def run(d):
-        return jax.lax.scan(lambda d, _: (jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), None), d, None, length=100)[0]
-    run = jax.jit(run)
-    t0 = time.perf_counter(); jax.block_until_ready(run(batch)); tc = time.perf_counter() - t0
-    t0 = time.perf_counter(); jax.block_until_ready(run(batch)); el = time.perf_counter() - t0
-    print(f"MJX {jax.__version__} {jax.devices()[0]} B={B}: {B * 100 / el:,.0f} steps/s (compile {tc:.0f} s)", flush=True)
-EOF
-else
-  say "MJX skipped: jax / mujoco-mjx not importable (or no humanoid.xml)"
 fi
 
 if [ "${GPU_CHECK_TWINS:-0}" = 1 ]; then

@@ -42,7 +42,7 @@ import numpy as np
 
 from pbsim.backends import cuda_device as _dev
 from pbsim.backends import cuda_kernels as _kern
-from pbsim.backends.cuda_cache import (CACHE_FORMAT, CUDA_COMPILE_ESTIMATE_S, INLINE_ALL_MODULES, JIT_OPTIONS,
+from pbsim.backends.cuda_cache import (CACHE_FORMAT, CUDA_COMPILE_ESTIMATE_S, EXTRA_NOINLINE, INLINE_ALL_MODULES, JIT_OPTIONS,
                                        StepKernelCache, _cache_ident, _lib_cc, cache_key, key_digest, step_noinline,
                                        toolchain_versions)
 from pbsim.backends.cuda_device import (AUTO_AOS_METHODS, AUTO_SOA_MIN_BATCH, DEFAULT_TPB, INSTALL_HINT, LAYOUTS,
@@ -60,7 +60,7 @@ from pbsim.errors import InputError, PbsimError, check_dt
 # the offline flag ``_HOST_ARRAYS`` from :mod:`pbsim.backends.cuda_device`, the toolchain versions
 # ``_VERSIONS`` and the first-run ``NOTICE`` from :mod:`pbsim.backends.cuda_cache`
 __all__ = ["AUTO_AOS_METHODS", "AUTO_SOA_MIN_BATCH", "CACHE_FORMAT", "CUDA_COMPILE_ESTIMATE_S", "CUDA_REFUSED",
-           "DEFAULT_TPB", "INLINE_ALL_MODULES", "INSTALL_HINT", "JIT_OPTIONS", "LAYOUTS", "MEMORY_NOTICE_BYTES",
+           "DEFAULT_TPB", "EXTRA_NOINLINE", "INLINE_ALL_MODULES", "INSTALL_HINT", "JIT_OPTIONS", "LAYOUTS", "MEMORY_NOTICE_BYTES",
            "MEMORY_RESERVE", "CudaBatch", "DeviceError", "DeviceMemoryError", "Kernels", "PbsimError",
            "StepKernelCache", "aba", "available", "build_offline", "cache_key", "compile_ptx", "crba", "dev_empty",
            "dev_get", "dev_put", "device_name", "device_status", "fk", "free_memory", "kernels", "key_digest",

@@ -14,19 +14,30 @@ JIT_OPTIONS = {"lto": False}
 # inlined vs 13.2-16.0 M with the out-of-line calls; its inlined compile is ~22 s on 2 cores (under
 # the 30 s target).  The implicit methods keep the out-of-line set (pbad inlined: ~60 s to compile).
 INLINE_ALL_MODULES = ("pbsim.integrators.explicit",)
+# step kernels with more out of line than CUDA_NOINLINE_DEFAULT: the PGM forms (nmdp, pbd_nmdp and
+# their zeroth-order forms).  Fully inlined but for the default set, their step was ~34,000 source
+# lines in one function (its problem evaluation and contact Jacobian at 5 call sites each), and its
+# cold compile did not finish in 430 s on the H200 host; with these out of line, ~15,000 in all and
+# ~3,000 in the largest function (scripts/bench/bench_compile.py --device cuda, docs/benchmarks/gpu.md).
+EXTRA_NOINLINE = {
+    "pbsim.integrators.pgm": ("nmdp_eval", "nmdp_prepare", "pbd_nmdp_eval", "pbd_nmdp_prepare", "pgm_candidates",
+                              "pgm_contact", "pgm_project", "pgm_qp", "qp_solve_as"),
+}
 
 
 def step_noinline(step_kernel) -> frozenset:
     """The device functions kept out of line in ``step_kernel``'s tree: none for the explicit
-    methods (:data:`INLINE_ALL_MODULES`), :func:`pbsim.jit.cuda_noinline` for the
-    others; ``$PBSIM_CUDA_NOINLINE`` set decides for every method."""
+    methods (:data:`INLINE_ALL_MODULES`), :func:`pbsim.jit.cuda_noinline` and the module's
+    :data:`EXTRA_NOINLINE` for the others; ``$PBSIM_CUDA_NOINLINE`` set decides for every method."""
     from pbsim.jit import cuda_noinline, python_source
 
     if os.environ.get("PBSIM_CUDA_NOINLINE", "default").strip() not in ("", "default"):
         return cuda_noinline()
-    if python_source(step_kernel).__module__.startswith(INLINE_ALL_MODULES):
+    module = python_source(step_kernel).__module__
+    if module.startswith(INLINE_ALL_MODULES):
         return frozenset()
-    return cuda_noinline()
+    extra = [n for prefix, names in EXTRA_NOINLINE.items() if module.startswith(prefix) for n in names]
+    return cuda_noinline() | frozenset(extra)
 
 
 

@@ -9,10 +9,11 @@ Nothing here imports a pbsim module above it; ``pbsim.backends`` holds only the 
 """
 from pbsim.jit.build import (PARALLEL_MIN_BATCH, BatchKernel, InnerKernel, Variants, bind, cuda_cache_dir, entry,
                              is_kernel, kernel, python_source, python_tree, source_hash, specialize, unused,
-                             unused_float)
+                             unused_float, variants_policy)
 from pbsim.jit.twin import CUDA_NOINLINE_DEFAULT, code_digest, cuda_noinline, cuda_twin, kernel_tree_hash
 from pbsim.jit.watch import COMPILE_ESTIMATE_S, CompileWatch
 
 __all__ = ["PARALLEL_MIN_BATCH", "BatchKernel", "InnerKernel", "Variants", "bind", "cuda_cache_dir", "entry",
-           "is_kernel", "kernel", "python_source", "python_tree", "source_hash", "specialize", "unused", "unused_float", "CUDA_NOINLINE_DEFAULT",
+           "is_kernel", "kernel", "python_source", "python_tree", "source_hash", "specialize", "unused", "unused_float", "variants_policy",
+           "CUDA_NOINLINE_DEFAULT",
            "code_digest", "cuda_noinline", "cuda_twin", "kernel_tree_hash", "COMPILE_ESTIMATE_S", "CompileWatch"]

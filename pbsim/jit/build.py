@@ -368,6 +368,22 @@ def specialize(k, tag: str, **names):
     return out
 
 
+VARIANTS_POLICIES = ("reuse", "full")
+
+
+def variants_policy() -> str:
+    """``$PBSIM_VARIANTS``: ``reuse`` (default: the exact build, or a compiled one of more features)
+    or ``full`` (every reusing call takes the build of every feature: one compilation per method
+    serves every run of a process and of the disk cache; the test suite runs so, since its runs ask
+    for ~60 different feature sets and the full build costs ~1.6x one lean build)."""
+    v = os.environ.get("PBSIM_VARIANTS", "reuse").strip() or "reuse"
+    if v not in VARIANTS_POLICIES:
+        from pbsim.errors import InputError
+
+        raise InputError(f"PBSIM_VARIANTS={v!r}: expected one of {', '.join(VARIANTS_POLICIES)}")
+    return v
+
+
 class Variants:
     """Builds of a batch driver that compile only the optional features a run uses.
 
@@ -392,8 +408,11 @@ class Variants:
         build of more features that is already compiled (in this process or in the disk cache)
         stands in when this exact one is not: it gives the same numbers, since the extra features'
         kernels branch on the same runtime flags and are skipped (``test_variants.py``: identical to
-        the last bit), and it saves compiling the whole step tree once more (10-45 s each)."""
+        the last bit), and it saves compiling the whole step tree once more (10-45 s each).  With
+        ``$PBSIM_VARIANTS=full`` (:func:`variants_policy`) a reused build is always the full one."""
         off = self.off(**used)
+        if reuse and variants_policy() == "full":
+            return self.driver
         if not reuse or not off:
             return self.build(off)
         if off not in self._picked:

@@ -139,6 +139,20 @@ def test_cache_key_changes_with_a_kernel_source(tmp_path):
 
 
 # ------------------------------------------------------------------------------- compile options
+def pc_tree_names(disp) -> set:
+    """The Python names of every kernel in ``disp``'s call tree."""
+    from pbsim.jit import is_kernel, python_source
+
+    seen, todo = set(), [disp]
+    while todo:
+        f = python_source(todo.pop())
+        if f.__name__ in seen:
+            continue
+        seen.add(f.__name__)
+        todo += [v for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n))]
+    return seen
+
+
 def test_kernels_are_built_without_lto_and_with_noinline_functions():
     from pbsim.jit import CUDA_NOINLINE_DEFAULT, cuda_noinline
 
@@ -148,8 +162,15 @@ def test_kernels_are_built_without_lto_and_with_noinline_functions():
         # the explicit methods compile fully inlined (measured faster on the H200), the others not
         for name in ("euler", "rk4", "explicit_euler"):
             assert pc.step_noinline(_spec(name).step) == frozenset(), name
-        for name in ("pbad", "pbfd", "nmdp", "ne_dry"):
+        for name in ("pbad", "pbfd", "ne_dry"):
             assert pc.step_noinline(_spec(name).step) == frozenset(CUDA_NOINLINE_DEFAULT), name
+        # the PGM forms keep their problem evaluation, contact Jacobian, QP and projection out of line too
+        pgm = frozenset(CUDA_NOINLINE_DEFAULT) | set(pc.EXTRA_NOINLINE["pbsim.integrators.pgm"])
+        for name in ("nmdp", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo"):
+            assert pc.step_noinline(_spec(name).step) == pgm, name
+        # every name there is a kernel of the PGM step's tree (a renamed function would silently inline)
+        tree = pc_tree_names(_spec("nmdp").step) | pc_tree_names(_spec("pbd_nmdp").step)
+        assert set(pc.EXTRA_NOINLINE["pbsim.integrators.pgm"]) <= tree
         ident = pc._cache_ident(pc._steps_k, _spec("euler").step, "steps", None, "aos")
         assert ident["noinline"] == ()
         ident = pc._cache_ident(pc._steps_k, _spec("pbad").step, "steps", None, "aos")

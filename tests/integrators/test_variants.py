@@ -10,6 +10,7 @@ from numba import prange
 import pbsim
 import pbsim_models
 from pbsim.jit import Variants, kernel, unused
+from pbsim.errors import InputError
 from pbsim.jit.build import BatchKernel, compiled
 from pbsim.dynamics import energy as en
 from pbsim.integrators.driver import driver, rollout_batch, step_batch
@@ -127,10 +128,11 @@ def _toy_batch(x, flags):
 TOY = {"a": ("_part_a",), "b": ("_part_b",)}
 
 
-def test_a_compiled_build_of_more_features_stands_in_for_an_uncompiled_one():
+def test_a_compiled_build_of_more_features_stands_in_for_an_uncompiled_one(monkeypatch):
     """``Variants(..., reuse=True)`` (what every run uses) takes an already compiled build that has
     more features on, in this process or in the disk cache, instead of compiling the exact one:
     its extra parts branch on the run's flags and give the same numbers."""
+    monkeypatch.setenv("PBSIM_VARIANTS", "reuse")  # the users' default (the suite runs "full")
     v = Variants(BatchKernel(_toy_batch), TOY)
     only_b = v.build(("a",))
     x = np.zeros(4)
@@ -146,3 +148,19 @@ def test_a_compiled_build_of_more_features_stands_in_for_an_uncompiled_one():
     # the disk cache counts too: a new process's build of the same source finds it compiled
     assert compiled(Variants(BatchKernel(_toy_batch), TOY).build(("a",)))
     assert not compiled(Variants(BatchKernel(_toy_batch), TOY).build(("a", "b")))
+
+
+def test_the_full_policy_takes_the_full_build_and_a_bad_policy_is_named(monkeypatch):
+    """``$PBSIM_VARIANTS=full`` (the test suite's setting): every reusing call gets the build of all
+    features, which gives the lean build's numbers; exact calls still get the exact build."""
+    v = Variants(BatchKernel(_toy_batch), TOY)
+    monkeypatch.setenv("PBSIM_VARIANTS", "full")
+    assert v(a=False, b=False) is v.driver and v(b=False) is v.driver
+    assert v(reuse=False, a=False) is v.build(("a",)) is not v.driver
+    x, y = np.zeros(3), np.zeros(3)
+    v(a=False)(x, np.array([False, True]))
+    v(reuse=False, a=False)(y, np.array([False, True]))
+    assert np.all(x == 10.0) and np.array_equal(x, y)
+    monkeypatch.setenv("PBSIM_VARIANTS", "lean")
+    with pytest.raises(InputError, match="PBSIM_VARIANTS='lean'"):
+        v(a=False)
