@@ -63,6 +63,7 @@ if [ -n "$MJCF" ]; then
     for I in euler pbad; do pre $I aos floor "" 300; pre $I soa floor "" 300; done
   fi
   [ "${GPU_CHECK_EXTRA:-0}" = 1 ] && pre pbad aos bodies PBSIM_CUDA_NOINLINE=none 300
+  pre ne_dry aos floor PBSIM_CUDA_ALLOW=ne_dry 300; pre ne_dry cpu floor "" 300
   NMDP_PIDS=()
   for L in aos soa cpu; do pre nmdp $L floor "" 470; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'; done
 fi
@@ -113,6 +114,29 @@ for integ, dt, lays in (("euler", 0.005, ("aos", "soa")), ("pbad", 0.02, ("aos",
         gq, gv = g.state()
         print(f"AGREE {integ} {lay} B={B} 20 steps of {dt:g} s: max|dq| {np.abs(gq - st.q).max():.2e} "
               f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
+EOF
+
+  say "2c. ne_dry's disagreement on the device (fourth run: 2.2e-2 after 20 steps): step by step, with its LCP info"
+  timeout 60 env PBSIM_CUDA_ALLOW=ne_dry python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee -a "$LOGS/agreement.txt" "$OUT/agreement.txt"
+import sys
+import numpy as np
+import pbsim
+from pbsim.backends.cuda import CudaBatch
+from pbsim.contact import default_scene
+from pbsim.integrators import State, make
+m = pbsim.load(sys.argv[1]); sc = default_scene(m, body_contact=False)
+rng = np.random.default_rng(0); B = 8; dt = 0.02
+q = np.tile(m.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, m.nv))
+st = State.make(m, q.copy(), v.copy()); I = make("ne_dry", m, sc)
+g = CudaBatch(m, "ne_dry", sc, B, layout="aos"); g.set_state(q, v)
+for k in range(20):
+    st, info = I.step(st, pbsim.Control(), dt)
+    g.advance(1, dt); g.synchronize()
+    gq, gv = g.state(); gi = g.solver_info()
+    w = int(np.abs(gv - st.v).max(axis=1).argmax())
+    print(f"NEDRY step {k + 1}: max|dq| {np.abs(gq - st.q).max():.2e} max|dv| {np.abs(gv - st.v).max():.2e}; worst row {w}: "
+          f"GPU [pivots, residual, converged, contacts] {[float(f'{x:.3g}') for x in gi[w]]}, CPU "
+          f"[{int(info.iterations[w])}, {info.residual[w]:.3g}, {int(info.converged[w])}, {int(info.extra['active_contacts'][w])}]", flush=True)
 EOF
 
   if [ -f scripts/checks/pbfd_drops.py ]; then

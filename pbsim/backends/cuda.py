@@ -34,6 +34,7 @@ compilation), :mod:`~pbsim.backends.cuda_cache` (compile options, cache key, dis
 from __future__ import annotations
 
 import contextlib
+import os
 import hashlib
 import sys
 import time
@@ -60,6 +61,7 @@ from pbsim.errors import InputError, PbsimError, check_dt
 # the offline flag ``_HOST_ARRAYS`` from :mod:`pbsim.backends.cuda_device`, the toolchain versions
 # ``_VERSIONS`` and the first-run ``NOTICE`` from :mod:`pbsim.backends.cuda_cache`
 __all__ = ["AUTO_AOS_METHODS", "AUTO_SOA_MIN_BATCH", "CACHE_FORMAT", "CUDA_COMPILE_ESTIMATE_S", "CUDA_REFUSED",
+           "CUDA_UNVERIFIED",
            "DEFAULT_TPB", "EXTRA_NOINLINE", "INLINE_ALL_MODULES", "INSTALL_HINT", "JIT_OPTIONS", "LAYOUTS", "MEMORY_NOTICE_BYTES",
            "MEMORY_RESERVE", "CudaBatch", "DeviceError", "DeviceMemoryError", "Kernels", "PbsimError",
            "StepKernelCache", "aba", "available", "build_offline", "cache_key", "compile_ptx", "crba", "dev_empty",
@@ -199,6 +201,22 @@ def aba(model, q, v, tau, layout="aos"):
 # Methods with a step kernel that device='cuda' refuses, and why (every other one runs:
 # tests/backends/test_cuda_methods.py steps each under the CUDA simulator).
 CUDA_REFUSED: dict[str, str] = {}
+# Methods refused on a real GPU only (they run under the CUDA simulator, where they equal the CPU to
+# the last bit), and why.  ``$PBSIM_CUDA_ALLOW`` (comma-separated names) runs them anyway, to diagnose.
+CUDA_UNVERIFIED: dict[str, str] = {
+    "ne_dry": "on an H200 (2026-11-28) 8 of gymnasium's humanoids on its floor ended 20 steps of 20 ms 2.2e-2 "
+              "rad from the CPU's ne_dry (every other method within 1.3e-10; the CUDA simulator and CpuBatch equal "
+              "the CPU to the last bit, and the CPU run moves 1.1e-9 for a 1e-10 change of the start), so its "
+              "device build is not trusted until that is explained (docs/benchmarks/gpu.md, fourth run); "
+              "CpuBatch runs it, or set PBSIM_CUDA_ALLOW=ne_dry to run it on the GPU anyway",
+}
+
+
+def _refuse_unverified(integrator: str) -> None:
+    """InputError for a method of :data:`CUDA_UNVERIFIED` on a real GPU, unless ``$PBSIM_CUDA_ALLOW`` names it."""
+    allow = {n.strip() for n in os.environ.get("PBSIM_CUDA_ALLOW", "").split(",")}
+    if integrator in CUDA_UNVERIFIED and not simulated() and integrator not in allow:
+        raise InputError(f"integrator {integrator!r} is refused on the GPU: {CUDA_UNVERIFIED[integrator]}")
 
 
 def _features_used(spec, integ, kc, ks):
@@ -338,6 +356,7 @@ class CudaBatch(_Plan):
         layout = resolve_layout(layout, B, integrator)
         if schedule not in ("kernel", "launch"):
             raise InputError(f"schedule must be 'kernel' or 'launch', got {schedule!r}")
+        _refuse_unverified(integrator)
         self.K = kernels()
         if not simulated():
             per, shared = memory_estimate(model, integrator, scene, None, **options)

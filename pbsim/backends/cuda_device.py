@@ -18,12 +18,17 @@ LAYOUTS = ("aos", "soa")
 # on the H200 (docs/benchmarks/gpu.md, gymnasium humanoid + floor and contact between bodies, fp64):
 # euler SoA/AoS 1.32x at B = 2,048, 1.18x at 4,096, 1.13x at 8,192, 1.39x at 65,536 (floor only:
 # 1.52x at 16,384, 2.0x at 65,536); pbfd 1.57x at 16,384, 1.29x at 65,536.  pbad: 1.0x at 16,384 and
-# 0.93x at 65,536 (floor only), so it stays AoS.  Below 2,048 nothing was measured (the GPU is not
-# filled; one compile, AoS, serves small runs).
+# 0.93x at 65,536 (floor only), so it stays AoS (fourth run, bodies: 1.22x at 16,384, 0.64x at
+# 65,536).  nmdp (floor only, fourth run): SoA/AoS 0.77x at 4,096, 0.80x at 16,384, so the PGM forms
+# (one step kernel, pgm_step) stay AoS.  Below 2,048 nothing was measured (the GPU is not filled; one
+# compile, AoS, serves small runs).
 AUTO_SOA_MIN_BATCH = 2048
-AUTO_AOS_METHODS = ("pbad",)
-# threads per block: 128 is what every H200 figure in docs/benchmarks/gpu.md was measured with
-# (no other value has been measured yet; PBSIM_CUDA_TPB or threads= overrides it).
+AUTO_AOS_METHODS = ("pbad", "nmdp", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo")
+# threads per block: 128.  Measured on the H200 (docs/benchmarks/gpu.md, humanoid with contact between
+# bodies): euler SoA 64k 14.9 M at 128 against 16.9 M (64) and 18.1 M (256); pbad AoS 16k / 64k 418 k /
+# 593 k at 128, 419 k / 463 k (64), 305 k / 482 k (256); pbfd SoA 16k / 64k 364 k / 331 k at 128,
+# 361 k / 395 k (64), 252 k / 338 k (256).  No value wins for every method; 128 is within 16 % of the
+# best row of the implicit methods.  PBSIM_CUDA_TPB or threads= overrides it.
 DEFAULT_TPB = 128
 
 

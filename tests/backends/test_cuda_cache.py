@@ -183,6 +183,8 @@ def test_layout_auto_and_tpb_defaults(monkeypatch):
     assert pc.resolve_layout("aos", 10**6) == "aos"
     assert pc.resolve_layout("auto", 10**6, "euler") == "soa"
     assert pc.resolve_layout("auto", 10**6, "pbad") == "aos"  # measured: SoA no faster for pbad
+    assert pc.resolve_layout("auto", 10**6, "nmdp") == "aos"  # measured: SoA 0.77-0.80x for nmdp (fourth H200 run)
+    assert pc.resolve_layout("auto", 10**6, "pbfd") == "soa"
     assert pc.resolve_layout("soa", 4, "pbad") == "soa"
     with pytest.raises(pc.InputError, match="'xyz'"):
         pc.resolve_layout("xyz", 4)
@@ -343,6 +345,24 @@ def test_refused_methods_name_themselves():
         with pytest.raises(pc.InputError, match=repr(name)):
             pc._Plan(None, name, None, 1, "aos", {})
     assert not set(pc.CUDA_REFUSED) & set(pc.supported_integrators())
+
+
+def test_unverified_methods_are_refused_on_a_real_gpu_by_name(monkeypatch):
+    """A method of CUDA_UNVERIFIED (ne_dry: its H200 run left the CPU's) is an InputError naming it
+    and the reason on a real GPU, before anything is allocated; it runs under the simulator (the
+    test above) and where ``$PBSIM_CUDA_ALLOW`` names it."""
+    import pbsim_models
+
+    assert "ne_dry" in pc.CUDA_UNVERIFIED
+    monkeypatch.setattr(pc, "simulated", lambda: False)
+    monkeypatch.delenv("PBSIM_CUDA_ALLOW", raising=False)
+    for name in pc.CUDA_UNVERIFIED:
+        with pytest.raises(pc.InputError, match=f"{name!r} is refused on the GPU: .*PBSIM_CUDA_ALLOW"):
+            pc.CudaBatch(pbsim_models.chain(2), name, batch=1)
+        monkeypatch.setenv("PBSIM_CUDA_ALLOW", f"euler, {name}")
+        pc._refuse_unverified(name)  # allowed: no error
+        monkeypatch.delenv("PBSIM_CUDA_ALLOW")
+    pc._refuse_unverified("euler")  # any other method passes
 
 
 def test_warmup_device_cuda_refuses_by_name():
