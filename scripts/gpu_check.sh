@@ -5,17 +5,19 @@
 # its minutes on what is still unmeasured (docs/benchmarks/gpu.md).  In order:
 #   0. in the background from the start: every CUDA kernel of the later stages and the CPU
 #      references of the agreement, each in its own process (16 cores), filling the disk caches;
-#      nmdp (floor only) with the longest budget
+#      the PGM forms (stage 5) with the longest budget
 #   1. process start to the first step from the disk cache, in new processes (euler, pbad, pbfd);
 #      GPU_CHECK_COMPILE=1: compile time per stage, cold and cached (bench_compile.py --on-gpu)
 #   2. real GPU vs CPU agreement on the humanoid with its floor and contact between bodies: euler
-#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories; nmdp (floor) if it compiled; then
-#      pbfd's 16k drops (issue 30)
+#      (both layouts), pbad, pbfd, 20 steps of 8 trajectories; ne_dry step by step with its LCP info
+#      (it left the CPU on the fourth run); then pbfd's 16k drops (issue 30)
 #   3. throughput on gymnasium's humanoid (scripts/bench/bench_gpu.py --cases g): euler, pbad, pbfd
 #      at B 16k / 64k in both layouts with contact between bodies; threads per block 64/256 for
-#      pbad and pbfd (128 is 3a's); nmdp with the floor only if its compile finished.
+#      pbad and pbfd (128 is 3a's).
 #      GPU_CHECK_EXTRA=1 adds the floor-only rows, pbad fully inlined and euler's tpb sweep
 #   4. MJX on the same file (Euler, same dt), fp32 and fp64, if jax and mujoco-mjx are importable
+#   5. the PGM forms not yet measured on the device (pbd_nmdp, pbd_nmdp_zo floor; nmdp with contact
+#      between bodies): agreement and throughput at B 4k/16k, for those whose compile finished
 #   GPU_CHECK_TWINS=1 adds the broad twin check (tests/backends/cudasim_check.py) at the end.
 # Carried files (docs/benchmarks/gpu.md, "How to run on a lent GPU"): .whl/*.whl (numpy<2.5, trimesh,
 # rtree, mujoco, mujoco-mjx), .carry/humanoid.xml (gymnasium's).  $OUT gets summary.txt, the stage
@@ -65,7 +67,9 @@ if [ -n "$MJCF" ]; then
   [ "${GPU_CHECK_EXTRA:-0}" = 1 ] && pre pbad aos bodies PBSIM_CUDA_NOINLINE=none 300
   pre ne_dry aos floor PBSIM_CUDA_ALLOW=ne_dry 300; pre ne_dry cpu floor "" 300
   NMDP_PIDS=()
-  for L in aos soa cpu; do pre nmdp $L floor "" 470; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'; done
+  for IWL in pbd_nmdp:floor:aos pbd_nmdp:floor:cpu pbd_nmdp_zo:floor:aos pbd_nmdp_zo:floor:cpu nmdp:bodies:aos nmdp:bodies:cpu; do
+    IFS=: read -r I W L <<< "$IWL"; pre "$I" "$L" "$W" "" 470; NMDP_PIDS+=("${PIDS[-1]}"); unset 'PIDS[-1]'
+  done
 fi
 
 if [ "${GPU_CHECK_COMPILE:-0}" = 1 ]; then
@@ -211,37 +215,43 @@ else
 fi
 
 if [ -n "$MJCF" ]; then
-  say "5. nmdp (floor only): waiting for its background compile (at most until 480 s)"
-  while ! grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null \
-        && kill -0 "${NMDP_PIDS[1]}" 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt 480 ]; do sleep 5; done
-  grep -h "compiled\|Error" "$LOGS"/pre_nmdp_*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
-  if grep -q "compiled nmdp soa floor" "$LOGS/pre_nmdp_soa_floor.log" 2>/dev/null; then
-    timeout 60 python3 - "$MJCF" <<'EOF' 2>&1 | grep -v Warn | tee -a "$LOGS/agreement.txt" "$OUT/agreement.txt"
+  say "5. the PGM forms still unmeasured on the device (pbd_nmdp, pbd_nmdp_zo floor; nmdp with contact between bodies): waiting for their compiles (at most until 480 s)"
+  while [ $(( $(date +%s) - T0 )) -lt 480 ]; do
+    alive=0; for p in "${NMDP_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 5
+  done
+  grep -h "compiled\|Error" "$LOGS"/pre_*nmdp*.log | cut -c1-300 | sort | tee -a "$OUT/summary.txt"
+  for IW in pbd_nmdp:floor pbd_nmdp_zo:floor nmdp:bodies; do
+    I=${IW%%:*}; W=${IW##*:}
+    if grep -q "compiled $I aos $W" "$LOGS/pre_${I}_aos_${W}.log" 2>/dev/null && grep -q "compiled $I cpu $W" "$LOGS/pre_${I}_cpu_${W}.log" 2>/dev/null; then
+      timeout 60 python3 - "$MJCF" "$I" "$W" <<'EOF' 2>&1 | grep -v Warn | tee -a "$LOGS/agreement.txt" "$OUT/agreement.txt"
 import sys, time
 import numpy as np
 import pbsim
 from pbsim.backends.cuda import CudaBatch
 from pbsim.contact import default_scene
 from pbsim.integrators import State, make
-m = pbsim.load(sys.argv[1]); sc = default_scene(m, body_contact=False)
+integ, what = sys.argv[2], sys.argv[3]
+m = pbsim.load(sys.argv[1]); sc = default_scene(m, body_contact=(what == "bodies"))
 rng = np.random.default_rng(0); B = 8; dt = 0.02
 q = np.tile(m.default_configuration(), (B, 1)); v = 0.01 * rng.standard_normal((B, m.nv))
-st = State.make(m, q.copy(), v.copy()); I = make("nmdp", m, sc)
+st = State.make(m, q.copy(), v.copy()); I = make(integ, m, sc)
 for _ in range(20):
     st, _ = I.step(st, pbsim.Control(), dt)
-for lay in ("aos", "soa"):
-    t0 = time.perf_counter()
-    g = CudaBatch(m, "nmdp", sc, B, layout=lay); g.set_state(q, v); g.advance(20, dt); g.synchronize()
-    gq, gv = g.state()
-    print(f"AGREE nmdp (floor) {lay} B={B} 20 steps of {dt:g} s: max|dq| {np.abs(gq - st.q).max():.2e} "
-          f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
+t0 = time.perf_counter()
+g = CudaBatch(m, integ, sc, B, layout="aos"); g.set_state(q, v); g.advance(20, dt); g.synchronize()
+gq, gv = g.state()
+print(f"AGREE {integ} ({what}) aos B={B} 20 steps of {dt:g} s: max|dq| {np.abs(gq - st.q).max():.2e} "
+      f"max|dv| {np.abs(gv - st.v).max():.2e} ({time.perf_counter() - t0:.1f} s)", flush=True)
 EOF
-    timeout 90 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators nmdp --no-body-contact \
-      --batches 4096,16384 --layouts aos,soa --schedules kernel --no-cpu --no-check --min-time 0.3 --max-steps 100 \
-      --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^| g\|^row:\|Error" | tee "$LOGS/bench_nmdp.txt" "$OUT/bench_nmdp.txt"
-  else
-    say "nmdp's compile has not finished (pre_nmdp_*.log); skipped"
-  fi
+      timeout 60 python3 scripts/bench/bench_gpu.py --cases g --mjcf "$MJCF" --integrators "$I" \
+        $([ "$W" = floor ] && echo --no-body-contact) --batches 4096,16384 --layouts aos --schedules kernel --no-cpu \
+        --no-check --min-time 0.3 --max-steps 100 --png "$LOGS/bench_nmdp.png" 2>&1 | grep "^row:\|Error" \
+        | sed "s/^/$W /" | tee -a "$LOGS/bench_nmdp.txt" "$OUT/bench_nmdp.txt"
+    else
+      say "$I ($W): its compile has not finished (pre_${I}_*_${W}.log); skipped"
+    fi
+  done
   kill "${NMDP_PIDS[@]}" 2>/dev/null
 fi
 
