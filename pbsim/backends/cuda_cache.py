@@ -134,7 +134,9 @@ def _notice_default(msg):
 
 # First-compile seconds of a step kernel on the 2-core development machine (no GPU, NVVM and
 # nvJitLink from numba-cuda[cu12], this build's options; docs/benchmarks/gpu.md): the notice's estimate.
-CUDA_COMPILE_ESTIMATE_S = {"euler": 40, "pbad": 45}
+# "pgm": the step kernel of nmdp, nmdp_zo, pbd_nmdp and pbd_nmdp_zo (nmdp: 203 s; 188 s on the H200
+# host beside 16 other compiles).
+CUDA_COMPILE_ESTIMATE_S = {"euler": 40, "pbad": 45, "pgm": 200}
 NOTICE = _notice_default  # None: no first-run notice (warmup, benchmarks set it)
 
 
