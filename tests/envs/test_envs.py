@@ -86,6 +86,13 @@ def test_robot_env_modes_and_errors():
         RobotEnv(m, "euler", -0.01, 1, "spd")
     with pytest.raises(InputError):
         RobotEnv(m, "euler", 0.01, 1, "spd", integrator_options={"no_such_option": 1})
+    # the vector env's arguments in the wrong order, or a count that is not an integer, are named
+    with pytest.raises(InputError, match="num_envs must be an integer, got Model .the model goes second"):
+        RobotVectorEnv(m, 2, control="torque")
+    with pytest.raises(InputError, match="num_envs must be an integer, got float"):
+        RobotVectorEnv(2.0, m, control="torque")
+    with pytest.raises(InputError, match="num_envs must be >= 1"):
+        RobotVectorEnv(0, m, control="torque")
 
 
 def test_integrator_and_dt_are_arguments():

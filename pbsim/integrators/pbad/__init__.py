@@ -8,6 +8,8 @@ drivers); this file: the integrator classes and their option specs.
 """
 from __future__ import annotations
 
+import numbers
+
 from dataclasses import replace
 
 import numpy as np
@@ -63,6 +65,7 @@ class _PbadBase(Integrator):
         if self.hessian not in ("exact", "gn"):
             raise InputError(f"pbad hessian must be 'exact' or 'gn', got {self.hessian!r}")
         self.substeps_on_failure = int(o.pop("substep", 0))
+        check_solver_options(self.name, self.maxit, self.gtol, self.xtol, self.substeps_on_failure)
         pts = o.pop("points", None)  # dict: drag sample points, and/or contact points against a plane
         drag, cscene, D1, D2 = points_contact(model, pts or {})
         # a points dict with contact=True replaces the scene's contact (the integrator's step only:
@@ -95,6 +98,18 @@ class _PbadBase(Integrator):
             self._wf = make_work(self.model, B) if self.optimizer == "lbfgs" else None
         return work_for(self.model, B), self._pw
 
+
+
+def check_solver_options(name: str, maxit, gtol, xtol, substep) -> None:
+    """InputError naming the option for an iteration cap below 1, a tolerance that is negative or
+    not finite, or a negative number of sub-step levels (PBAD's solver options)."""
+    if maxit < 1:
+        raise InputError(f"{name} option 'max_iterations' must be >= 1, got {maxit!r}")
+    for k, v in (("gtol", gtol), ("xtol", xtol)):
+        if not (np.isfinite(v) and v >= 0.0):
+            raise InputError(f"{name} option {k!r} must be a finite number >= 0, got {v!r}")
+    if substep < 0:
+        raise InputError(f"{name} option 'substep' must be an integer >= 0, got {substep!r}")
 
 
 def scene_points(model, scene):
@@ -296,6 +311,8 @@ class _PbadColloc(_PbadBase):
         if self.fallback is None:
             self.fallback = "substep" if levels is not None else "pbad2"
         levels = 6 if levels is None else levels
+        if not (isinstance(levels, numbers.Integral) and levels >= 0):
+            raise InputError(f"{self.name} option 'substep' must be an integer >= 0, got {levels!r}")
         self.contact_damping = bool(o.pop("contact_damping", True))
         guard = o.pop("energy_guard", None)
         self.energy_guard = None if guard is None else float(guard)
