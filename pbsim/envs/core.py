@@ -404,9 +404,11 @@ class RobotVectorEnv(VectorEnv):
         **kw,
     ):
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, (bool, np.bool_)):
-            raise InputError(f"RobotVectorEnv(num_envs, model, ...): num_envs must be an integer, got "
-                             f"{type(num_envs).__name__}" + (" (the model goes second)" if isinstance(model, (int, np.integer))
-                                                             else ""))
+            raise InputError(
+                f"RobotVectorEnv(num_envs, model, ...): num_envs must be an integer, got "
+                f"{type(num_envs).__name__}"
+                + (" (the model goes second)" if isinstance(model, (int, np.integer)) else "")
+            )
         if num_envs < 1:
             raise InputError(f"num_envs must be >= 1, got {num_envs}")
         self.num_envs = int(num_envs)

@@ -162,8 +162,13 @@ def test_bad_options():
         make("pbad3", model, init="guess")
     # solver options out of range name the option (max_iterations=-3 used to run steps that never iterate)
     for name in ("pbad", "pbad3", "pbad4"):
-        for opt, bad in (("max_iterations", 0), ("max_iterations", -3), ("substep", -1), ("gtol", float("nan")),
-                         ("xtol", -1e-9)):
+        for opt, bad in (
+            ("max_iterations", 0),
+            ("max_iterations", -3),
+            ("substep", -1),
+            ("gtol", float("nan")),
+            ("xtol", -1e-9),
+        ):
             with pytest.raises(pbsim.InputError, match=f"{name} option '{opt}'"):
                 make(name, model, **{opt: bad})
         make(name, model, max_iterations=1, substep=0, gtol=0.0, xtol=0.0)  # the edges are allowed
