@@ -15,8 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # One build per method: every run that may reuse a build takes the full one (pbsim.jit.variants_policy).
-# The suite's runs ask for ~60 feature sets (euler alone 10 in one CI run, ~40 s each; its full build
-# ~64 s); the lean builds give the same numbers to the last bit (test_variants.py, which also builds
+# The suite's runs ask for tens of feature sets (euler alone 10 builds in one CI run, ~40 s each; its
+# full build ~64 s); the lean builds give the same numbers to the last bit (test_variants.py, which also builds
 # them exactly).  Subprocesses inherit it.
 os.environ.setdefault("PBSIM_VARIANTS", "full")
 
