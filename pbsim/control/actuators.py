@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pbsim.dynamics.muscle import MINVAL
+from pbsim.dynamics.muscle import JOINT_ROW, MINVAL
 from pbsim.errors import InputError
 
 MOTOR, POSITION, VELOCITY, GENERAL = 0, 1, 2, 3
@@ -161,9 +161,10 @@ class Actuators:
         a.gear6 = np.array([it.get("gear6", (it.get("gear", 1.0), 0, 0, 0, 0, 0)) for it in items], float).reshape(n, 6)
         a.muscle = np.array([it.get("muscle", np.zeros(11)) for it in items], float).reshape(n, 11)
         a.musdyn = np.array([it.get("musdyn", np.zeros(3)) for it in items], float).reshape(n, 3)
-        if ((a.muscle[:, 0] != 0) & (a.tendon < 0)).any():
-            bad = a.names[int(np.argmax((a.muscle[:, 0] != 0) & (a.tendon < 0)))]
-            raise InputError(f"actuator {bad!r}: a muscle needs a tendon transmission")
+        no_length = (a.muscle[:, 0] != 0) & (a.tendon < 0) & ((a.dof < 0) | (a.site >= 0))
+        if no_length.any():
+            bad = a.names[int(np.argmax(no_length))]
+            raise InputError(f"actuator {bad!r}: a muscle needs a tendon or a hinge/slide joint transmission")
         filt = (a.dyntype == DYN_FILTER) | (a.dyntype == DYN_FILTEREXACT)
         if (filt & ~(a.dynprm > 0)).any():
             bad = a.names[int(np.argmax(filt & ~(a.dynprm > 0)))]
@@ -307,7 +308,7 @@ def actuator_targets(model, ctrl, batch: int, act=None):
     for a in range(nu):
         g = act_.gear[a]
         f = act_.gain[a] * x[:, a] + act_.bias[a, 0]  # the force's part without state terms
-        if act_.tendon[a] >= 0:
+        if act_.tendon[a] >= 0 or act_.muscle[a, 0] != 0:  # tendons, and muscles on joints (their law needs the length)
             ta_rows.append((a, f))
             continue
         if act_.site[a] >= 0:  # no length: f = gain u + b0, clamped
@@ -333,7 +334,7 @@ def actuator_targets(model, ctrl, batch: int, act=None):
                     vel = ~pos & (kd[:, j] > 0)
                     q_ref[:, k] = np.where(pos, cq[:, j] / np.where(pos, kp[:, j], 1), 0.0)
                     v_ref[:, j] = np.where(vel, cq[:, j] / np.where(vel, kd[:, j], 1), 0.0)
-    ta = _tendon_rows(act_, ta_rows, Bp)
+    ta = _tendon_rows(model, act_, ta_rows, Bp)
     sa = NO_SITE_ACT
     if sa_rows:
         idx = [a for a, _ in sa_rows]
@@ -343,13 +344,19 @@ def actuator_targets(model, ctrl, batch: int, act=None):
     return tau, kp, kd, q_ref, v_ref, uses_pd, ta, sa
 
 
-def _tendon_rows(acts, rows, Bp):
-    """The ``ta_*`` arrays of ``KControl`` for the tendon-transmission actuators ``rows`` [(a, C)]."""
+def _tendon_rows(model, acts, rows, Bp):
+    """The ``ta_*`` arrays of ``KControl`` for the tendon-transmission actuators and the muscles on
+    joints ``rows`` [(a, C)]; ``ta_ten`` is the tendon, or ``JOINT_ROW - i`` for a muscle on body
+    ``i``'s joint (:func:`pbsim.dynamics.tendon.joint_muscle_forces`)."""
     n = len(rows)
     if not n:
         return NO_TENDON_ACT
     idx = [a for a, _ in rows]
     C = np.ascontiguousarray(np.stack([np.broadcast_to(c, (Bp,)) for _, c in rows], axis=1))
-    return (np.ascontiguousarray(acts.tendon[idx], np.int64), np.ascontiguousarray(acts.gear[idx], np.float64), C,
+    ten = np.array(acts.tendon[idx], np.int64)
+    for k, a in enumerate(idx):
+        if ten[k] < 0:
+            ten[k] = JOINT_ROW - int(np.flatnonzero((np.asarray(model.iv) == acts.dof[a]) & (np.asarray(model.nvj) == 1))[0])
+    return (ten, np.ascontiguousarray(acts.gear[idx], np.float64), C,
             np.ascontiguousarray(acts.bias[idx][:, 1:3], np.float64),
             np.ascontiguousarray(acts.forcerange[idx], np.float64), np.ascontiguousarray(acts.muscle[idx], np.float64))

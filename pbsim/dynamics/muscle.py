@@ -18,6 +18,8 @@ step's state.
 from pbsim.jit import kernel
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL
+# KControl.ta_ten of a muscle on a hinge/slide joint: JOINT_ROW - i for body i's joint (tendons are >= 0)
+JOINT_ROW = -2
 
 
 @kernel

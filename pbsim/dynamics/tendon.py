@@ -38,7 +38,7 @@ from numba import prange
 from pbsim.jit import kernel
 from pbsim.dynamics.jacobian import dof_point_twist
 from pbsim.dynamics.kinematics import fk_state
-from pbsim.dynamics.muscle import muscle_force
+from pbsim.dynamics.muscle import JOINT_ROW, muscle_force
 from pbsim.dynamics.passive import FRICTION_VEL
 
 JOINT, SITE, SPHERE, CYLINDER, PULLEY = 0, 1, 2, 3, 4  # pbsim.model.tendons
@@ -422,10 +422,28 @@ def actuator_force(c, b, t, L, Ld):
 
 
 @kernel
+def joint_muscle_forces(m, c, b, q, v, tau):
+    """Muscles on hinge/slide joints (``ta_ten = JOINT_ROW - i``, body ``i``'s joint) into ``tau``:
+    MuJoCo's muscle force at actuator length ``gear q`` and velocity ``gear v`` (pbsim's q of a
+    hinge/slide is MuJoCo's qpos), clamped to its forcerange, entering the joint as ``gear f``;
+    explicit."""
+    bc = b if c.ta_c.shape[0] > 1 else 0
+    for a in range(c.ta_ten.shape[0]):
+        if c.ta_ten[a] > JOINT_ROW:
+            continue
+        i = JOINT_ROW - c.ta_ten[a]
+        g = c.ta_gear[a]
+        f = muscle_force(c.ta_mus[a], c.ta_c[bc, a], g * q[m.iq[i]], g * v[m.iv[i]])
+        f = min(max(f, c.ta_frc[a, 0]), c.ta_frc[a, 1])
+        tau[m.iv[i]] += g * f
+
+
+@kernel
 def tendon_forces(m, c, w, b, q, v, dt, implicit, tau, arm):
     """Every tendon's force (passive and actuated) at state row (q, v) into ``tau`` (nv) as
     ``J^T F``; fixed tendons with ``implicit`` put their implicit weight on ``arm`` as
     ``a |c_i| sum_j |c_j|`` (module docstring).  Spatial tendons: FK of (q) into ``w`` first."""
+    joint_muscle_forces(m, c, b, q, v, tau)
     nt = m.ten_nt[0]
     if nt == 0:
         return

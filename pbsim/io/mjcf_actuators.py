@@ -1,7 +1,7 @@
 """MJCF ``<actuator>`` -> :class:`pbsim.control.actuators.Actuators`, read from MuJoCo's compiled
 model (so defaults, classes and the ``motor``/``position``/``velocity``/``intvelocity`` shortcuts
 resolve exactly as MuJoCo does).  Supported: joint (and jointinparent) transmissions on hinge/slide
-joints and tendon transmissions (imported tendons), activation dynamics none/integrator/filter/
+joints and tendon transmissions (imported tendons; muscles on either), activation dynamics none/integrator/filter/
 filterexact (``actrange``, ``actearly``), a fixed gain and no or affine bias with no positive
 length/velocity term -- ``motor``, ``position`` (with ``kv``), ``velocity``, ``intvelocity`` and
 the ``general`` servos of Menagerie's arms.
@@ -85,7 +85,7 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
             continue
         G_MUS, B_MUS = int(mujoco.mjtGain.mjGAIN_MUSCLE), int(mujoco.mjtBias.mjBIAS_MUSCLE)
         if gt == G_MUS or bt == B_MUS or dt_ == int(D.mjDYN_MUSCLE):
-            why = _muscle_refusal(mj, a, tendon, gt, bt, dt_, G_MUS, B_MUS, int(D.mjDYN_MUSCLE))
+            why = _muscle_refusal(mj, a, bool(site), gt, bt, dt_, G_MUS, B_MUS, int(D.mjDYN_MUSCLE))
             if why:
                 skipped.append(f"{name} ({why})")
                 continue
@@ -111,7 +111,7 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
             it.update(
                 kind="general",
                 gain=1.0,
-                muscle=_muscle_params(mj, a),
+                muscle=_muscle_params(mj, a),  # on a joint: length gear q (pbsim's q is MuJoCo's qpos)
                 musdyn=tuple(float(x) for x in mj.actuator_dynprm[a, :3]),
             )
         elif bt == int(mujoco.mjtBias.mjBIAS_NONE):
@@ -137,13 +137,13 @@ def actuators_from_mjmodel(mj, model, name_of) -> tuple[Actuators, list[str]]:
     return Actuators.build(items), notes
 
 
-def _muscle_refusal(mj, a, tendon, gt, bt, dt_, g_mus, b_mus, d_mus) -> str:
+def _muscle_refusal(mj, a, on_site, gt, bt, dt_, g_mus, b_mus, d_mus) -> str:
     """Why a muscle actuator is not imported ('' when it is): pbsim carries MuJoCo's whole muscle
-    (gain, bias and dynamics all of type muscle, or no dynamics) on a tendon."""
+    (gain, bias and dynamics all of type muscle, or no dynamics) on a tendon or a hinge/slide joint."""
     if not (gt == g_mus and bt == b_mus and dt_ in (d_mus, 0)):
         return f"muscle parts mixed with other types (gain {gt}, bias {bt}, dynamics {dt_})"
-    if tendon < 0:
-        return "a muscle on a joint transmission"
+    if on_site:
+        return "a muscle on a site transmission"
     if not np.array_equal(mj.actuator_gainprm[a, :9], mj.actuator_biasprm[a, :9]):
         return "muscle gain and bias with different parameters"
     return ""

@@ -116,3 +116,54 @@ def test_position_based_methods_refuse_muscles(tmp_path):
     m, _ = mjcf_pair(tmp_path, "arm.xml", ARM)
     with pytest.raises(InputError, match=r"pbad .* muscle.*'flex', 'ext'"):
         pbsim.integrators.make("pbad", m)
+
+
+JOINT_ARM = """<mujoco><option timestep="0.001" integrator="Euler"/>
+<default><geom contype="0" conaffinity="0"/></default>
+<worldbody>
+ <body name="upper"><joint name="shoulder" axis="0 1 0" damping="0.05"/>
+  <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+  <body name="fore" pos="0.3 0 0"><joint name="elbow" axis="0 1 0" ref="25" damping="0.05"/>
+   <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.025" mass="0.6"/>
+   <body name="hand" pos="0.25 0 0"><joint name="wrist" type="slide" axis="1 0 0" damping="0.5"/>
+    <geom type="sphere" size="0.03" mass="0.2"/></body>
+  </body>
+ </body>
+</worldbody>
+<actuator>
+ <muscle name="sh_flex" joint="shoulder" gear="0.05" force="40" lengthrange="-0.08 0.08"/>
+ <muscle name="sh_ext" joint="shoulder" gear="-0.04" scale="60" lengthrange="-0.07 0.07" tausmooth="0.1"/>
+ <muscle name="el_flex" joint="elbow" gear="0.03" force="25" range="0.6 1.3" lengthrange="-0.02 0.06"/>
+ <muscle name="wr" joint="wrist" gear="2" force="15" lengthrange="-0.1 0.1"/>
+</actuator>
+</mujoco>"""
+
+
+def test_muscles_on_joints_equal_mujocos_qfrc_actuator_and_trajectory(tmp_path):
+    """Muscles on hinge and slide joint transmissions (antagonists on one joint, a negative gear, a
+    joint with ``ref``: the length is ``gear qpos``, and pbsim's q is MuJoCo's qpos):
+    ``qfrc_actuator`` at random states and activations, and 1 s under constant commands against
+    MuJoCo's Euler, from the file's qpos0.  They were not imported before ("a muscle on a joint
+    transmission")."""
+    m, mj = mjcf_pair(tmp_path, "jarm.xml", JOINT_ARM)
+    assert m.nu == 4 and m.na == 4 and not [n for n in m.notes if "actuator" in n], m.notes
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(3)
+    L = []
+    for _ in range(60):
+        q, v = rng.uniform(-1.5, 1.5, m.nq), rng.normal(scale=3.0, size=m.nv)
+        u, a = rng.uniform(0, 1, m.nu), rng.uniform(0, 1, m.na)
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q, v, u, a
+        mujoco.mj_forward(mj, d)
+        L.append(d.actuator_length.copy())
+        np.testing.assert_allclose(actuator_torque(m, q, v, u, a), d.qfrc_actuator, rtol=1e-10, atol=1e-10)
+    assert np.ptp(np.array(L), axis=0).min() > 0.05  # across the curves, not one point
+    mujoco.mj_resetData(mj, d)
+    u = np.array([0.9, 0.2, 0.7, 0.5])
+    d.ctrl[:] = u
+    for _ in range(1000):
+        mujoco.mj_step(mj, d)
+    tr = pbsim.rollout(m, "euler", dt=1e-3, steps=1000, control=pbsim.Control(ctrl=u), record_every=1000)
+    assert np.abs(tr.q[0] - mj.qpos0).max() == 0.0  # the same start
+    assert np.abs(tr.q[-1] - d.qpos).max() < 1e-9, (tr.q[-1], d.qpos)
+    assert np.abs(d.qpos - mj.qpos0).max() > 0.1  # the muscles moved it
