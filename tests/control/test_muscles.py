@@ -50,21 +50,28 @@ def actuator_torque(model, q, v, ctrl, act):
     return tau
 
 
-def test_muscle_force_equals_mujocos_qfrc_actuator(tmp_path):
-    m, mj = mjcf_pair(tmp_path, "arm.xml", ARM)
-    assert m.nu == 2 and m.na == 2 and not [n for n in m.notes if "actuator" in n], m.notes
-    assert m.actuators.muscle[1, 3] == pytest.approx(80.0 / mj.actuator_acc0[1])  # F0 = scale / acc0
+def assert_qfrc_actuator_is_mujocos(m, mj, seed, span, vscale, n=60):
+    """The actuators' generalized force equals MuJoCo's ``qfrc_actuator`` (1e-10) at ``n`` random
+    states (q uniform in +-span, v normal) and controls and activations uniform in [0, 1]; returns
+    MuJoCo's actuator lengths there (n, nu)."""
     d = mujoco.MjData(mj)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     L = []
-    for _ in range(60):
-        q, v = rng.uniform(-2.5, 2.5, m.nq), rng.normal(scale=4.0, size=m.nv)
+    for _ in range(n):
+        q, v = rng.uniform(-span, span, m.nq), rng.normal(scale=vscale, size=m.nv)
         u, a = rng.uniform(0, 1, m.nu), rng.uniform(0, 1, m.na)
         d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q, v, u, a
         mujoco.mj_forward(mj, d)
         L.append(d.actuator_length.copy())
         np.testing.assert_allclose(actuator_torque(m, q, v, u, a), d.qfrc_actuator, rtol=1e-10, atol=1e-10)
-    L = np.array(L)
+    return np.array(L)
+
+
+def test_muscle_force_equals_mujocos_qfrc_actuator(tmp_path):
+    m, mj = mjcf_pair(tmp_path, "arm.xml", ARM)
+    assert m.nu == 2 and m.na == 2 and not [n for n in m.notes if "actuator" in n], m.notes
+    assert m.actuators.muscle[1, 3] == pytest.approx(80.0 / mj.actuator_acc0[1])  # F0 = scale / acc0
+    L = assert_qfrc_actuator_is_mujocos(m, mj, seed=0, span=2.5, vscale=4.0)
     assert np.ptp(L[:, 0]) > 0.1 and np.ptp(L[:, 1]) > 0.1  # across the curves, not one point
 
 
@@ -147,18 +154,9 @@ def test_muscles_on_joints_equal_mujocos_qfrc_actuator_and_trajectory(tmp_path):
     transmission")."""
     m, mj = mjcf_pair(tmp_path, "jarm.xml", JOINT_ARM)
     assert m.nu == 4 and m.na == 4 and not [n for n in m.notes if "actuator" in n], m.notes
+    L = assert_qfrc_actuator_is_mujocos(m, mj, seed=3, span=1.5, vscale=3.0)
+    assert np.ptp(L, axis=0).min() > 0.05  # across the curves, not one point
     d = mujoco.MjData(mj)
-    rng = np.random.default_rng(3)
-    L = []
-    for _ in range(60):
-        q, v = rng.uniform(-1.5, 1.5, m.nq), rng.normal(scale=3.0, size=m.nv)
-        u, a = rng.uniform(0, 1, m.nu), rng.uniform(0, 1, m.na)
-        d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q, v, u, a
-        mujoco.mj_forward(mj, d)
-        L.append(d.actuator_length.copy())
-        np.testing.assert_allclose(actuator_torque(m, q, v, u, a), d.qfrc_actuator, rtol=1e-10, atol=1e-10)
-    assert np.ptp(np.array(L), axis=0).min() > 0.05  # across the curves, not one point
-    mujoco.mj_resetData(mj, d)
     u = np.array([0.9, 0.2, 0.7, 0.5])
     d.ctrl[:] = u
     for _ in range(1000):
