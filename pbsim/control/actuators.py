@@ -354,9 +354,9 @@ def _tendon_rows(model, acts, rows, Bp):
     idx = [a for a, _ in rows]
     C = np.ascontiguousarray(np.stack([np.broadcast_to(c, (Bp,)) for _, c in rows], axis=1))
     ten = np.array(acts.tendon[idx], np.int64)
-    for k, a in enumerate(idx):
-        if ten[k] < 0:
-            ten[k] = JOINT_ROW - int(np.flatnonzero((np.asarray(model.iv) == acts.dof[a]) & (np.asarray(model.nvj) == 1))[0])
+    if (ten < 0).any():
+        body_of = {int(model.iv[i]): i for i in range(model.nb) if model.nvj[i] == 1}  # 1-DOF joints by DOF
+        ten = np.array([t if t >= 0 else JOINT_ROW - body_of[int(acts.dof[a])] for t, a in zip(ten, idx)], np.int64)
     return (ten, np.ascontiguousarray(acts.gear[idx], np.float64), C,
             np.ascontiguousarray(acts.bias[idx][:, 1:3], np.float64),
             np.ascontiguousarray(acts.forcerange[idx], np.float64), np.ascontiguousarray(acts.muscle[idx], np.float64))

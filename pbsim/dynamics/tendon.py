@@ -424,18 +424,19 @@ def actuator_force(c, b, t, L, Ld):
 @kernel
 def joint_muscle_forces(m, c, b, q, v, tau):
     """Muscles on hinge/slide joints (``ta_ten = JOINT_ROW - i``, body ``i``'s joint) into ``tau``:
-    MuJoCo's muscle force at actuator length ``gear q`` and velocity ``gear v`` (pbsim's q of a
-    hinge/slide is MuJoCo's qpos), clamped to its forcerange, entering the joint as ``gear f``;
-    explicit."""
-    bc = b if c.ta_c.shape[0] > 1 else 0
+    the joint is their tendon, of length q (pbsim's q of a hinge/slide is MuJoCo's qpos, so the
+    actuator length is MuJoCo's ``gear qpos``) and moment 1, through :func:`actuator_force`;
+    explicit (a muscle has no implicit weights)."""
+    joints = False
     for a in range(c.ta_ten.shape[0]):
-        if c.ta_ten[a] > JOINT_ROW:
-            continue
-        i = JOINT_ROW - c.ta_ten[a]
-        g = c.ta_gear[a]
-        f = muscle_force(c.ta_mus[a], c.ta_c[bc, a], g * q[m.iq[i]], g * v[m.iv[i]])
-        f = min(max(f, c.ta_frc[a, 0]), c.ta_frc[a, 1])
-        tau[m.iv[i]] += g * f
+        if c.ta_ten[a] <= JOINT_ROW:
+            joints = True
+    if not joints:  # tendon actuators only (or none): no walk over the bodies
+        return
+    for i in range(m.nb):
+        if m.nvj[i] == 1:
+            F, wk, wd = actuator_force(c, b, JOINT_ROW - i, q[m.iq[i]], v[m.iv[i]])
+            tau[m.iv[i]] += F
 
 
 @kernel

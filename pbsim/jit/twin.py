@@ -94,20 +94,27 @@ def code_digest(code) -> str:
     return h.hexdigest()[:32]
 
 
+def kernel_tree(k) -> list:
+    """Every kernel reachable from kernel ``k`` through the global names its code reads, ``k``
+    first, in the order of a depth-first walk (the same order in every process)."""
+    found: dict = {}
+    todo = [k]
+    while todo:
+        d = todo.pop()
+        if id(d) in found:
+            continue
+        found[id(d)] = d
+        f = _PY_FUNCS[id(d)]
+        todo.extend(v for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n)))
+    return list(found.values())
+
+
 def kernel_tree_hash(k) -> str:
     """A hash of the kernel tree below kernel ``k`` as it would be compiled: every reachable
     kernel's module, qualified name and code, the kernel each global name calls (a
     :class:`Variants` or :func:`specialize` copy calls other kernels than its original) and the
     plain constants it reads.  Part of the CUDA cache key, beside the source hash."""
-    order: dict = {}
-    todo = [k]
-    while todo:
-        d = todo.pop()
-        if id(d) in order:
-            continue
-        order[id(d)] = len(order)
-        f = _PY_FUNCS[id(d)]
-        todo.extend(v for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n)))
+    order = {id(d): i for i, d in enumerate(kernel_tree(k))}
     h = hashlib.sha256()
     for kid in order:
         f = _PY_FUNCS[kid]

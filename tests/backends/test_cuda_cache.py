@@ -139,22 +139,9 @@ def test_cache_key_changes_with_a_kernel_source(tmp_path):
 
 
 # ------------------------------------------------------------------------------- compile options
-def pc_tree_names(disp) -> set:
-    """The Python names of every kernel in ``disp``'s call tree."""
-    from pbsim.jit import is_kernel, python_source
-
-    seen, todo = set(), [disp]
-    while todo:
-        f = python_source(todo.pop())
-        if f.__name__ in seen:
-            continue
-        seen.add(f.__name__)
-        todo += [v for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n))]
-    return seen
-
-
 def test_kernels_are_built_without_lto_and_with_noinline_functions():
-    from pbsim.jit import CUDA_NOINLINE_DEFAULT, cuda_noinline
+    from pbsim.jit import CUDA_NOINLINE_DEFAULT, cuda_noinline, python_source
+    from pbsim.jit.twin import kernel_tree
 
     assert pc.JIT_OPTIONS["lto"] is False  # numba-cuda's default with nvJitLink is lto=True
     if os.environ.get("PBSIM_CUDA_NOINLINE", "default") == "default":
@@ -169,7 +156,7 @@ def test_kernels_are_built_without_lto_and_with_noinline_functions():
         for name in ("nmdp", "nmdp_zo", "pbd_nmdp", "pbd_nmdp_zo"):
             assert pc.step_noinline(_spec(name).step) == pgm, name
         # every name there is a kernel of the PGM step's tree (a renamed function would silently inline)
-        tree = pc_tree_names(_spec("nmdp").step) | pc_tree_names(_spec("pbd_nmdp").step)
+        tree = {python_source(d).__name__ for n in ("nmdp", "pbd_nmdp") for d in kernel_tree(_spec(n).step)}
         assert set(pc.EXTRA_NOINLINE["pbsim.integrators.pgm"]) <= tree
         ident = pc._cache_ident(pc._steps_k, _spec("euler").step, "steps", None, "aos")
         assert ident["noinline"] == ()
