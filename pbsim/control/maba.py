@@ -22,7 +22,7 @@ from pbsim.errors import InputError
 def maba_state(m, c, w, sw, b, q, v, dt, qdd, tau_out):
     """SPD acceleration of state b by the control's solver (MABA/SF/DF) with the model's joint
     damping taken implicitly (as the ``euler`` step does), and the actuation torque of Eq. 6."""
-    joint_forces(m, c, w, sw, b, q, v, dt, True)
+    joint_forces(m, c, w, sw, b, q, v, dt, True, False)
     velocity_pass(m, w, b, q, v)
     solve_and_clamp(m, c, w, sw, b, q, v, qdd)
     for j in range(m.nv):

@@ -6,6 +6,7 @@ from pbsim.control.sparse import spd_sparse
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_backward, aba_forward, aba_init
 from pbsim.dynamics.equality import equality_accel
+from pbsim.dynamics.limits import limit_apply, limit_rows
 from pbsim.dynamics.mimic import mimic_accel
 from pbsim.dynamics.passive import passive_torques
 from pbsim.dynamics.fluid import fluid_forces
@@ -40,6 +41,23 @@ def accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd):
             aba_init(m, w, b)
             aba_backward(m, w, b, tau, arm)
         equality_accel(m, w, b, q, v, qdd)
+
+
+@kernel
+def limit_solve(m, c, w, sw, b, q, v, dt, qdd):
+    """MuJoCo's joint-limit constraint on ``qdd`` after :func:`accel_solve` (and the equality
+    constraints' step target): :func:`pbsim.dynamics.limits.limit_accel`, with ABA's factor made
+    first where the dense SPD solvers left none.  Returns the number of active limit rows."""
+    if m.lim_dof.shape[0] == 0:
+        return 0
+    n = limit_rows(m, w, b, q, v, dt)
+    if n == 0:
+        return 0
+    if c.mode == SPD and (c.solver == DF or c.solver == SF) and sw.Md.shape[1] >= m.nv:
+        aba_init(m, w, b)  # DF/SF left no articulated-body factor: make it (O(n))
+        aba_backward(m, w, b, sw.tau[b], sw.arm[b])
+    limit_apply(m, w, b, n, qdd)
+    return n
 
 
 @kernel
@@ -91,7 +109,7 @@ def clamp_active_set(m, c, w, sw, b, q, v, tau, arm, qdd):
 
 
 @kernel
-def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
+def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping, soft_limits):
     """Generalized joint forces of a step into ``sw.tau[b]`` and the implicit diagonal into
     ``sw.arm[b]``: control torques (SPD: ``dt Kd``, paper 001 Eq. 7), pre-clipping if asked, and
     joint damping (implicit: ``-d (v + dt qdd)``, absorbed like the SPD term) and the model's
@@ -99,7 +117,9 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
     the tendons' forces (:func:`pbsim.dynamics.tendon.tendon_forces`) and the bodies' gravity
     compensation (:func:`pbsim.dynamics.gravcomp.gravcomp_forces`) and the fluid forces
     (:func:`pbsim.dynamics.fluid.fluid_forces`), both explicit as MuJoCo's.  The control's own
-    Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping."""
+    Q and ``dt Kd`` are kept in ``sw.tc``/``sw.kc`` for Eq. 6 and clamping.  With ``soft_limits``
+    the DOFs under MuJoCo's limit law (``m.lim_soft``) get no limit spring: the caller adds
+    :func:`limit_solve` (the explicit methods)."""
     tau = sw.tau[b]
     arm = sw.arm[b]
     control_torques(m, c, b, q, v, dt, sw.dq[b], sw.qs[b], w.Rj[b], tau, arm)
@@ -112,7 +132,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping):
         tau[j] -= m.damping[j] * v[j]
         if implicit_damping:
             arm[j] += dt * m.damping[j]
-    passive_torques(m, q, v, dt, implicit_damping, tau, arm)
+    passive_torques(m, q, v, dt, implicit_damping, soft_limits, tau, arm)
     tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
     site_forces(m, c, w, b, q, tau)  # site-transmission actuators
     gravcomp_forces(m, w, b, q, 1.0, tau)  # bodies' gravity compensation (MuJoCo's qfrc_gravcomp): explicit

@@ -34,7 +34,7 @@ def limit_error(m, i, q, v, dt):
 
 
 @kernel
-def limit_torques(m, q, v, dt, tau, arm):
+def limit_torques(m, q, v, dt, soft_limits, tau, arm):
     """Joint-limit torques into ``tau`` (nv,) and their implicit diagonal into ``arm``.
 
     An active joint (:func:`limit_error`) gets the stable-PD torque toward its limit (paper 001
@@ -44,11 +44,14 @@ def limit_torques(m, q, v, dt, tau, arm):
     limit spring diverged (the ant under rk4 at dt = 1 ms: a loaded joint's effective inertia is
     far below its subtree's, so w dt >> 1).  Inside RK stages the diagonal also damps motion
     along a limit (measured: the ant rests on its limits at 0.535 m under rk4, 0.358 m under
-    euler, 0.382 m in MuJoCo)."""
+    euler, 0.382 m in MuJoCo).  With ``soft_limits`` the DOFs under MuJoCo's limit law
+    (``m.lim_soft``, :mod:`pbsim.dynamics.limits`) are left to it."""
     for i in range(m.nb):
         active, e = limit_error(m, i, q, v, dt)
         if active:
             j = m.iv[i]
+            if soft_limits and m.lim_soft[j] != 0.0:
+                continue
             kp = m.limit_kp[j]
             kd = m.limit_kd[j]
             tau[j] += -kp * (e + dt * v[j]) - kd * v[j]
@@ -157,7 +160,7 @@ def ball_spring_step(m, v, dt, c, out, diag):
 
 
 @kernel
-def passive_torques(m, q, v, dt, implicit, tau, arm):
+def passive_torques(m, q, v, dt, implicit, soft_limits, tau, arm):
     """Joint springs, dry friction and limits of state row (q, v) into ``tau`` / ``arm`` (nv,).
 
     Spring ``-k (q - q_s)`` on 1-DOF joints, at the predicted ``q + dt v+`` (stable PD):
@@ -167,7 +170,8 @@ def passive_torques(m, q, v, dt, implicit, tau, arm):
     ``dt f / v_f (1 - tanh^2)`` on the diagonal (``v_f`` = FRICTION_VEL; a joint below its
     friction torque creeps at most ~v_f).  Limits: :func:`limit_torques`.  With ``implicit``
     False (the Runge-Kutta stages, which must see the exact ODE to keep their order) the spring
-    is the plain ``-k (q - q_s)``; friction and limits stay linearised (stability first)."""
+    is the plain ``-k (q - q_s)``; friction and limits stay linearised (stability first).
+    ``soft_limits``: see :func:`limit_torques`."""
     for i in range(m.nb):
         jt = m.jtype[i]
         if jt != REVOLUTE and jt != PRISMATIC:
@@ -186,7 +190,7 @@ def passive_torques(m, q, v, dt, implicit, tau, arm):
             t = math.tanh(v[j] / FRICTION_VEL)
             tau[j] += -f * t
             arm[j] += dt * f / FRICTION_VEL * (1.0 - t * t)
-    limit_torques(m, q, v, dt, tau, arm)
+    limit_torques(m, q, v, dt, soft_limits, tau, arm)
     ball_springs(m, q, -1.0, tau)
     if implicit:
         ball_spring_step(m, v, dt, dt * dt, tau, arm)

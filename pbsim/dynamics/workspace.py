@@ -13,9 +13,13 @@ import numpy as np
 # sized by their rows K: Jacobian, A^-1 J^T (nv, K), J A^-1 J^T (its factor), residual, bias, multipliers,
 # dropped rows, a tangent step and a configuration; eS, eU, ez, eP: every DOF's S and U = I^A S in
 # world coordinates, the rows that are identically zero, the (6, K) forces/accelerations per body
-# of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus)
+# of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus; sized for the larger
+# of the equality and the limit rows)
+# lJ, lY, lH, lL, lc, lf, lR, la, ld: scratch of MuJoCo's limit constraint (pbsim.dynamics.limits),
+# sized by its rows (two per soft-limited DOF): Jacobian, A^-1 J^T, J A^-1 J^T + R, the factor of
+# its active block, right-hand side, forces, regularizer, active set, dropped pivots
 DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
-                     "eS eU ez eP ei")
+                     "eS eU ez eP ei lJ lY lH lL lc lf lR la ld")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -23,6 +27,8 @@ def make_work(model, batch: int) -> DynWork:
     B = max(int(batch), 1)
     k = len(getattr(model, "mimic", ()))
     ke = int(getattr(model, "neq_rows", 0))
+    kl = limit_rows_max(model)
+    kr = max(ke, kl)  # rows of the responses' sweep
     z = np.zeros
     return DynWork(
         R=z((B, nb, 3, 3)), p=z((B, nb, 3)),  # body pose in parent
@@ -34,9 +40,20 @@ def make_work(model, batch: int) -> DynWork:
         mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
         eJ=z((B, ke, model.nv)), eY=z((B, model.nv, ke)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
         el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
-        eS=z((B, model.nv if ke else 0, 6)), eU=z((B, model.nv if ke else 0, 6)), ez=z((B, ke)), eP=z((B, nb, 6, ke)),
-        ei=z((B, ke), np.int64),
+        eS=z((B, model.nv if kr else 0, 6)), eU=z((B, model.nv if kr else 0, 6)), ez=z((B, kr)), eP=z((B, nb, 6, kr)),
+        ei=z((B, kr), np.int64),
+        lJ=z((B, kl, model.nv)), lY=z((B, model.nv, kl)), lH=z((B, kl, kl)), lL=z((B, kl, kl)), lc=z((B, kl)),
+        lf=z((B, kl)), lR=z((B, kl)), la=z((B, kl)), ld=z((B, kl)),
     )
+
+
+def limit_rows_max(model) -> int:
+    """Rows of MuJoCo's limit constraint a state can have: two per soft-limited DOF (both sides
+    at once only inside a margin wider than the range); 0 with mimic joints (Model._limit_fields)."""
+    lim = getattr(model, "soft_limits", None)
+    if lim is None or getattr(model, "mimic", None):
+        return 0
+    return 2 * lim.n
 
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -46,7 +63,8 @@ def work_for(model, batch: int) -> DynWork:
     """A workspace for ``batch`` states, reused across calls on the same model."""
     per_model = _cache.setdefault(model, {})
     w = per_model.get(batch)
-    if w is not None and w.eJ.shape[1] != int(getattr(model, "neq_rows", 0)):  # equality set after it was made
+    if w is not None and (w.eJ.shape[1] != int(getattr(model, "neq_rows", 0))
+                          or w.lJ.shape[1] != limit_rows_max(model)):  # equality or limits set after it was made
         w = None
     if w is None:
         if len(per_model) > 4:

@@ -128,6 +128,10 @@ def model_from_mjmodel(
         b.gravity[:] = 0.0
         b.notes.append("gravity is disabled in <option><flag gravity='disable'/>: Model.gravity is 0")
     _note_dropped(mj, b.notes)
+    D = mujoco.mjtDisableBit
+    limits_on = not (mj.opt.disableflags & (D.mjDSBL_LIMIT | D.mjDSBL_CONSTRAINT))
+    if not limits_on and np.any(mj.jnt_limited):
+        b.notes.append("joint ranges are disabled in <option><flag limit/constraint='disable'/>: not imported")
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
     fluid_bodies = _fluid_bodies(mj, b)
@@ -171,7 +175,7 @@ def model_from_mjmodel(
                 spec = JointSpec(jname, "revolute", prev, child, R @ _axis_angle(axis, -mj.qpos0[qa]), p, axis)
             else:
                 spec = JointSpec(jname, "prismatic", prev, child, R, p - R @ axis * mj.qpos0[qa], axis)
-            if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE) and mj.jnt_limited[j]:
+            if jt in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE) and mj.jnt_limited[j] and limits_on:
                 spec.lower, spec.upper = float(mj.jnt_range[j, 0]), float(mj.jnt_range[j, 1])
             if mj.jnt_actfrclimited[j]:
                 spec.effort = float(max(abs(mj.jnt_actfrcrange[j, 0]), abs(mj.jnt_actfrcrange[j, 1])))
@@ -270,8 +274,34 @@ def model_from_mjmodel(
 
     model.equality, eq_notes = equality_from_mjmodel(mj, model, joint_names, lambda k, i, d: _name(mj, k, i, d))
     model.notes.extend(eq_notes)
+    if limits_on:
+        model.soft_limits = _soft_limits(mj, model, joint_names)
     model._k = None
     return model
+
+
+def _soft_limits(mj, model, joint_names):
+    """MuJoCo's limit constraint of every limited hinge/slide joint pbsim kept (pbsim.model.limits)."""
+    import mujoco
+
+    from pbsim.model.limits import SoftLimits, clean_solimp, clean_solref
+
+    rows = []
+    for j in range(mj.njnt):
+        if not mj.jnt_limited[j] or int(mj.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                                                 int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            continue
+        if joint_names[j] not in model.joint_names:  # welded by floating_base=False
+            continue
+        dof = int(model.iv[model.joint_index(joint_names[j])])
+        rows.append((dof, clean_solref(mj.jnt_solref[j]), clean_solimp(mj.jnt_solimp[j]), float(mj.jnt_margin[j]),
+                     float(mj.dof_invweight0[mj.jnt_dofadr[j]])))
+    if not rows:
+        return None
+    refsafe = not (mj.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE)
+    return SoftLimits(np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows]),
+                      np.array([r[2] for r in rows]), np.array([r[3] for r in rows]), np.array([r[4] for r in rows]),
+                      refsafe)
 
 
 def _hfield_names(mj) -> list[str]:

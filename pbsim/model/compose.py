@@ -227,8 +227,22 @@ def combine(*parts, name: str | None = None) -> Model:
         tendons=first.tendons,
         keyframes=keyframes,
         fluid=_combined_fluid(items),
+        soft_limits=_combined_soft_limits(items),
     )
     return out
+
+
+def _combined_soft_limits(items):
+    """The parts' MuJoCo limits side by side (DOFs renumbered); None where no part has any."""
+    from pbsim.model.limits import SoftLimits
+
+    nv0 = np.cumsum([0] + [m.nv for m, _ in items])
+    have = [m.soft_limits.shifted(int(n0)) for n0, (m, _) in zip(nv0, items) if m.soft_limits is not None]
+    if not have:
+        return None
+    return SoftLimits(np.concatenate([h.dof for h in have]), np.concatenate([h.solref for h in have]),
+                      np.concatenate([h.solimp for h in have]), np.concatenate([h.margin for h in have]),
+                      np.concatenate([h.invweight for h in have]), all(h.refsafe for h in have))
 
 
 def _combined_fluid(items):

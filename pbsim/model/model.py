@@ -25,7 +25,9 @@ KModel = namedtuple(
     # gravity compensation (Model.gravcomp; pbsim.dynamics.gravcomp)
     " gravcomp"
     # fluid forces (Model.fluid, pbsim.model.fluid; pbsim.dynamics.fluid)
-    " fl_medium fl_body fl_R fl_p fl_box",
+    " fl_medium fl_body fl_R fl_p fl_box"
+    # MuJoCo's joint-limit constraint (Model.soft_limits, pbsim.model.limits; pbsim.dynamics.limits)
+    " lim_dof lim_qadr lim_prm lim_soft",
 )
 
 
@@ -91,6 +93,9 @@ class Model:
     # fluid forces (MJCF <option density viscosity wind>): pbsim.model.fluid.Fluid, MuJoCo's
     # inertia-box model (pbsim.dynamics.fluid); None: none
     fluid: object = None
+    # MuJoCo's soft joint-limit constraint (MJCF ranges): pbsim.model.limits.SoftLimits, the law
+    # the explicit methods hold those DOFs by (pbsim.dynamics.limits); None: the spring-damper alone
+    soft_limits: object = None
 
     def __post_init__(self):
         nb = len(self.body_names)
@@ -150,7 +155,7 @@ class Model:
                              self.lower, self.upper, kp, kd, self.stiffness, self.springref, self.frictionloss,
                              self.mimic_qs, self.mimic_qm, self.mimic_vs, self.mimic_vm, self.mimic_mult,
                              self.mimic_off, **self._tendon_fields(), **self._equality_arrays(),
-                             gravcomp=self.gravcomp, **self._fluid_fields())
+                             gravcomp=self.gravcomp, **self._fluid_fields(), **self._limit_fields())
             # a read-only field (a broadcast view, a frozen array) would change the kernels' types
             # and compile every kernel again for this model: writeable copies instead
             self._k = KModel(*(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a
@@ -164,6 +169,12 @@ class Model:
         if f.nf and (f.body.min() < 0 or f.body.max() >= self.nb):
             raise InputError(f"model {self.name!r}: fluid parts name bodies outside 0..{self.nb - 1}")
         return f.kernel_fields()
+
+    def _limit_fields(self) -> dict:
+        from pbsim.model.limits import SoftLimits
+
+        lim = self.soft_limits if self.soft_limits is not None and not self.mimic else SoftLimits()
+        return lim.kernel_fields(self)
 
     def _tendon_fields(self) -> dict:
         from pbsim.model.tendons import Tendons

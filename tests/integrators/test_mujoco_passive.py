@@ -133,7 +133,7 @@ def test_spring_torque_equals_mujocos_qfrc_spring(tmp_path):
         ref = d.qfrc_spring.copy()
         ref[:3] = d.xmat[1].reshape(3, 3).T @ ref[:3]
         tau, arm = np.zeros(m.nv), np.zeros(m.nv)
-        passive_torques(m.k, q, np.zeros(m.nv), 0.0, False, tau, arm)
+        passive_torques(m.k, q, np.zeros(m.nv), 0.0, False, False, tau, arm)
         worst = max(worst, np.abs(tau - ref).max())
         assert np.abs(ref).max() > 1.0  # not vacuous
     assert worst < 1e-12, worst

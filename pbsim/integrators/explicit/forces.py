@@ -2,7 +2,7 @@
 from pbsim.jit import kernel
 from pbsim.contact.penalty import contact_generalized_forces, pair_generalized_forces
 from pbsim.control.control import DF, SF, SPD
-from pbsim.control.solve import joint_forces, solve_and_clamp
+from pbsim.control.solve import joint_forces, limit_solve, solve_and_clamp  # noqa: F401 (limit_solve re-exported)
 # the explicit integrators' scratch (sw) lives below them, where the control solvers allocate it too
 from pbsim.control.stepwork import StepWork, make_step_work  # noqa: F401 (re-exported)
 from pbsim.dynamics.kinematics import velocity_pass, world_pass
@@ -20,6 +20,7 @@ FEATURES = {
     # equality constraints (pbsim.dynamics.equality)
     "equality": ("equality_accel", "equality_project", "equality_step_target", "equality_correction",
                  "equality_project_velocity"),
+    "limits": ("limit_solve",),  # MuJoCo's joint-limit constraint (pbsim.dynamics.limits)
 }
 
 
@@ -28,7 +29,8 @@ def features_used(kc, ks, km=None) -> dict:
     arrays ``km`` runs, from the same flags ``forward_dynamics`` branches on."""
     return {"spd_extra": bool((kc.mode == SPD and kc.solver in (DF, SF)) or kc.clamp != 0),
             "contact": bool(ks.npts > 0), "body_contact": bool(ks.nitem > 0),
-            "equality": km is not None and km.eq_type.shape[0] > 0}
+            "equality": km is not None and km.eq_type.shape[0] > 0,
+            "limits": km is not None and km.lim_dof.shape[0] > 0}
 
 
 @kernel
@@ -38,7 +40,7 @@ def forward_dynamics(m, s, c, w, sw, b, q, v, dt, implicit_damping, qdd):
 
     With ``implicit_damping`` the damping torque is evaluated at the new velocity
     (``-d (v + dt qdd)``), which ABA absorbs like the SPD term (D += dt d)."""
-    joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping)
+    joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping, True)
     velocity_pass(m, w, b, q, v)
     if s.npts > 0 or s.nitem > 0:
         world_pass(m, w, b)

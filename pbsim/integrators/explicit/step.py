@@ -15,6 +15,11 @@ and projects q alone (its velocity projection costs first-order accuracy); where
 linear in q (joint and tendon couplings of degree <= 1) its position update keeps them exactly, so
 the start's violation is removed inside that update
 (:func:`~pbsim.dynamics.equality.equality_correction`) and no projection runs at the new q.
+
+MJCF joint ranges are MuJoCo's soft limit constraint here (:mod:`pbsim.dynamics.limits`): its
+rows act on the acceleration of each stage (semi-implicit Euler: after the equality target), as in
+MuJoCo's Euler and RK4; the other methods hold them by the spring-damper of
+:mod:`pbsim.model.limits`.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from pbsim.dynamics.liegroup import dexpinv_velocity
 from pbsim.dynamics.equality import eq_rows_linear, equality_correction, equality_project, equality_step_target
 from pbsim.dynamics.mimic import mimic_project
 from pbsim.dynamics.passive import limit_project
-from pbsim.integrators.explicit.forces import forward_dynamics
+from pbsim.integrators.explicit.forces import forward_dynamics, limit_solve
 
 # Butcher tableaus (A strictly lower triangular, weights b)
 TABLEAUS = {
@@ -46,6 +51,7 @@ def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
     qdd = sw.kv[b, 0]
     forward_dynamics(m, s, c, w, sw, b, q[b], v[b], dt, True, qdd)
     equality_step_target(m, w, b, v[b], dt, qdd)  # equality constraints: held at the new position
+    limit_solve(m, c, w, sw, b, q[b], v[b], dt, qdd)  # MuJoCo's limit constraint (MJCF ranges)
     for j in range(m.nv):
         vn[b, j] = v[b, j] + dt * qdd[j]
         sw.dq[b, j] = dt * vn[b, j]
@@ -74,6 +80,7 @@ def rk_state(m, s, c, w, sw, b, q, v, dt, A, wts, qn, vn):
             sw.va[b, j] = v[b, j] + dt * sv
         integrate_config(m, q[b], dqs, sw.qa[b], w.Rj[b])
         forward_dynamics(m, s, c, w, sw, b, sw.qa[b], sw.va[b], dt, False, sw.kv[b, st])
+        limit_solve(m, c, w, sw, b, sw.qa[b], sw.va[b], dt, sw.kv[b, st])  # MuJoCo's limits, at each stage
         dexpinv_velocity(m, dqs, sw.va[b], sw.kq[b, st])
     for j in range(m.nv):
         sq = 0.0

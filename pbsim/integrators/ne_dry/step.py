@@ -307,7 +307,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     nv = m.nv
     qb = q[b]
     vb = v[b]
-    joint_forces(m, c, w, sw, b, qb, vb, dt, True)
+    joint_forces(m, c, w, sw, b, qb, vb, dt, True, False)
     bias_forces(m, w, b, qb, vb, x.zero[b], x.h[b])  # h(q, v): Coriolis, centrifugal, gravity
     Mt = x.Mt[b]
     crba_state(m, w, b, qb, Mt)  # M(q) (full, symmetric); also the world poses

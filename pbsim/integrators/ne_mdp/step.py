@@ -260,7 +260,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     nv = m.nv
     qb = q[b]
     vb = v[b]
-    joint_forces(m, c, w, sw, b, qb, vb, dt, True)
+    joint_forces(m, c, w, sw, b, qb, vb, dt, True, False)
     if x.spd == SPD_BACKWARD:
         spd_at_new_state(m, c, sw, b, dt)
     nc0 = ne_mdp_candidates(m, s, w, x, b, qb, vb, dt, sw.dq[b]) if s.npts > 0 or s.nitem > 0 else 0

@@ -123,7 +123,7 @@ def make_nmdp_extra(
 def nmdp_prepare(m, s, c, w, sw, x, b, q0, v0, h, dt):
     """The sub-step's constants: ``tau0``, ``arm`` (joint forces at the start, step h) and the
     contact set (returns its size; ``dt`` unused: the NE form needs only h)."""
-    joint_forces(m, c, w, sw, b, q0, v0, h, True)
+    joint_forces(m, c, w, sw, b, q0, v0, h, True, False)
     # SPD's position term at the new state: tau0 holds -Kp (q0 + h v0 - qbar), so backward
     # Euler's -Kp (theta - qbar) adds -Kp h^2 thetaddot (Tan's SPD arm, h Kd, omits it)
     spd_at_new_state(m, c, sw, b, h)
