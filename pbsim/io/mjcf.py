@@ -288,20 +288,34 @@ def _soft_limits(mj, model, joint_names):
 
     rows = []
     for j in range(mj.njnt):
-        if not mj.jnt_limited[j] or int(mj.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
-                                                                 int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        if not mj.jnt_limited[j] or int(mj.jnt_type[j]) not in (
+            int(mujoco.mjtJoint.mjJNT_HINGE),
+            int(mujoco.mjtJoint.mjJNT_SLIDE),
+        ):
             continue
         if joint_names[j] not in model.joint_names:  # welded by floating_base=False
             continue
         dof = int(model.iv[model.joint_index(joint_names[j])])
-        rows.append((dof, clean_solref(mj.jnt_solref[j]), clean_solimp(mj.jnt_solimp[j]), float(mj.jnt_margin[j]),
-                     float(mj.dof_invweight0[mj.jnt_dofadr[j]])))
+        rows.append(
+            (
+                dof,
+                clean_solref(mj.jnt_solref[j]),
+                clean_solimp(mj.jnt_solimp[j]),
+                float(mj.jnt_margin[j]),
+                float(mj.dof_invweight0[mj.jnt_dofadr[j]]),
+            )
+        )
     if not rows:
         return None
     refsafe = not (mj.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE)
-    return SoftLimits(np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows]),
-                      np.array([r[2] for r in rows]), np.array([r[3] for r in rows]), np.array([r[4] for r in rows]),
-                      refsafe)
+    return SoftLimits(
+        np.array([r[0] for r in rows], np.int64),
+        np.array([r[1] for r in rows]),
+        np.array([r[2] for r in rows]),
+        np.array([r[3] for r in rows]),
+        np.array([r[4] for r in rows]),
+        refsafe,
+    )
 
 
 def _hfield_names(mj) -> list[str]:

@@ -135,7 +135,9 @@ def test_the_other_methods_keep_the_spring_damper(tmp_path):
 def test_equality_constraints_hold_under_the_limits(tmp_path):
     """A joint coupling j2 = j1 (held exactly) with j1's limit acting: the limit's responses are the
     constrained ones, so the coupling stays exact while the limit stops both joints."""
-    xml = CHAIN.replace("</worldbody></mujoco>", '</worldbody><equality><joint joint1="j2" joint2="j1"/></equality></mujoco>')
+    xml = CHAIN.replace(
+        "</worldbody></mujoco>", '</worldbody><equality><joint joint1="j2" joint2="j1"/></equality></mujoco>'
+    )
     mm, m = _chain(tmp_path, xml=xml)
     r = pbsim.rollout(m, "euler", dt=1e-3, steps=800, scene=pbsim.Scene())
     j1, j2 = r.q[:, 0], r.q[:, 1]
