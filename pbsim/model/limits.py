@@ -105,6 +105,17 @@ class SoftLimits:
         """The same limits with DOF indices moved by ``nv0`` (a part of a combined model)."""
         return SoftLimits(self.dof + nv0, self.solref, self.solimp, self.margin, self.invweight, self.refsafe)
 
+    def describe(self, model) -> str:
+        names = {int(model.iv[i]): model.joint_names[i] for i in range(model.nb)}
+        joints = ", ".join(names.get(int(j), str(int(j))) for j in self.dof)
+        return (f"{self.n} joint range(s) as MuJoCo's limit constraint in the explicit methods (euler, "
+                f"explicit_euler, rk2-4; the others: pbsim's limit spring-damper): {joints}")
+
+    def to_dict(self, model) -> dict:
+        names = {int(model.iv[i]): model.joint_names[i] for i in range(model.nb)}
+        return {"joints": [names.get(int(j), str(int(j))) for j in self.dof], "solref": self.solref.tolist(),
+                "solimp": self.solimp.tolist(), "margin": self.margin.tolist(), "refsafe": bool(self.refsafe)}
+
     def kernel_fields(self, model) -> dict:
         """The KModel fields ``lim_*``: ``lim_dof`` (L,) DOF, ``lim_qadr`` (L,) its q index,
         ``lim_prm`` (L, 10) = solref (2), solimp (5), margin, invweight, refsafe, and ``lim_soft``

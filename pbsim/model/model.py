@@ -364,6 +364,7 @@ class Model:
                            "dyntype": ("none", "integrator", "filter", "filterexact")[int(self.actuators.dyntype[a])]}
                           for a, n in enumerate(self.actuators.names)] if self.nu else [],
             "equality": [e.to_dict() for e in self.equality],
+            "soft_limits": self.soft_limits.to_dict(self) if self.soft_limits is not None else None,
             "contact_pairs": contact_pair_rows(self),  # null: pbsim's default rules decide
             "contact_disabled": bool(self.contact_disabled),
             # every shape that touches something, by type; hfields with their grids
@@ -420,6 +421,9 @@ class Model:
         if self.equality:
             rows.append(f"  {len(self.equality)} equality constraint(s), {self.neq_rows} row(s) active: "
                         + "; ".join(e.describe() for e in self.equality))
+        if self.soft_limits is not None and self.soft_limits.n:
+            rows.append("  " + self.soft_limits.describe(self)
+                        + (" (not with mimic joints: the spring-damper there)" if self.mimic else ""))
         held = [i for i in range(self.nb) if self.gravcomp[i, 0] != 0.0]
         if held:
             rows.append(f"  gravity compensation on {len(held)} bod{'ies' if len(held) > 1 else 'y'}: "
