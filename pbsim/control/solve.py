@@ -48,7 +48,7 @@ def limit_solve(m, c, w, sw, b, q, v, dt, qdd):
     """MuJoCo's joint-limit constraint on ``qdd`` after :func:`accel_solve` (and the equality
     constraints' step target): :func:`pbsim.dynamics.limits.limit_accel`, with ABA's factor made
     first where the dense SPD solvers left none.  Returns the number of active limit rows."""
-    if m.lim_dof.shape[0] == 0:
+    if m.lim_kind.shape[0] == 0:
         return 0
     n = limit_rows(m, w, b, q, v, dt)
     if n == 0:
@@ -133,7 +133,7 @@ def joint_forces(m, c, w, sw, b, q, v, dt, implicit_damping, soft_limits):
         if implicit_damping:
             arm[j] += dt * m.damping[j]
     passive_torques(m, q, v, dt, implicit_damping, soft_limits, tau, arm)
-    tendon_forces(m, c, w, b, q, v, dt, implicit_damping, tau, arm)  # tendons' passive and actuated forces
+    tendon_forces(m, c, w, b, q, v, dt, implicit_damping, soft_limits, tau, arm)  # tendons' passive and actuated forces
     site_forces(m, c, w, b, q, tau)  # site-transmission actuators
     gravcomp_forces(m, w, b, q, 1.0, tau)  # bodies' gravity compensation (MuJoCo's qfrc_gravcomp): explicit
     fluid_forces(m, w, b, q, v, tau)  # the medium's drag (MuJoCo's qfrc_fluid): explicit

@@ -7,6 +7,10 @@ distance is below the margin (MuJoCo's ``mj_instantiateLimit``)::
 
     lower: r = q_j - lo, J = +e_j;   upper: r = hi - q_j, J = -e_j;   active while r < mg
 
+a tendon the same with its length ``L`` and moment ``dL/dv`` (``J = +-dL/dv``), and a ball joint one
+row on its cone: rotation angle ``theta`` about the unit axis ``u`` of its quaternion,
+``r = theta_max - theta``, ``J = -u`` on its three DOFs.
+
 and each row asks for the reference acceleration (MuJoCo's ``mj_referenceConstraint``)::
 
     (1)  aref = -b (J v) - k d(r) (r - mg)
@@ -39,10 +43,15 @@ damping after), equal where the limited DOFs carry neither.  pbsim's contacts ar
 (penalty), not rows of (3).
 """
 
+import math
+
 from pbsim.jit import kernel
 from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
 from pbsim.dynamics.equality import eq_factor, eq_solve
-from pbsim.dynamics.kinematics import world_pass
+from pbsim.dynamics.kinematics import fk_state, world_pass
+from pbsim.dynamics.tendon import tendon_lv
+
+BALL_CONE, TENDON = 1, 2  # pbsim.model.limits: HINGE_SLIDE 0
 
 MINVAL = 1e-15  # MuJoCo's mjMINVAL: the floor of R
 
@@ -73,41 +82,88 @@ def impedance(prm, pos, margin):
 
 
 @kernel
+def limit_row(m, w, b, n, r, dist, vel, dt):
+    """Row ``n`` of limit ``r`` at distance ``dist`` moving at ``vel = J v``: ``aref`` (Eq. 1) into
+    ``w.lc`` and ``R`` (Eq. 2) into ``w.lR`` (its Jacobian is the caller's)."""
+    prm = m.lim_prm[r]
+    mg = prm[7]
+    d = impedance(prm, dist, mg)
+    dmax = prm[3]
+    tc = prm[0]
+    if prm[9] != 0.0 and tc > 0.0 and tc < 2.0 * dt:
+        tc = 2.0 * dt  # refsafe
+    if prm[0] > 0.0:  # standard: (timeconst, dampratio)
+        kk = 1.0 / max(MINVAL, dmax * dmax * tc * tc * prm[1] * prm[1])
+        bb = 2.0 / max(MINVAL, dmax * tc)
+    else:  # direct: (-stiffness, -damping)
+        kk = -prm[0] / max(MINVAL, dmax * dmax)
+        bb = -prm[1] / max(MINVAL, dmax)
+    w.lc[b, n] = -bb * vel - kk * d * (dist - mg)  # aref (Eq. 1)
+    w.lR[b, n] = max(MINVAL, (1.0 - d) * prm[8] / d)  # R (Eq. 2)
+
+
+@kernel
 def limit_rows(m, w, b, q, v, dt):
-    """The active rows at (q, v): their Jacobian into ``w.lJ`` (dense, one +-1 each), ``aref``
-    (Eq. 1) into ``w.lc`` and ``R`` (Eq. 2) into ``w.lR``.  Returns their number."""
+    """The active rows at (q, v) (module doc; a ball's cone and a tendon's range as MuJoCo's
+    ``mj_instantiateLimit``): their Jacobian into ``w.lJ`` (dense), ``aref`` (Eq. 1) into ``w.lc``
+    and ``R`` (Eq. 2) into ``w.lR``.  Returns their number.  Spatial tendons: FK of q into ``w``."""
     J = w.lJ[b]
     n = 0
-    for r in range(m.lim_dof.shape[0]):
-        j = m.lim_dof[r]
-        prm = m.lim_prm[r]
-        mg = prm[7]
-        x = q[m.lim_qadr[r]]
+    fk = False
+    for r in range(m.lim_kind.shape[0]):
+        kind = m.lim_kind[r]
+        i = m.lim_idx[r]
+        mg = m.lim_prm[r, 7]
+        if kind == BALL_CONE:  # angle-axis of the ball's quaternion (MuJoCo's mju_quat2Vel)
+            a = m.lim_qadr[r]
+            qn = math.sqrt(q[a] * q[a] + q[a + 1] * q[a + 1] + q[a + 2] * q[a + 2] + q[a + 3] * q[a + 3])
+            x = q[a + 1] / qn
+            y = q[a + 2] / qn
+            z = q[a + 3] / qn
+            s = math.sqrt(x * x + y * y + z * z)
+            ang = 2.0 * math.atan2(s, q[a] / qn)
+            if ang > math.pi:
+                ang -= 2.0 * math.pi
+            if s < MINVAL:
+                x, y, z, s = 1.0, 0.0, 0.0, 1.0
+            x, y, z = x / s, y / s, z / s
+            if ang < 0.0:
+                x, y, z, ang = -x, -y, -z, -ang
+            dist = m.lim_prm[r, 11] - ang
+            if not (dist < mg):
+                continue
+            for k in range(m.nv):
+                J[n, k] = 0.0
+            J[n, i] = -x
+            J[n, i + 1] = -y
+            J[n, i + 2] = -z
+            limit_row(m, w, b, n, r, dist, -(x * v[i] + y * v[i + 1] + z * v[i + 2]), dt)
+            n += 1
+            continue
+        if kind == TENDON:
+            if m.ten_kind[i] != 0 and not fk:
+                fk_state(m, w, b, q)
+                fk = True
+            x, xd = tendon_lv(m, w, b, i, q, v, J[n], 0.0)
+        else:
+            x = q[m.lim_qadr[r]]
+            xd = v[i]
         for side in range(2):
             if side == 0:
-                dist = x - m.lower[j]
+                dist = x - m.lim_prm[r, 10]
                 sg = 1.0
             else:
-                dist = m.upper[j] - x
+                dist = m.lim_prm[r, 11] - x
                 sg = -1.0
             if not (dist < mg):
                 continue
             for k in range(m.nv):
                 J[n, k] = 0.0
-            J[n, j] = sg
-            d = impedance(prm, dist, mg)
-            dmax = prm[3]
-            tc = prm[0]
-            if prm[9] != 0.0 and tc > 0.0 and tc < 2.0 * dt:
-                tc = 2.0 * dt  # refsafe
-            if prm[0] > 0.0:  # standard: (timeconst, dampratio)
-                kk = 1.0 / max(MINVAL, dmax * dmax * tc * tc * prm[1] * prm[1])
-                bb = 2.0 / max(MINVAL, dmax * tc)
-            else:  # direct: (-stiffness, -damping)
-                kk = -prm[0] / max(MINVAL, dmax * dmax)
-                bb = -prm[1] / max(MINVAL, dmax)
-            w.lc[b, n] = -bb * sg * v[j] - kk * d * (dist - mg)  # aref (Eq. 1)
-            w.lR[b, n] = max(MINVAL, (1.0 - d) * prm[8] / d)  # R (Eq. 2)
+            if kind == TENDON:
+                tendon_lv(m, w, b, i, q, v, J[n], sg)
+            else:
+                J[n, i] = sg
+            limit_row(m, w, b, n, r, dist, sg * xd, dt)
             n += 1
     return n
 

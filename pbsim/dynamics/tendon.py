@@ -357,10 +357,11 @@ def deadband(L, lo, hi):
 
 
 @kernel
-def passive_force(m, t, L, Ld, dt, implicit):
+def passive_force(m, t, L, Ld, dt, implicit, soft_limit):
     """Tendon t's passive force ``F`` at ``(L, dL/dt)`` and the implicit weight ``a`` of its
     friction and limit (the terms :func:`tendon_forces` puts on the diagonal); spring and damping
-    are explicit, as in MuJoCo's Euler."""
+    are explicit, as in MuJoCo's Euler.  ``soft_limit``: the range is MuJoCo's limit constraint
+    (:mod:`pbsim.dynamics.limits`), so no limit spring here."""
     F = -m.ten_b[t] * Ld  # F = -k (L - L_s) - b dL/dt
     a = 0.0
     k = m.ten_k[t]
@@ -372,7 +373,7 @@ def passive_force(m, t, L, Ld, dt, implicit):
         F += -f * th  # smoothed dry friction, as the joints'
         a += dt * f / FRICTION_VEL * (1.0 - th * th)
     kp = m.ten_lkp[t]
-    if kp > 0.0:  # limit: one-sided spring-damper when L + dt dL/dt passes the range
+    if kp > 0.0 and not soft_limit:  # limit: one-sided spring-damper when L + dt dL/dt passes the range
         pred = L + dt * Ld
         e = 0.0
         on = False
@@ -440,10 +441,11 @@ def joint_muscle_forces(m, c, b, q, v, tau):
 
 
 @kernel
-def tendon_forces(m, c, w, b, q, v, dt, implicit, tau, arm):
+def tendon_forces(m, c, w, b, q, v, dt, implicit, soft_limits, tau, arm):
     """Every tendon's force (passive and actuated) at state row (q, v) into ``tau`` (nv) as
     ``J^T F``; fixed tendons with ``implicit`` put their implicit weight on ``arm`` as
-    ``a |c_i| sum_j |c_j|`` (module docstring).  Spatial tendons: FK of (q) into ``w`` first."""
+    ``a |c_i| sum_j |c_j|`` (module docstring).  Spatial tendons: FK of (q) into ``w`` first.
+    ``soft_limits``: the ranges under MuJoCo's limit law (``m.lim_tsoft``) get no limit spring."""
     joint_muscle_forces(m, c, b, q, v, tau)
     nt = m.ten_nt[0]
     if nt == 0:
@@ -452,7 +454,7 @@ def tendon_forces(m, c, w, b, q, v, dt, implicit, tau, arm):
         fk_state(m, w, b, q)
     for t in range(nt):
         L, Ld = tendon_lv(m, w, b, t, q, v, tau, 0.0)
-        F, a = passive_force(m, t, L, Ld, dt, implicit)
+        F, a = passive_force(m, t, L, Ld, dt, implicit, soft_limits and m.lim_tsoft[t] != 0.0)
         Fa, wk, wd = actuator_force(c, b, t, L, Ld)
         F += Fa
         if F == 0.0 and a == 0.0:
@@ -560,7 +562,7 @@ def tendon_residual(m, c, b, q, vel, ru):
         if m.ten_kind[t] != 0:
             continue
         L, Ld = fixed_lv(m, t, q, vel)
-        F, _a = passive_force(m, t, L, Ld, 0.0, False)
+        F, _a = passive_force(m, t, L, Ld, 0.0, False, False)
         Fa, _wk, _wd = actuator_force(c, b, t, L, Ld)
         F += Fa
         for k in range(m.ten_adr[t], m.ten_adr[t + 1]):

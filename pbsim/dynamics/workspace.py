@@ -48,12 +48,12 @@ def make_work(model, batch: int) -> DynWork:
 
 
 def limit_rows_max(model) -> int:
-    """Rows of MuJoCo's limit constraint a state can have: two per soft-limited DOF (both sides
-    at once only inside a margin wider than the range); 0 with mimic joints (Model._limit_fields)."""
+    """Rows of MuJoCo's limit constraint a state can have (``SoftLimits.rows_max``); 0 with mimic
+    joints (Model._limit_fields)."""
     lim = getattr(model, "soft_limits", None)
     if lim is None or getattr(model, "mimic", None):
         return 0
-    return 2 * lim.n
+    return lim.rows_max()
 
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -281,39 +281,61 @@ def model_from_mjmodel(
 
 
 def _soft_limits(mj, model, joint_names):
-    """MuJoCo's limit constraint of every limited hinge/slide joint pbsim kept (pbsim.model.limits)."""
+    """MuJoCo's limit constraint on every limited hinge/slide joint, ball joint (its cone) and
+    tendon pbsim kept (pbsim.model.limits.SoftLimits)."""
     import mujoco
 
-    from pbsim.model.limits import SoftLimits, clean_solimp, clean_solref
+    from pbsim.model.limits import BALL_CONE, HINGE_SLIDE, TENDON, SoftLimits, clean_solimp, clean_solref
 
+    J = mujoco.mjtJoint
+    kinds = {int(J.mjJNT_HINGE): HINGE_SLIDE, int(J.mjJNT_SLIDE): HINGE_SLIDE, int(J.mjJNT_BALL): BALL_CONE}
     rows = []
     for j in range(mj.njnt):
-        if not mj.jnt_limited[j] or int(mj.jnt_type[j]) not in (
-            int(mujoco.mjtJoint.mjJNT_HINGE),
-            int(mujoco.mjtJoint.mjJNT_SLIDE),
-        ):
-            continue
-        if joint_names[j] not in model.joint_names:  # welded by floating_base=False
-            continue
-        dof = int(model.iv[model.joint_index(joint_names[j])])
+        kind = kinds.get(int(mj.jnt_type[j]))
+        if not mj.jnt_limited[j] or kind is None or joint_names[j] not in model.joint_names:
+            continue  # not limited, free, or welded by floating_base=False
+        lo, hi = (float(x) for x in mj.jnt_range[j])
+        if kind == BALL_CONE:
+            lo, hi = 0.0, max(lo, hi)  # MuJoCo: the cone's angle is the larger bound
         rows.append(
             (
-                dof,
-                clean_solref(mj.jnt_solref[j]),
-                clean_solimp(mj.jnt_solimp[j]),
-                float(mj.jnt_margin[j]),
-                float(mj.dof_invweight0[mj.jnt_dofadr[j]]),
+                kind,
+                int(model.iv[model.joint_index(joint_names[j])]),
+                mj.jnt_solref[j],
+                mj.jnt_solimp[j],
+                mj.jnt_margin[j],
+                mj.dof_invweight0[mj.jnt_dofadr[j]],
+                lo,
+                hi,
             )
         )
+    tendons = model.tendons
+    for t, mt in enumerate(tendons.mj_index if tendons is not None else ()):
+        if mj.tendon_limited[mt]:
+            rows.append(
+                (
+                    TENDON,
+                    t,
+                    mj.tendon_solref_lim[mt],
+                    mj.tendon_solimp_lim[mt],
+                    mj.tendon_margin[mt],
+                    mj.tendon_invweight0[mt],
+                    *(float(x) for x in mj.tendon_range[mt]),
+                )
+            )
     if not rows:
         return None
     refsafe = not (mj.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE)
+    col = list(zip(*rows))
     return SoftLimits(
-        np.array([r[0] for r in rows], np.int64),
-        np.array([r[1] for r in rows]),
-        np.array([r[2] for r in rows]),
-        np.array([r[3] for r in rows]),
-        np.array([r[4] for r in rows]),
+        np.array(col[0], np.int64),
+        np.array(col[1], np.int64),
+        np.array([clean_solref(r) for r in col[2]]),
+        np.array([clean_solimp(r) for r in col[3]]),
+        np.array(col[4], float),
+        np.array(col[5], float),
+        np.array(col[6], float),
+        np.array(col[7], float),
         refsafe,
     )
 
@@ -454,8 +476,13 @@ def _note_dropped(mj, notes: list[str]) -> None:
         for j in range(mj.njnt)
         if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL and mj.jnt_limited[j]
     ]
+    if mj.opt.disableflags & (mujoco.mjtDisableBit.mjDSBL_LIMIT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT):
+        balls = []  # no limits at all (model_from_mjmodel notes it)
     if balls:
-        notes.append(f"range limits of ball joint(s) not imported (cone limits): {_listed(balls)}")
+        notes.append(
+            "ball-joint cone limits are held by the explicit methods only (MuJoCo's limit constraint), "
+            f"the other methods leave the cone free: {_listed(balls)}"
+        )
 
 
 def _fluid_bodies(mj, b) -> set:

@@ -233,16 +233,13 @@ def combine(*parts, name: str | None = None) -> Model:
 
 
 def _combined_soft_limits(items):
-    """The parts' MuJoCo limits side by side (DOFs renumbered); None where no part has any."""
+    """The parts' MuJoCo limits side by side (DOFs renumbered; tendons are the first part's alone,
+    as above); None where no part has any."""
     from pbsim.model.limits import SoftLimits
 
     nv0 = np.cumsum([0] + [m.nv for m, _ in items])
-    have = [m.soft_limits.shifted(int(n0)) for n0, (m, _) in zip(nv0, items) if m.soft_limits is not None]
-    if not have:
-        return None
-    return SoftLimits(np.concatenate([h.dof for h in have]), np.concatenate([h.solref for h in have]),
-                      np.concatenate([h.solimp for h in have]), np.concatenate([h.margin for h in have]),
-                      np.concatenate([h.invweight for h in have]), all(h.refsafe for h in have))
+    have = [m.soft_limits.shifted(int(n0), 0) for n0, (m, _) in zip(nv0, items) if m.soft_limits is not None]
+    return SoftLimits.concatenate(have) if have else None
 
 
 def _combined_fluid(items):

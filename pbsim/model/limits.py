@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pbsim.dynamics.joints import PRISMATIC, REVOLUTE
+from pbsim.dynamics.joints import BALL, PRISMATIC, REVOLUTE
 from pbsim.errors import InputError
 
 LIMIT_TIMECONST = 0.02  # s
@@ -82,65 +82,109 @@ def _z(*shape):
     return np.zeros(shape)
 
 
+HINGE_SLIDE, BALL_CONE, TENDON = 0, 1, 2  # SoftLimits.kind: what a limit bounds
+
+
 @dataclass
 class SoftLimits:
-    """MuJoCo's joint-limit constraint on hinge/slide DOFs (MJCF ``range`` with ``limited``): per
-    limited DOF its ``solref`` (time constant and damping ratio, or MuJoCo's direct ``-k -b``),
-    ``solimp`` (clamped as MuJoCo does before use), ``margin`` and ``invweight`` (MuJoCo's
-    ``dof_invweight0``, the diagonal of M^-1 at qpos0 that scales the regularizer R).  ``refsafe``:
-    MuJoCo's ``timeconst >= 2 dt`` (off with ``<flag refsafe="disable"/>``)."""
+    """MuJoCo's limit constraint (``mj_instantiateLimit``) on what an MJCF file limits: hinge/slide
+    ranges (``kind`` HINGE_SLIDE, ``index`` the DOF), ball-joint cones (BALL_CONE, ``index`` the
+    ball's first DOF; ``upper`` the cone's angle) and tendon ranges (TENDON, ``index`` the pbsim
+    tendon).  Per limit its ``solref`` (time constant and damping ratio, or MuJoCo's direct
+    ``-k -b``), ``solimp`` (clamped as MuJoCo does before use), ``margin``, ``invweight`` (MuJoCo's
+    ``dof_invweight0`` / ``tendon_invweight0``: scales the regularizer R) and range.
+    ``refsafe``: MuJoCo's ``timeconst >= 2 dt`` (off with ``<flag refsafe="disable"/>``)."""
 
-    dof: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     solref: np.ndarray = field(default_factory=lambda: _z(0, 2))
     solimp: np.ndarray = field(default_factory=lambda: _z(0, 5))
     margin: np.ndarray = field(default_factory=lambda: _z(0))
     invweight: np.ndarray = field(default_factory=lambda: _z(0))
+    lower: np.ndarray = field(default_factory=lambda: _z(0))
+    upper: np.ndarray = field(default_factory=lambda: _z(0))
     refsafe: bool = True
 
     @property
     def n(self) -> int:
-        return int(len(self.dof))
+        return int(len(self.kind))
 
-    def shifted(self, nv0: int) -> "SoftLimits":
-        """The same limits with DOF indices moved by ``nv0`` (a part of a combined model)."""
-        return SoftLimits(self.dof + nv0, self.solref, self.solimp, self.margin, self.invweight, self.refsafe)
+    @property
+    def dof(self) -> np.ndarray:
+        """The hinge/slide DOFs held by the law."""
+        return np.asarray(self.index)[np.asarray(self.kind) == HINGE_SLIDE]
+
+    def rows_max(self) -> int:
+        """Rows a state can have: two per range (both sides at once only inside a margin wider
+        than the range), one per cone."""
+        return int(sum(1 if k == BALL_CONE else 2 for k in self.kind))
+
+    def shifted(self, nv0: int, nt0: int) -> "SoftLimits":
+        """The same limits with DOF indices moved by ``nv0`` and tendon indices by ``nt0`` (a part
+        of a combined model)."""
+        idx = np.where(np.asarray(self.kind) == TENDON, self.index + nt0, self.index + nv0)
+        return SoftLimits(self.kind, idx, self.solref, self.solimp, self.margin, self.invweight, self.lower,
+                          self.upper, self.refsafe)
+
+    @staticmethod
+    def concatenate(parts) -> "SoftLimits":
+        cat = {f: np.concatenate([getattr(p, f) for p in parts])
+               for f in ("kind", "index", "solref", "solimp", "margin", "invweight", "lower", "upper")}
+        return SoftLimits(**cat, refsafe=all(p.refsafe for p in parts))
+
+    def _names(self, model) -> list[str]:
+        dofs = {int(model.iv[i]): model.joint_names[i] for i in range(model.nb)}
+        tn = model.tendons.names if model.tendons is not None else []
+        return [f"tendon {tn[int(i)]}" if k == TENDON else dofs.get(int(i), str(int(i))) + (" (cone)" if k == BALL_CONE else "")
+                for k, i in zip(self.kind, self.index)]
 
     def describe(self, model) -> str:
-        names = {int(model.iv[i]): model.joint_names[i] for i in range(model.nb)}
-        joints = ", ".join(names.get(int(j), str(int(j))) for j in self.dof)
-        return (f"{self.n} joint range(s) as MuJoCo's limit constraint in the explicit methods (euler, "
-                f"explicit_euler, rk2-4; the others: pbsim's limit spring-damper): {joints}")
+        return (f"{self.n} limit(s) as MuJoCo's limit constraint in the explicit methods (euler, explicit_euler, "
+                f"rk2-4; the others: pbsim's limit spring-damper on ranges, no cone limits): "
+                + ", ".join(self._names(model)))
 
     def to_dict(self, model) -> dict:
-        names = {int(model.iv[i]): model.joint_names[i] for i in range(model.nb)}
-        return {"joints": [names.get(int(j), str(int(j))) for j in self.dof], "solref": self.solref.tolist(),
-                "solimp": self.solimp.tolist(), "margin": self.margin.tolist(), "refsafe": bool(self.refsafe)}
+        return {"limits": self._names(model), "solref": self.solref.tolist(), "solimp": self.solimp.tolist(),
+                "margin": self.margin.tolist(), "refsafe": bool(self.refsafe)}
 
     def kernel_fields(self, model) -> dict:
-        """The KModel fields ``lim_*``: ``lim_dof`` (L,) DOF, ``lim_qadr`` (L,) its q index,
-        ``lim_prm`` (L, 10) = solref (2), solimp (5), margin, invweight, refsafe, and ``lim_soft``
-        (nv,) 1 where a DOF is held by this law in the explicit methods."""
+        """The KModel fields ``lim_*``: ``lim_kind``, ``lim_idx`` (DOF or tendon), ``lim_qadr`` (a
+        joint's q index), ``lim_prm`` (L, 12) = solref (2), solimp (5), margin, invweight, refsafe,
+        lower, upper; ``lim_soft`` (nv,) 1 on the hinge/slide DOFs and ``lim_tsoft`` (tendons, at
+        least 1) 1 on the tendons this law holds in the explicit methods (no limit spring there)."""
         n = self.n
-        dof = np.asarray(self.dof, np.int64).reshape(n)
+        kind = np.asarray(self.kind, np.int64).reshape(n)
+        idx = np.asarray(self.index, np.int64).reshape(n)
         qadr = np.zeros(n, np.int64)
-        body_of = {int(model.iv[i]): i for i in range(model.nb) if model.nvj[i] == 1}
-        for r, j in enumerate(dof):
-            if int(j) not in body_of or model.jtype[body_of[int(j)]] not in (REVOLUTE, PRISMATIC):
-                raise InputError(f"model {model.name!r}: a soft limit on DOF {int(j)}, which is not a hinge or slide")
-            if not (np.isfinite(model.lower[j]) and np.isfinite(model.upper[j])):
-                raise InputError(f"model {model.name!r}: a soft limit on DOF {int(j)} without a finite range")
-            qadr[r] = model.iq[body_of[int(j)]]
-        prm = np.zeros((n, 10))
+        body_of = {int(model.iv[i]): i for i in range(model.nb)}
+        nt = model.ntendon
+        for r in range(n):
+            j = int(idx[r])
+            if kind[r] == TENDON:
+                if not 0 <= j < nt:
+                    raise InputError(f"model {model.name!r}: a soft limit on tendon {j}, which does not exist")
+                continue
+            want = (REVOLUTE, PRISMATIC) if kind[r] == HINGE_SLIDE else (BALL,)
+            if j not in body_of or model.jtype[body_of[j]] not in want:
+                raise InputError(f"model {model.name!r}: a soft limit of kind {int(kind[r])} on DOF {j}, "
+                                 "which is not the first DOF of such a joint")
+            qadr[r] = model.iq[body_of[j]]
+        prm = np.zeros((n, 12))
         prm[:, 0:2] = np.asarray(self.solref, float).reshape(n, 2)
         prm[:, 2:7] = np.asarray(self.solimp, float).reshape(n, 5)
         prm[:, 7] = np.asarray(self.margin, float).reshape(n)
         prm[:, 8] = np.asarray(self.invweight, float).reshape(n)
         prm[:, 9] = 1.0 if self.refsafe else 0.0
+        prm[:, 10] = np.asarray(self.lower, float).reshape(n)
+        prm[:, 11] = np.asarray(self.upper, float).reshape(n)
         if not np.all(np.isfinite(prm)):
-            raise InputError(f"model {model.name!r}: a joint limit's solref/solimp/margin is not finite")
+            raise InputError(f"model {model.name!r}: a limit's solref/solimp/margin/range is not finite")
         soft = np.zeros(model.nv)
-        soft[dof] = 1.0
-        return dict(lim_dof=dof, lim_qadr=qadr, lim_prm=np.ascontiguousarray(prm), lim_soft=soft)
+        soft[idx[kind == HINGE_SLIDE]] = 1.0
+        tsoft = np.zeros(max(nt, 1))
+        tsoft[idx[kind == TENDON]] = 1.0
+        return dict(lim_kind=kind, lim_idx=idx, lim_qadr=qadr, lim_prm=np.ascontiguousarray(prm), lim_soft=soft,
+                    lim_tsoft=tsoft)
 
 
 def clean_solref(solref) -> np.ndarray:

@@ -27,7 +27,7 @@ KModel = namedtuple(
     # fluid forces (Model.fluid, pbsim.model.fluid; pbsim.dynamics.fluid)
     " fl_medium fl_body fl_R fl_p fl_box"
     # MuJoCo's joint-limit constraint (Model.soft_limits, pbsim.model.limits; pbsim.dynamics.limits)
-    " lim_dof lim_qadr lim_prm lim_soft",
+    " lim_kind lim_idx lim_qadr lim_prm lim_soft lim_tsoft",
 )
 
 

@@ -60,6 +60,7 @@ def actuator_torque(model, q, v, ctrl, act):
         np.asarray(v, float),
         0.0,
         False,
+        False,
         tau,
         np.zeros(model.nv),
     )

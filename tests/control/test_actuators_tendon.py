@@ -56,7 +56,7 @@ def actuator_torque(model, q, v, ctrl):
 
     tau, arm = kc.tau[0].copy(), np.zeros(model.nv)
     q, v = np.asarray(q, float), np.asarray(v, float)
-    tendon_forces(model.k, kc, work_for(model, 1), 0, q, v, 0.0, False, tau, arm)
+    tendon_forces(model.k, kc, work_for(model, 1), 0, q, v, 0.0, False, False, tau, arm)
     site_forces(model.k, kc, work_for(model, 1), 0, q, tau)
     return tau
 

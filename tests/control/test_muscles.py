@@ -46,7 +46,9 @@ def actuator_torque(model, q, v, ctrl, act):
 
     kc = pbsim.Control(ctrl=ctrl, act=act).kernel_arrays(model, 1)
     tau, arm = kc.tau[0].copy(), np.zeros(model.nv)
-    tendon_forces(model.k, kc, work_for(model, 1), 0, np.asarray(q, float), np.asarray(v, float), 0.0, False, tau, arm)
+    tendon_forces(
+        model.k, kc, work_for(model, 1), 0, np.asarray(q, float), np.asarray(v, float), 0.0, False, False, tau, arm
+    )
     return tau
 
 

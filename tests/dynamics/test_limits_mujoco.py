@@ -56,8 +56,9 @@ def _mujoco_trajectory(mm, steps, q0=None, v0=None):
 def test_the_file_s_limit_parameters_are_read_as_mujoco_uses_them(tmp_path):
     mm, m = _chain(tmp_path)
     lim = m.soft_limits
-    assert lim is not None and lim.n == 5 and lim.refsafe
+    assert lim is not None and lim.n == 5 and lim.refsafe and lim.dof.tolist() == [0, 1, 2, 3, 4]
     np.testing.assert_array_equal(lim.invweight, mm.dof_invweight0)
+    np.testing.assert_array_equal(lim.lower, mm.jnt_range[:, 0])
     np.testing.assert_array_equal(lim.margin, [0, 0.05, 0, 0, 0])
     np.testing.assert_array_equal(lim.solref[2], [-8000, -40])
     np.testing.assert_array_equal(lim.solimp[1], [0.8, 0.99, 0.02, 0.3, 3])
@@ -143,3 +144,47 @@ def test_equality_constraints_hold_under_the_limits(tmp_path):
     j1, j2 = r.q[:, 0], r.q[:, 1]
     assert np.abs(j2 - j1).max() < 1e-9
     assert j1.max() > 0.19 and j1[-1] < 0.205  # held at j1's upper limit 0.2 (its sag ~1e-3)
+
+
+TENDONS = """<mujoco><compiler angle="radian"/><option timestep="{dt}" integrator="{integ}"/>
+<default><geom contype="0" conaffinity="0"/></default>
+<worldbody><site name="anchor" pos="0 0 1.3"/>
+<body name="a" pos="0 0 1"><joint name="j1" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1.5"/>
+<body name="b" pos="0.4 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.025" mass="1"/><site name="tip" pos="0.3 0 0"/>
+<body name="c" pos="0.3 0 0"><joint name="j3" type="hinge" axis="0 0 1"/>
+<geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.5"/></body></body></body>
+<body name="p" pos="0.5 0.5 1"><joint name="ball" type="ball" range="0 0.5" solreflimit="0.01 1"/>
+<geom type="capsule" fromto="0 0 0 0.3 0 -0.1" size="0.03" mass="1"/></body></worldbody>
+<tendon><fixed name="couple" range="-0.3 0.3" margin="0.02"><joint joint="j1" coef="1"/><joint joint="j3" coef="-0.5"/></fixed>
+<spatial name="rope" range="0.2 0.62" solreflimit="-3000 -30"><site site="anchor"/><site site="tip"/></spatial></tendon>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("integ, method, tol", [("Euler", "euler", 1e-10), ("RK4", "rk4", 1e-9)])
+def test_tendon_ranges_and_a_ball_cone_follow_mujoco(tmp_path, integ, method, tol):
+    """MuJoCo's limit rows on a fixed tendon (with a margin), a spatial tendon (a rope from a world
+    site to the arm's tip, MuJoCo's direct solref) and a ball joint's cone, 1 s from a throw: every
+    limit engages and the trajectory is MuJoCo's (Euler, RK4) to round-off."""
+    mm, m = _chain(tmp_path, integ, xml=TENDONS)
+    assert m.soft_limits.n == 3 and any("cone limits are held by the explicit methods only" in n for n in m.notes)
+    v0 = np.zeros(mm.nv)
+    v0[:3] = [3.0, -4.0, 6.0]
+    v0[3:] = [2.0, 3.0, 0.0]
+    ref = _mujoco_trajectory(mm, 1000, v0=v0)
+    d = mujoco.MjData(mm)
+    d.qvel[:] = v0
+    kinds = set()
+    for _ in range(1000):
+        mujoco.mj_step(mm, d)
+        kinds |= {(int(t), int(i)) for t, i in zip(d.efc_type, d.efc_id)}
+    C = mujoco.mjtConstraint
+    assert {
+        (int(C.mjCNSTR_LIMIT_JOINT), 3),
+        (int(C.mjCNSTR_LIMIT_TENDON), 0),
+        (int(C.mjCNSTR_LIMIT_TENDON), 1),
+    } <= kinds
+    r = pbsim.rollout(m, method, dt=1e-3, steps=1000, v0=v0, scene=pbsim.Scene())
+    err = np.abs(r.q[1:] - ref).max()
+    assert err < tol, err

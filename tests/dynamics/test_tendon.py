@@ -58,7 +58,7 @@ def tendon_torque(model, q, v, ctrl=None, dt=0.0, implicit=False):
     kc = c.kernel_arrays(model, 1)
     tau, arm = np.zeros(model.nv), np.zeros(model.nv)
     tendon_forces(
-        model.k, kc, work_for(model, 1), 0, np.asarray(q, float), np.asarray(v, float), dt, implicit, tau, arm
+        model.k, kc, work_for(model, 1), 0, np.asarray(q, float), np.asarray(v, float), dt, implicit, False, tau, arm
     )
     return tau
 

@@ -257,7 +257,8 @@ def test_mjcf_dropped_elements_are_named_in_notes(tmp_path):
     notes = "\n".join(m.notes)
     for expected in [
         "1 sensor(s) not imported: 'hip_angle'",
-        "range limits of ball joint(s) not imported (cone limits): 'shoulder'",
+        "ball-joint cone limits are held by the explicit methods only (MuJoCo's limit constraint), "
+        "the other methods leave the cone free: 'shoulder'",
         "hfield 'terrain' is flat (all 3x3 elevations 0: data MuJoCo sets at run time?)",
     ]:
         assert expected in notes, f"missing note: {expected}\nnotes:\n{notes}"

@@ -120,7 +120,7 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         zero[j] = 0.0
         vw.dq[b, j] = 0.0
     passive_linear(m, q, v, dt, zero, vw.dq[b])
-    tendon_forces(m, c, w, b, q, v, dt, False, zero, arm)  # tendons: explicit, at (q_k, v_k)
+    tendon_forces(m, c, w, b, q, v, dt, False, False, zero, arm)  # tendons: explicit, at (q_k, v_k)
     site_forces(m, c, w, b, q, zero)  # site-transmission actuators: explicit
     for j in range(nv):
         hq[j] += 0.5 * dt * zero[j]
