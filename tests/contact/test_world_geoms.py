@@ -60,26 +60,30 @@ def test_ant_falls_onto_its_floor_and_rests():
     released at its qpos0 (torso at 0.75 m), falls onto it and comes to rest on its legs (capsules
     r = 0.08) held by their joint limits; without the floor it falls through.  (Before joint limits
     were simulated it rested on its torso sphere, z = 0.25 -- the legs splayed flat through their
-    limits.)  The height it rests at is set by how far the feet slide before friction holds them:
-    MuJoCo 4.0 (Euler at 1 / 2 ms, 4 s): 0.533 / 0.557 m, the ankles at 0.87 / 0.94 rad, inside
-    their 0.52-1.22 range; pbsim's euler with MuJoCo's limit law: 0.422 m (ankles 0.66 rad), rk4:
-    0.358 m (ankles on their limit).  The bound is that of a standing ant: above its lying
-    height, below its legs' reach (0.6 m, MuJoCo's included).  (It was 0.33-0.40 around a MuJoCo
-    figure of 0.382 m that the current MuJoCo no longer gives.)"""
+    limits.)  Its ankles start 0.52 rad outside their range: MuJoCo's limit law (euler's) launches
+    them off it, and the height it rests at is set by how far the feet then slide.  MuJoCo 4.0
+    (Euler at 1 / 2 ms, 4 s): 0.533 / 0.557 m, the ankles at 0.87 / 0.94 rad inside their 0.52-1.22
+    range, held by exact stiction; pbsim's penalty friction lets the feet creep (0.42 m at 4 s) until
+    the ankles are back on their limit at ~5.2 s: 0.358 m (rk4 the same).  The bound is that of a
+    standing ant: above its lying height, below its legs' reach (0.6 m, MuJoCo's included; it was
+    0.33-0.40 around a MuJoCo figure of 0.382 m the current MuJoCo no longer gives).  At rest the
+    penalty friction chatters from step to step (the torso's yaw rate alternates +-0.031 rad/s at
+    2 ms, +-0.013 at 1 ms, q moves 6e-5 rad and back; the same from this pose under pbsim's spring
+    limit law): rest is the velocity averaged over two steps, and the chatter is bounded."""
     m = pbsim.load(gymnasium_xml("ant.xml"))
     sc = make_scene(m)
     assert len(sc.environment) == 1 and isinstance(sc.environment[0], Plane)
     assert np.allclose(sc.environment[0].normal, [0, 0, 1]) and sc.environment[0].offset == 0.0
     q0 = m.q_default.copy()
-    tr = rollout(m, "euler", 2e-3, 2000, q0=q0, scene=sc, record_every=100)
+    tr = rollout(m, "euler", 2e-3, 3000, q0=q0, scene=sc, record_every=1)
     assert np.isfinite(tr.q).all()
     z = tr.q[:, 2]
     D = 4 * 0.005  # n_ref delta_ref (pbsim.contact.scene)
     bound = D * (1 + np.sqrt(1 + 2 * 0.5 / D))  # impact bound for a 0.5 m fall (drop_robots.py)
     assert z[1:].min() > 0.25 - bound  # the torso never sinks through
     assert 0.33 < z[-1] < 0.60  # standing on its legs (MuJoCo: 0.53-0.56)
-    assert np.abs(tr.v[-1]).max() < 1e-2
+    assert np.abs(tr.v[-1] + tr.v[-2]).max() / 2 < 1e-3 and np.abs(tr.v[-1]).max() < 0.05  # at rest (doc)
     dg = contact_diagnostics(m, sc, tr.q[-1])
     assert dg["active"][0] >= 1 and dg["max_penetration"][0] <= 0.0201
-    free = rollout(m, "euler", 2e-3, 200, q0=q0, scene=make_scene(m, ground=None), record_every=200)
-    assert free.q[-1, 2] < 0.0  # no floor: it falls through
+    free = rollout(m, "euler", 2e-3, 300, q0=q0, scene=make_scene(m, ground=None), record_every=300)
+    assert free.q[-1, 2] < -0.2  # no floor: it falls through (free fall from 0.75 m reaches -1.0 m at 0.6 s)

@@ -31,8 +31,10 @@ def test_features_follow_the_flags_the_kernels_branch_on():
         "contact": False,
         "body_contact": False,
         "equality": False,
+        "limits": False,
     }
     assert features_used(_kc(m), none, m.k)["equality"] is False  # no equality constraints (test_equality.py)
+    assert features_used(_kc(m), none, m.k)["limits"] is False  # no MJCF ranges (test_limits_mujoco.py)
     assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0), none)["spd_extra"] is False  # MABA
     for solver in ("df", "sf"):
         assert features_used(_kc(m, mode="spd", kp=1.0, kd=1.0, spd_solver=solver), none)["spd_extra"] is True
@@ -45,6 +47,7 @@ def test_features_follow_the_flags_the_kernels_branch_on():
         "contact": False,
         "body_contact": True,
         "equality": False,
+        "limits": False,
     }
 
 
