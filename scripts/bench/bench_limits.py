@@ -108,7 +108,9 @@ def main(argv=None):
         if not a.no_mujoco:
             p = mujoco_per_step(integ, a.steps, a.repeats)
             if p is not None:
-                print(f"{'MuJoCo':<8} {p[0]:>16.2f} {p[1]:>18.2f} {p[2]:>6.2f}  ({'RK4' if integ == 'rk4' else 'Euler'}, 1 ms)")
+                print(
+                    f"{'MuJoCo':<8} {p[0]:>16.2f} {p[1]:>18.2f} {p[2]:>6.2f}  ({'RK4' if integ == 'rk4' else 'Euler'}, 1 ms)"
+                )
 
 
 if __name__ == "__main__":

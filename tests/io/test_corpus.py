@@ -89,7 +89,11 @@ def test_mjcf_table_names_what_is_dropped(tmp_path):
     ]
     text = C.mjcf_table(recs)
     row = next(line for line in text.splitlines() if line.startswith("m.xml"))
-    assert "1/3" in row and "N sensor(s) not imported" in row and "ball-joint cone limits are held by the explicit methods only" in row
+    assert (
+        "1/3" in row
+        and "N sensor(s) not imported" in row
+        and "ball-joint cone limits are held by the explicit methods only" in row
+    )
     assert "ellipsoid" not in row  # ellipsoids are simulated (issue 29)
     assert "REFUSED  MuJoCo refuses it" in text
     assert "MJCF: 2 files, 1 loaded (0 with nothing dropped), 1 refused, 0 crashed" in text
