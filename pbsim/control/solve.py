@@ -48,7 +48,7 @@ def limit_solve(m, c, w, sw, b, q, v, dt, qdd):
     """MuJoCo's joint-limit constraint on ``qdd`` after :func:`accel_solve` (and the equality
     constraints' step target): :func:`pbsim.dynamics.limits.limit_accel`, with ABA's factor made
     first where the dense SPD solvers left none.  Returns the number of active limit rows."""
-    if m.lim_kind.shape[0] == 0:
+    if w.lJ.shape[1] == 0:  # no limit rows and no tendon armature
         return 0
     n = limit_rows(m, w, b, q, v, dt)
     if n == 0:

@@ -22,7 +22,9 @@ with, from ``solref = (tc, zeta)``, ``tc`` raised to ``2 dt`` (MuJoCo's ``refsaf
 
     (2)  R = max(1e-15, (1 - d) / d * invweight0)
 
-(MuJoCo's ``mj_makeImpedance`` with ``diagApprox = dof_invweight0``).  With ``a0`` the step's
+(MuJoCo's ``mj_makeImpedance`` with ``diagApprox = dof_invweight0``).  A tendon's armature ``a``
+(MuJoCo's ``M += a J^T J`` with the bias ``a J^T (dJ/dt) v``) is a bilateral row of the same
+problem: ``R = 1 / a``, ``aref = -(dJ/dt) v``, ``f`` of either sign (:func:`armature_rows`).  With ``a0`` the step's
 acceleration without the rows (``A a0 = f``, ``A = M + diag(arm)`` by ABA), the rows' forces
 ``f >= 0`` solve the soft complementarity problem MuJoCo's solvers solve (its dual)::
 
@@ -47,9 +49,9 @@ import math
 
 from pbsim.jit import kernel
 from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
-from pbsim.dynamics.equality import eq_factor, eq_solve
-from pbsim.dynamics.kinematics import fk_state, world_pass
-from pbsim.dynamics.tendon import tendon_lv
+from pbsim.dynamics.equality import eq_bias_pass, eq_factor, eq_solve
+from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
+from pbsim.dynamics.tendon import tendon_jdot_v, tendon_lv
 
 BALL_CONE, TENDON = 1, 2  # pbsim.model.limits: HINGE_SLIDE 0
 
@@ -164,19 +166,52 @@ def limit_rows(m, w, b, q, v, dt):
             else:
                 J[n, i] = sg
             limit_row(m, w, b, n, r, dist, sg * xd, dt)
+            w.lb[b, n] = 0.0
             n += 1
+    return armature_rows(m, w, b, q, v, n, fk)
+
+
+@kernel
+def armature_rows(m, w, b, q, v, n, fk):
+    """The tendons' armature (MuJoCo's ``M += a J^T J`` and bias ``a J^T (dJ/dt v)``) as bilateral
+    rows after the ``n`` limit rows: ``J`` the tendon's moment, ``R = 1 / a``, ``aref = -(dJ/dt) v``
+    (Eq. 3 then solves ``(A + J^T a J) qdd = f - J^T a (dJ/dt) v`` exactly: Woodbury).  Returns the
+    number of rows.  ``fk``: the poses of q are in ``w`` already."""
+    nt = m.ten_nt[0]
+    for t in range(nt):
+        if m.lim_arm[t] > 0.0 and m.ten_kind[t] != 0:  # a spatial one: poses, velocities and bias
+            if not fk:  # accelerations of (q, v) for its J and dJ/dt v
+                fk_state(m, w, b, q)
+            velocity_pass(m, w, b, q, v)
+            world_pass(m, w, b)
+            eq_bias_pass(m, w, b)
+            break
+    J = w.lJ[b]
+    for t in range(nt):
+        a = m.lim_arm[t]
+        if a <= 0.0:
+            continue
+        for k in range(m.nv):
+            J[n, k] = 0.0
+        tendon_lv(m, w, b, t, q, v, J[n], 1.0)
+        w.lc[b, n] = -tendon_jdot_v(m, w, b, t)  # aref: the tendon's acceleration without qdd, negated
+        w.lR[b, n] = 1.0 / a
+        w.lb[b, n] = 1.0
+        n += 1
     return n
 
 
 @kernel
-def soft_lcp(H, c, f, act, L, drop, n):
+def soft_lcp(H, c, f, act, bil, L, drop, n):
     """Solve Eq. 3, ``f >= 0, H f - c >= 0`` complementary (``H`` n x n positive definite), by
     Murty's least-index principal pivoting from the set ``{c > 0}``: solve the active block, then
     flip the first row that breaks a sign (an active force < 0, an inactive row with
-    ``H f - c < 0``).  ``L``/``drop``: scratch.  Returns the pivots taken (-1: not settled in
-    ``4 n + 16``; the negative forces are then cut to 0)."""
+    ``H f - c < 0``).  Rows with ``bil[i] != 0`` are bilateral (``H f = c`` with ``f`` of either
+    sign): always in the set (principal pivoting on the Schur complement).  ``L``/``drop``: scratch.
+    Returns the pivots taken (-1: not settled in ``4 n + 16``; the negative forces of unilateral
+    rows are then cut to 0)."""
     for i in range(n):
-        act[i] = 1.0 if c[i] > 0.0 else 0.0
+        act[i] = 1.0 if c[i] > 0.0 or bil[i] != 0.0 else 0.0
     for it in range(4 * n + 16):
         for i in range(n):
             for k in range(n):
@@ -189,6 +224,8 @@ def soft_lcp(H, c, f, act, L, drop, n):
         eq_solve(L, drop, f, n)
         flip = -1
         for i in range(n):
+            if bil[i] != 0.0:
+                continue
             if act[i] != 0.0:
                 if f[i] < 0.0:
                     flip = i
@@ -206,7 +243,7 @@ def soft_lcp(H, c, f, act, L, drop, n):
             return it
         act[flip] = 1.0 - act[flip]
     for i in range(n):
-        if f[i] < 0.0:
+        if f[i] < 0.0 and bil[i] == 0.0:
             f[i] = 0.0
     return -1
 
@@ -261,7 +298,7 @@ def limit_apply(m, w, b, n, qdd):
             s += J[r, k] * qdd[k]
         cc[r] -= s  # aref - J a0
     f = w.lf[b]
-    soft_lcp(H, cc, f, w.la[b], w.lL[b], w.ld[b], n)
+    soft_lcp(H, cc, f, w.la[b], w.lb[b], w.lL[b], w.ld[b], n)
     for k in range(m.nv):
         s = 0.0
         for r in range(n):

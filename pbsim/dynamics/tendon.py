@@ -342,6 +342,77 @@ def tendon_lv(m, w, b, t, q, v, out, scale):
     return spatial_lv(m, w, b, t, v, out, scale)
 
 
+@kernel
+def point_vel_acc(w, b, body, x, y, z):
+    """World velocity and classical acceleration at ``qdd = 0`` of the world point (x, y, z) fixed
+    on ``body`` (zeros for the world): ``R (v + w x p)``, ``R (a + wd x p + w x (v + w x p))`` with
+    the body's velocity (``velocity_pass``) and bias acceleration (``eq_bias_pass``) in body axes."""
+    if body < 0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    R = w.Rw[b, body]
+    o = w.pw[b, body]
+    rx, ry, rz = x - o[0], y - o[1], z - o[2]
+    t0 = R[0, 0] * rx + R[1, 0] * ry + R[2, 0] * rz  # p in body axes
+    t1 = R[0, 1] * rx + R[1, 1] * ry + R[2, 1] * rz
+    t2 = R[0, 2] * rx + R[1, 2] * ry + R[2, 2] * rz
+    vel = w.vel[b]
+    acc = w.acc[b]
+    w0, w1, w2 = vel[body, 0], vel[body, 1], vel[body, 2]
+    vx = vel[body, 3] + w1 * t2 - w2 * t1
+    vy = vel[body, 4] + w2 * t0 - w0 * t2
+    vz = vel[body, 5] + w0 * t1 - w1 * t0
+    ax = acc[body, 3] + acc[body, 1] * t2 - acc[body, 2] * t1 + w1 * vz - w2 * vy
+    ay = acc[body, 4] + acc[body, 2] * t0 - acc[body, 0] * t2 + w2 * vx - w0 * vz
+    az = acc[body, 5] + acc[body, 0] * t1 - acc[body, 1] * t0 + w0 * vy - w1 * vx
+    return (R[0, 0] * vx + R[0, 1] * vy + R[0, 2] * vz, R[1, 0] * vx + R[1, 1] * vy + R[1, 2] * vz,
+            R[2, 0] * vx + R[2, 1] * vy + R[2, 2] * vz, R[0, 0] * ax + R[0, 1] * ay + R[0, 2] * az,
+            R[1, 0] * ax + R[1, 1] * ay + R[1, 2] * az, R[2, 0] * ax + R[2, 1] * ay + R[2, 2] * az)
+
+
+@kernel
+def tendon_jdot_v(m, w, b, t):
+    """``(dJ/dt) v`` of tendon ``t`` (MuJoCo's ``mj_tendonDot``): 0 for a fixed tendon; for a
+    spatial one, per straight piece between sites on different bodies (``u`` its direction, ``l``
+    its length, ``dv``/``da`` the ends' relative velocity and acceleration at ``qdd = 0``, through
+    ``div``): ``((|dv|^2 - (u . dv)^2) / l + u . da) / div``.  Pieces around a wrapping geom add
+    nothing (MuJoCo has no ``Jdot`` for them).  Expects world poses, ``w.vel`` and ``w.acc`` of
+    :func:`point_vel_acc`."""
+    if m.ten_kind[t] == 0:
+        return 0.0
+    res = 0.0
+    div = 1.0
+    j = m.ten_adr[t]
+    a1 = m.ten_adr[t + 1]
+    while j < a1 - 1:
+        if m.ten_wtype[j] == PULLEY:
+            div = m.ten_prm[j]
+            j += 1
+            continue
+        t1 = m.ten_wtype[j + 1]
+        if t1 == PULLEY:
+            j += 1
+            continue
+        if t1 != SITE:  # site - geom - site
+            j += 2
+            continue
+        A = m.ten_wbody[j]
+        B = m.ten_wbody[j + 1]
+        if A != B:
+            x0, y0, z0 = body_point(w, b, A, m.ten_pos[j])
+            x1, y1, z1 = body_point(w, b, B, m.ten_pos[j + 1])
+            dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
+            ln = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if ln > MINVAL:
+                v0x, v0y, v0z, a0x, a0y, a0z = point_vel_acc(w, b, A, x0, y0, z0)
+                v1x, v1y, v1z, a1x, a1y, a1z = point_vel_acc(w, b, B, x1, y1, z1)
+                dvx, dvy, dvz = v1x - v0x, v1y - v0y, v1z - v0z
+                ud = (dx * dvx + dy * dvy + dz * dvz) / ln
+                ua = (dx * (a1x - a0x) + dy * (a1y - a0y) + dz * (a1z - a0z)) / ln
+                res += ((dvx * dvx + dvy * dvy + dvz * dvz - ud * ud) / ln + ua) / div
+        j += 1
+    return res
+
+
 # ---------------------------------------------------------------------------------------------
 # forces
 

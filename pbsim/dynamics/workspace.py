@@ -15,11 +15,11 @@ import numpy as np
 # world coordinates, the rows that are identically zero, the (6, K) forces/accelerations per body
 # of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus; sized for the larger
 # of the equality and the limit rows)
-# lJ, lY, lH, lL, lc, lf, lR, la, ld: scratch of MuJoCo's limit constraint (pbsim.dynamics.limits),
-# sized by its rows (two per soft-limited DOF): Jacobian, A^-1 J^T, J A^-1 J^T + R, the factor of
-# its active block, right-hand side, forces, regularizer, active set, dropped pivots
+# lJ, lY, lH, lL, lc, lf, lR, la, ld, lb: scratch of MuJoCo's limit constraint and tendon armature
+# (pbsim.dynamics.limits), sized by their rows: Jacobian, A^-1 J^T, J A^-1 J^T + R, the factor of
+# its active block, right-hand side, forces, regularizer, active set, dropped pivots, bilateral rows
 DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
-                     "eS eU ez eP ei lJ lY lH lL lc lf lR la ld")
+                     "eS eU ez eP ei lJ lY lH lL lc lf lR la ld lb")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -43,17 +43,18 @@ def make_work(model, batch: int) -> DynWork:
         eS=z((B, model.nv if kr else 0, 6)), eU=z((B, model.nv if kr else 0, 6)), ez=z((B, kr)), eP=z((B, nb, 6, kr)),
         ei=z((B, kr), np.int64),
         lJ=z((B, kl, model.nv)), lY=z((B, model.nv, kl)), lH=z((B, kl, kl)), lL=z((B, kl, kl)), lc=z((B, kl)),
-        lf=z((B, kl)), lR=z((B, kl)), la=z((B, kl)), ld=z((B, kl)),
+        lf=z((B, kl)), lR=z((B, kl)), la=z((B, kl)), ld=z((B, kl)), lb=z((B, kl)),
     )
 
 
 def limit_rows_max(model) -> int:
-    """Rows of MuJoCo's limit constraint a state can have (``SoftLimits.rows_max``); 0 with mimic
-    joints (Model._limit_fields)."""
-    lim = getattr(model, "soft_limits", None)
-    if lim is None or getattr(model, "mimic", None):
+    """Rows of MuJoCo's limit constraint a state can have (``SoftLimits.rows_max``) and one per
+    tendon with armature (pbsim.dynamics.limits); 0 with mimic joints (Model._limit_fields)."""
+    if getattr(model, "mimic", None):
         return 0
-    return lim.rows_max()
+    lim = getattr(model, "soft_limits", None)
+    ten = getattr(model, "tendons", None)
+    return (0 if lim is None else lim.rows_max()) + (0 if ten is None else int((ten.armature > 0).sum()))
 
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

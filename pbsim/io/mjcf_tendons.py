@@ -6,8 +6,9 @@ with or without a side site) with stiffness, ``springlength`` (with its dead ban
 parent (no joint) is placed in that parent's frame (from both models' kinematics at qpos0).
 Left out, and named in the notes: a tendon on a joint pbsim does not have, a side site inside
 its geom (MuJoCo's inside wrap), a cylinder with a side site (MuJoCo 4 wraps fewer of those than
-the 2-D rule that reproduces its spheres and side-less cylinders exactly), tendon armature,
-polynomial stiffness/damping, plasticity.
+the 2-D rule that reproduces its spheres and side-less cylinders exactly), polynomial
+stiffness/damping, plasticity.  Tendon armature is read (the explicit methods hold it,
+:mod:`pbsim.dynamics.limits`; the others leave it out, noted).
 The range is pbsim's limit spring-damper (:mod:`pbsim.model.tendons`), critically damped with
 MuJoCo's default 0.02 s time constant on the tendon's effective mass ``1 / (J M^-1 J^T)`` at
 qpos0, not MuJoCo's limit constraint.
@@ -67,7 +68,7 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
         return None, []
     O, W = mujoco.mjtObj, mujoco.mjtWrap
     d, local = placements(mj, model, name_of)
-    items, notes, skipped = [], [], []
+    items, notes, skipped, armed = [], [], [], []
     for t in range(mj.ntendon):
         tname = name_of(O.mjOBJ_TENDON, t, f"tendon{t}")
         a0, n = int(mj.tendon_adr[t]), int(mj.tendon_num[t])
@@ -115,7 +116,7 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
                 break
         extra = []
         if float(mj.tendon_armature[t]) != 0.0:
-            extra.append("armature")
+            armed.append(tname)
         for f in ("tendon_stiffnesspoly", "tendon_dampingpoly"):
             if hasattr(mj, f) and np.any(np.asarray(getattr(mj, f)[t]) != 0):
                 extra.append(f.removeprefix("tendon_"))
@@ -137,11 +138,17 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
                 springlength=tuple(float(x) for x in mj.tendon_lengthspring[t]),
                 range=tuple(float(x) for x in mj.tendon_range[t]) if lim else (-np.inf, np.inf),
                 frictionloss=float(mj.tendon_frictionloss[t]),
+                armature=float(mj.tendon_armature[t]),
                 mj_index=t,
             )
         )
     if skipped:
         notes.append(f"{len(skipped)} tendon(s) not imported: {', '.join(skipped)}")
+    if armed:
+        notes.append(
+            "tendon armature is held by the explicit methods only (euler, explicit_euler, rk2-4; the other "
+            f"methods leave it out): {', '.join(armed)}"
+        )
     if not items:
         return None, notes
     tendons = build_tendons(items)

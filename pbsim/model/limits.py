@@ -147,11 +147,14 @@ class SoftLimits:
         return {"limits": self._names(model), "solref": self.solref.tolist(), "solimp": self.solimp.tolist(),
                 "margin": self.margin.tolist(), "refsafe": bool(self.refsafe)}
 
-    def kernel_fields(self, model) -> dict:
+    def kernel_fields(self, model, armature: bool = True) -> dict:
         """The KModel fields ``lim_*``: ``lim_kind``, ``lim_idx`` (DOF or tendon), ``lim_qadr`` (a
         joint's q index), ``lim_prm`` (L, 12) = solref (2), solimp (5), margin, invweight, refsafe,
         lower, upper; ``lim_soft`` (nv,) 1 on the hinge/slide DOFs and ``lim_tsoft`` (tendons, at
-        least 1) 1 on the tendons this law holds in the explicit methods (no limit spring there)."""
+        least 1) 1 on the tendons this law holds in the explicit methods (no limit spring there);
+        ``lim_arm`` (tendons, at least 1) the tendons' armature, which the explicit methods hold as
+        rows of the same solve (``armature``: False with mimic joints, whose coupling the rows'
+        responses do not see)."""
         n = self.n
         kind = np.asarray(self.kind, np.int64).reshape(n)
         idx = np.asarray(self.index, np.int64).reshape(n)
@@ -183,8 +186,11 @@ class SoftLimits:
         soft[idx[kind == HINGE_SLIDE]] = 1.0
         tsoft = np.zeros(max(nt, 1))
         tsoft[idx[kind == TENDON]] = 1.0
+        arm = np.zeros(max(nt, 1))
+        if armature and nt:
+            arm[:nt] = model.tendons.armature
         return dict(lim_kind=kind, lim_idx=idx, lim_qadr=qadr, lim_prm=np.ascontiguousarray(prm), lim_soft=soft,
-                    lim_tsoft=tsoft)
+                    lim_tsoft=tsoft, lim_arm=arm)
 
 
 def clean_solref(solref) -> np.ndarray:

@@ -27,7 +27,8 @@ KModel = namedtuple(
     # fluid forces (Model.fluid, pbsim.model.fluid; pbsim.dynamics.fluid)
     " fl_medium fl_body fl_R fl_p fl_box"
     # MuJoCo's joint-limit constraint (Model.soft_limits, pbsim.model.limits; pbsim.dynamics.limits)
-    " lim_kind lim_idx lim_qadr lim_prm lim_soft lim_tsoft",
+    # and the tendons' armature, held the same way (lim_arm)
+    " lim_kind lim_idx lim_qadr lim_prm lim_soft lim_tsoft lim_arm",
 )
 
 
@@ -174,7 +175,7 @@ class Model:
         from pbsim.model.limits import SoftLimits
 
         lim = self.soft_limits if self.soft_limits is not None and not self.mimic else SoftLimits()
-        return lim.kernel_fields(self)
+        return lim.kernel_fields(self, armature=not self.mimic)
 
     def _tendon_fields(self) -> dict:
         from pbsim.model.tendons import Tendons

@@ -55,6 +55,7 @@ class Tendons:
     limit_kp: np.ndarray = field(default_factory=lambda: _z(0))
     limit_kd: np.ndarray = field(default_factory=lambda: _z(0))
     frictionloss: np.ndarray = field(default_factory=lambda: _z(0))
+    armature: np.ndarray = field(default_factory=lambda: _z(0))  # MuJoCo's tendon armature (inertia along L)
 
     @property
     def nt(self) -> int:
@@ -112,6 +113,8 @@ class Tendons:
                 parts.append(f"range [{self.range[t, 0]:g}, {self.range[t, 1]:g}]")
             if self.frictionloss[t]:
                 parts.append(f"frictionloss {self.frictionloss[t]:g}")
+            if self.armature[t]:
+                parts.append(f"armature {self.armature[t]:g}")
             rows.append(f"{n}: " + ", ".join(parts))
         return rows
 
@@ -147,4 +150,5 @@ def build_tendons(items: list[dict]) -> Tendons:
     t.limit_kp = col("limit_kp", 0.0)
     t.limit_kd = col("limit_kd", 0.0)
     t.frictionloss = col("frictionloss", 0.0)
+    t.armature = col("armature", 0.0)
     return t

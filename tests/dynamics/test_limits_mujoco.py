@@ -188,3 +188,34 @@ def test_tendon_ranges_and_a_ball_cone_follow_mujoco(tmp_path, integ, method, to
     r = pbsim.rollout(m, method, dt=1e-3, steps=1000, v0=v0, scene=pbsim.Scene())
     err = np.abs(r.q[1:] - ref).max()
     assert err < tol, err
+
+
+ARMATURE = """<mujoco><compiler angle="radian"/><option timestep="{dt}" integrator="{integ}"/>
+<default><geom contype="0" conaffinity="0"/></default>
+<worldbody><site name="anchor" pos="0.2 0 1.4"/>
+<body name="a" pos="0 0 1"><joint name="j1" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1.5"/><site name="mid" pos="0.2 0 0.05"/>
+<body name="b" pos="0.4 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.025" mass="1"/><site name="tip" pos="0.3 0 0"/>
+<body name="c" pos="0.3 0 0"><joint name="j3" type="hinge" axis="1 0 0"/>
+<geom type="capsule" fromto="0 0 0 0.2 0.05 0" size="0.02" mass="0.5"/></body></body></body></worldbody>
+<tendon><fixed name="coupled" armature="0.05"><joint joint="j1" coef="1"/><joint joint="j3" coef="-0.7"/></fixed>
+<spatial name="rope" armature="0.3" stiffness="20" springlength="0.5"><site site="anchor"/><site site="mid"/>
+<site site="tip"/></spatial></tendon>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("integ, method, tol", [("Euler", "euler", 1e-10), ("RK4", "rk4", 1e-9)])
+def test_tendon_armature_follows_mujoco(tmp_path, integ, method, tol):
+    """MuJoCo's tendon armature (``M += a J^T J``, bias ``a J^T (dJ/dt) v``) on a fixed tendon and a
+    spatial one through three sites, as bilateral rows of the limit solve: 1 s thrown under
+    gravity follows MuJoCo's Euler and RK4 (without the armature MuJoCo ends far away)."""
+    mm, m = _chain(tmp_path, integ, xml=ARMATURE)
+    assert m.tendons.armature.tolist() == [0.05, 0.3] and any("tendon armature is held" in n for n in m.notes)
+    v0 = np.array([2.0, -3.0, 5.0])
+    ref = _mujoco_trajectory(mm, 1000, v0=v0)
+    r = pbsim.rollout(m, method, dt=1e-3, steps=1000, v0=v0, scene=pbsim.Scene())
+    err = np.abs(r.q[1:] - ref).max()
+    mm.tendon_armature[:] = 0
+    assert np.abs(_mujoco_trajectory(mm, 1000, v0=v0) - ref).max() > 0.1  # the armature matters
+    assert err < tol, err

@@ -30,7 +30,7 @@ def features_used(kc, ks, km=None) -> dict:
     return {"spd_extra": bool((kc.mode == SPD and kc.solver in (DF, SF)) or kc.clamp != 0),
             "contact": bool(ks.npts > 0), "body_contact": bool(ks.nitem > 0),
             "equality": km is not None and km.eq_type.shape[0] > 0,
-            "limits": km is not None and km.lim_kind.shape[0] > 0}
+            "limits": km is not None and (km.lim_kind.shape[0] > 0 or bool((km.lim_arm > 0).any()))}
 
 
 @kernel
