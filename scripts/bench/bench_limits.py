@@ -1,10 +1,11 @@
 """Cost of MuJoCo's limit constraint in the explicit steps (pbsim.dynamics.limits): wall time per
 step of a chain resting on its joint limits against the same chain whose ranges are never reached.
 
-The model: a 12-hinge chain held out horizontally, each joint limited to +-0.15 rad (``tight``):
-under gravity every joint sags onto its limit within a few steps and stays there, so every step
-solves 12 coupled limit rows; ``wide``: the same ranges at +-3 rad, never reached (the same
-compiled step, no rows).  Prints us/step of both, the median of the pairs' ratios, and the same
+The model: a 12-hinge chain held out horizontally, each joint limited to +-0.05 rad (``tight``):
+under gravity the joints sag onto their limits within a few steps and rest there, 9 coupled limit
+rows active at the end (MuJoCo's soft law lets the root joint sag to 0.16 rad under the chain's
+weight; pbsim's euler ends at MuJoCo's state to 5 digits); ``wide``: the same ranges at +-3 rad,
+never reached (the same compiled step, no rows).  Prints us/step of both, the median of the pairs' ratios, and the same
 for the peer in the same run: MuJoCo on the two files with the same integrator and step (Euler
 at 1 ms; RK4 for rk4), timed the same way (``--no-mujoco`` skips it).  Runs alternate,
 ``--repeats`` times each; the table holds medians.
@@ -50,7 +51,7 @@ def load(xml: str):
 
 def run_time(model, integ: str, steps: int):
     t = time.perf_counter()
-    tr = pbsim.rollout(model, integ, dt=1e-3, steps=steps, record_every=steps)
+    tr = pbsim.rollout(model, integ, dt=1e-3, steps=steps, record_every=steps, scene=pbsim.Scene())
     return (time.perf_counter() - t) / steps, tr
 
 
@@ -64,7 +65,7 @@ def per_step(tight, wide, integ: str, steps: int, repeats: int):
         t_on.append(a)
         t_off.append(c)
         ratio.append(a / c)
-    on_limit = int((np.abs(tr.q[-1]) > 0.149).sum())
+    on_limit = int((np.abs(tr.q[-1]) > 0.0499).sum())
     return np.median(t_off) * 1e6, np.median(t_on) * 1e6, float(np.median(ratio)), on_limit
 
 
@@ -75,7 +76,7 @@ def mujoco_per_step(integ: str, steps: int, repeats: int):
         return None
     mi = "RK4" if integ == "rk4" else "Euler"
     pair = []
-    for hr in (0.15, 3.0):
+    for hr in (0.05, 3.0):
         m = mujoco.MjModel.from_xml_string(model_xml(hr, mi))
         d = mujoco.MjData(m)
         mujoco.mj_step(m, d, 10)
@@ -100,11 +101,11 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=["euler", "rk4"])
     ap.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo peer")
     a = ap.parse_args(argv)
-    tight, wide = load(model_xml(0.15)), load(model_xml(3.0))
-    print(f"{'method':<8} {'no rows us/step':>16} {'12 limits us/step':>18} {'ratio':>6} {'joints on a limit':>18}")
+    tight, wide = load(model_xml(0.05)), load(model_xml(3.0))
+    print(f"{'method':<8} {'no rows us/step':>16} {'on limits us/step':>18} {'ratio':>6} {'rows at the end':>16}")
     for integ in a.methods:
         t0, t1, r, on = per_step(tight, wide, integ, a.steps, a.repeats)
-        print(f"{integ:<8} {t0:>16.2f} {t1:>18.2f} {r:>6.2f} {on:>18d}")
+        print(f"{integ:<8} {t0:>16.2f} {t1:>18.2f} {r:>6.2f} {on:>16d}")
         if not a.no_mujoco:
             p = mujoco_per_step(integ, a.steps, a.repeats)
             if p is not None:
