@@ -45,7 +45,7 @@ def accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd):
 
 @kernel
 def limit_solve(m, c, w, sw, b, q, v, dt, qdd):
-    """MuJoCo's joint-limit constraint on ``qdd`` after :func:`accel_solve` (and the equality
+    """MuJoCo's limit constraint and tendon armature on ``qdd`` after :func:`accel_solve` (and the equality
     constraints' step target): :func:`pbsim.dynamics.limits.limit_accel`, with ABA's factor made
     first where the dense SPD solvers left none.  Returns the number of active limit rows."""
     if w.lJ.shape[1] == 0:  # no limit rows and no tendon armature

@@ -40,7 +40,7 @@ from numba import prange
 
 from pbsim.jit import kernel
 from pbsim.dynamics.joints import integrate_config
-from pbsim.dynamics.kinematics import fk_state, velocity_pass, world_pass
+from pbsim.dynamics.kinematics import fk_state, point_motion, velocity_pass, world_pass
 from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
 from pbsim.dynamics.minv import minv_factor
 from pbsim.dynamics.spatial import motion_to_child
@@ -97,15 +97,7 @@ def eq_point_rows(m, w, b, body, pt, sign, J, r0, phi, bias, with_bias, with_j):
     phi[r0 + 1] += sign * py
     phi[r0 + 2] += sign * pz
     if with_bias:  # a + wd x p + w x (v + w x p), body coordinates, then to world
-        vel = w.vel[b]
-        acc = w.acc[b]
-        w0, w1, w2 = vel[body, 0], vel[body, 1], vel[body, 2]
-        vx = vel[body, 3] + w1 * t2 - w2 * t1
-        vy = vel[body, 4] + w2 * t0 - w0 * t2
-        vz = vel[body, 5] + w0 * t1 - w1 * t0
-        ax = acc[body, 3] + acc[body, 1] * t2 - acc[body, 2] * t1 + w1 * vz - w2 * vy
-        ay = acc[body, 4] + acc[body, 2] * t0 - acc[body, 0] * t2 + w2 * vx - w0 * vz
-        az = acc[body, 5] + acc[body, 0] * t1 - acc[body, 1] * t0 + w0 * vy - w1 * vx
+        _vx, _vy, _vz, ax, ay, az = point_motion(w, b, body, t0, t1, t2)
         for k in range(3):
             bias[r0 + k] += sign * (Rw[body, k, 0] * ax + Rw[body, k, 1] * ay + Rw[body, k, 2] * az)
     if not with_j:

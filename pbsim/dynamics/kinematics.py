@@ -64,6 +64,24 @@ def velocity_pass(m, w, b, q, v):
 
 
 @kernel
+def point_motion(w, b, body, t0, t1, t2):
+    """Velocity and classical acceleration at ``qdd = 0`` of the point ``(t0, t1, t2)`` fixed on
+    ``body`` (body axes, both results too): ``v + w x p`` and ``a + wd x p + w x (v + w x p)`` from
+    the body's velocity (:func:`velocity_pass`) and bias acceleration in ``w.acc`` (``a`` at
+    ``qdd = 0``, :func:`pbsim.dynamics.equality.eq_bias_pass`)."""
+    vel = w.vel[b]
+    acc = w.acc[b]
+    w0, w1, w2 = vel[body, 0], vel[body, 1], vel[body, 2]
+    vx = vel[body, 3] + w1 * t2 - w2 * t1
+    vy = vel[body, 4] + w2 * t0 - w0 * t2
+    vz = vel[body, 5] + w0 * t1 - w1 * t0
+    ax = acc[body, 3] + acc[body, 1] * t2 - acc[body, 2] * t1 + w1 * vz - w2 * vy
+    ay = acc[body, 4] + acc[body, 2] * t0 - acc[body, 0] * t2 + w2 * vx - w0 * vz
+    az = acc[body, 5] + acc[body, 0] * t1 - acc[body, 1] * t0 + w0 * vy - w1 * vx
+    return vx, vy, vz, ax, ay, az
+
+
+@kernel
 def fk_state(m, w, b, q):
     pose_pass(m, w, b, q)
     world_pass(m, w, b)

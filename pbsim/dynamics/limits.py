@@ -1,6 +1,7 @@
-"""MuJoCo's joint-limit constraint (:class:`pbsim.model.limits.SoftLimits`): a soft unilateral
-row per limit a DOF has reached, solved with the step's acceleration as MuJoCo's constraint solver
-does, through ABA's factor.
+"""MuJoCo's limit constraint (:class:`pbsim.model.limits.SoftLimits`: joint ranges, ball-joint
+cones, tendon ranges) and tendon armature in the explicit methods: a soft unilateral row per
+limit reached (a bilateral one per tendon with armature), solved with the step's acceleration as
+MuJoCo's constraint solver does, through ABA's factor.
 
 A hinge/slide DOF ``j`` with range ``[lo, hi]`` and margin ``mg`` has a row on each side whose
 distance is below the margin (MuJoCo's ``mj_instantiateLimit``)::
@@ -9,9 +10,7 @@ distance is below the margin (MuJoCo's ``mj_instantiateLimit``)::
 
 a tendon the same with its length ``L`` and moment ``dL/dv`` (``J = +-dL/dv``), and a ball joint one
 row on its cone: rotation angle ``theta`` about the unit axis ``u`` of its quaternion,
-``r = theta_max - theta``, ``J = -u`` on its three DOFs.
-
-and each row asks for the reference acceleration (MuJoCo's ``mj_referenceConstraint``)::
+``r = theta_max - theta``, ``J = -u`` on its three DOFs.  Each row asks for the reference acceleration (MuJoCo's ``mj_referenceConstraint``)::
 
     (1)  aref = -b (J v) - k d(r) (r - mg)
 

@@ -37,7 +37,7 @@ from numba import prange
 
 from pbsim.jit import kernel
 from pbsim.dynamics.jacobian import dof_point_twist
-from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.kinematics import fk_state, point_motion
 from pbsim.dynamics.muscle import JOINT_ROW, muscle_force
 from pbsim.dynamics.passive import FRICTION_VEL
 
@@ -279,6 +279,22 @@ def straight_piece(m, w, b, A, x0, y0, z0, B, x1, y1, z1, div, v, out, scale):
     return ln / div, vel
 
 
+@kernel(inline=True)
+def next_piece(m, j, a1, div):
+    """Walk spatial tendon path elements from ``j`` past pulleys (taking their divisor): returns
+    ``(j, div)``, ``j`` the start of the next piece (``j + 1`` its next site or wrapping geom), or
+    ``j >= a1 - 1`` at the end of the path ``[.., a1)``."""
+    while j < a1 - 1:
+        if m.ten_wtype[j] == PULLEY:
+            div = m.ten_prm[j]
+            j += 1
+        elif m.ten_wtype[j + 1] == PULLEY:
+            j += 1
+        else:
+            break
+    return j, div
+
+
 @kernel
 def spatial_lv(m, w, b, t, v, out, scale):
     """``(L, dL/dt)`` of spatial tendon ``t`` (world poses in ``w`` for state b) and ``scale J^T``
@@ -289,16 +305,11 @@ def spatial_lv(m, w, b, t, v, out, scale):
     Ld = 0.0
     div = 1.0
     j = a0
-    while j < a1 - 1:
-        ty = m.ten_wtype[j]
-        if ty == PULLEY:
-            div = m.ten_prm[j]
-            j += 1
-            continue
+    while True:
+        j, div = next_piece(m, j, a1, div)
+        if j >= a1 - 1:
+            break
         t1 = m.ten_wtype[j + 1]
-        if t1 == PULLEY:
-            j += 1
-            continue
         A = m.ten_wbody[j]
         x0, y0, z0 = body_point(w, b, A, m.ten_pos[j])
         if t1 == SITE:
@@ -345,8 +356,7 @@ def tendon_lv(m, w, b, t, q, v, out, scale):
 @kernel
 def point_vel_acc(w, b, body, x, y, z):
     """World velocity and classical acceleration at ``qdd = 0`` of the world point (x, y, z) fixed
-    on ``body`` (zeros for the world): ``R (v + w x p)``, ``R (a + wd x p + w x (v + w x p))`` with
-    the body's velocity (``velocity_pass``) and bias acceleration (``eq_bias_pass``) in body axes."""
+    on ``body`` (zeros for the world): :func:`pbsim.dynamics.kinematics.point_motion` in world axes."""
     if body < 0:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     R = w.Rw[b, body]
@@ -355,15 +365,7 @@ def point_vel_acc(w, b, body, x, y, z):
     t0 = R[0, 0] * rx + R[1, 0] * ry + R[2, 0] * rz  # p in body axes
     t1 = R[0, 1] * rx + R[1, 1] * ry + R[2, 1] * rz
     t2 = R[0, 2] * rx + R[1, 2] * ry + R[2, 2] * rz
-    vel = w.vel[b]
-    acc = w.acc[b]
-    w0, w1, w2 = vel[body, 0], vel[body, 1], vel[body, 2]
-    vx = vel[body, 3] + w1 * t2 - w2 * t1
-    vy = vel[body, 4] + w2 * t0 - w0 * t2
-    vz = vel[body, 5] + w0 * t1 - w1 * t0
-    ax = acc[body, 3] + acc[body, 1] * t2 - acc[body, 2] * t1 + w1 * vz - w2 * vy
-    ay = acc[body, 4] + acc[body, 2] * t0 - acc[body, 0] * t2 + w2 * vx - w0 * vz
-    az = acc[body, 5] + acc[body, 0] * t1 - acc[body, 1] * t0 + w0 * vy - w1 * vx
+    vx, vy, vz, ax, ay, az = point_motion(w, b, body, t0, t1, t2)
     return (R[0, 0] * vx + R[0, 1] * vy + R[0, 2] * vz, R[1, 0] * vx + R[1, 1] * vy + R[1, 2] * vz,
             R[2, 0] * vx + R[2, 1] * vy + R[2, 2] * vz, R[0, 0] * ax + R[0, 1] * ay + R[0, 2] * az,
             R[1, 0] * ax + R[1, 1] * ay + R[1, 2] * az, R[2, 0] * ax + R[2, 1] * ay + R[2, 2] * az)
@@ -383,16 +385,11 @@ def tendon_jdot_v(m, w, b, t):
     div = 1.0
     j = m.ten_adr[t]
     a1 = m.ten_adr[t + 1]
-    while j < a1 - 1:
-        if m.ten_wtype[j] == PULLEY:
-            div = m.ten_prm[j]
-            j += 1
-            continue
-        t1 = m.ten_wtype[j + 1]
-        if t1 == PULLEY:
-            j += 1
-            continue
-        if t1 != SITE:  # site - geom - site
+    while True:
+        j, div = next_piece(m, j, a1, div)
+        if j >= a1 - 1:
+            break
+        if m.ten_wtype[j + 1] != SITE:  # site - geom - site
             j += 2
             continue
         A = m.ten_wbody[j]

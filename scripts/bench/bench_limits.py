@@ -16,13 +16,12 @@ at 1 ms; RK4 for rk4), timed the same way (``--no-mujoco`` skips it).  Runs alte
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 
 import numpy as np
 
 import pbsim
+from bench_equality import load  # the same MJCF-from-a-string loader (scripts/bench is on sys.path)
 
 
 def model_xml(half_range: float, integ: str = "Euler", n: int = 12) -> str:
@@ -38,15 +37,6 @@ def model_xml(half_range: float, integ: str = "Euler", n: int = 12) -> str:
         f'<mujoco><compiler angle="radian"/><option integrator="{integ}" timestep="0.001">'
         f'<flag contact="disable"/></option><worldbody>{body}{close}</worldbody></mujoco>'
     )
-
-
-def load(xml: str):
-    with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
-        f.write(xml)
-    try:
-        return pbsim.load(f.name)
-    finally:
-        os.unlink(f.name)
 
 
 def run_time(model, integ: str, steps: int):
