@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import pbsim
-from bench_equality import load  # the same MJCF-from-a-string loader (scripts/bench is on sys.path)
+from bench_equality import load, time_mujoco_pair  # scripts/bench is on sys.path
 
 
 def model_xml(half_range: float, integ: str = "Euler", n: int = 12) -> str:
@@ -71,17 +71,7 @@ def mujoco_per_step(integ: str, steps: int, repeats: int):
         d = mujoco.MjData(m)
         mujoco.mj_step(m, d, 10)
         pair.append((m, d))
-    t_on, t_off, ratio = [], [], []
-    for _ in range(repeats):
-        ts = []
-        for m, d in pair:
-            t = time.perf_counter()
-            mujoco.mj_step(m, d, steps)
-            ts.append((time.perf_counter() - t) / steps)
-        t_on.append(ts[0])
-        t_off.append(ts[1])
-        ratio.append(ts[0] / ts[1])
-    return np.median(t_off) * 1e6, np.median(t_on) * 1e6, float(np.median(ratio))
+    return time_mujoco_pair(pair[0], pair[1], steps, repeats)
 
 
 def main(argv=None):
