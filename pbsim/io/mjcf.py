@@ -128,10 +128,9 @@ def model_from_mjmodel(
         b.gravity[:] = 0.0
         b.notes.append("gravity is disabled in <option><flag gravity='disable'/>: Model.gravity is 0")
     _note_dropped(mj, b.notes)
-    D = mujoco.mjtDisableBit
-    limits_on = not (mj.opt.disableflags & (D.mjDSBL_LIMIT | D.mjDSBL_CONSTRAINT))
-    if not limits_on and np.any(mj.jnt_limited):
-        b.notes.append("joint ranges are disabled in <option><flag limit/constraint='disable'/>: not imported")
+    limits_on = limits_enabled(mj)
+    if not limits_on and (np.any(mj.jnt_limited) or np.any(mj.tendon_limited)):
+        b.notes.append("joint and tendon ranges are disabled in <option><flag limit/constraint='disable'/>: not imported")
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
     fluid_bodies = _fluid_bodies(mj, b)
@@ -278,6 +277,14 @@ def model_from_mjmodel(
         model.soft_limits = _soft_limits(mj, model, joint_names)
     model._k = None
     return model
+
+
+def limits_enabled(mj) -> bool:
+    """Whether MuJoCo would hold the file's ranges (no ``<flag limit/constraint="disable"/>``)."""
+    import mujoco
+
+    D = mujoco.mjtDisableBit
+    return not (mj.opt.disableflags & (D.mjDSBL_LIMIT | D.mjDSBL_CONSTRAINT))
 
 
 def _soft_limits(mj, model, joint_names):
@@ -476,7 +483,7 @@ def _note_dropped(mj, notes: list[str]) -> None:
         for j in range(mj.njnt)
         if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL and mj.jnt_limited[j]
     ]
-    if mj.opt.disableflags & (mujoco.mjtDisableBit.mjDSBL_LIMIT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT):
+    if not limits_enabled(mj):
         balls = []  # no limits at all (model_from_mjmodel notes it)
     if balls:
         notes.append(

@@ -69,6 +69,9 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
     O, W = mujoco.mjtObj, mujoco.mjtWrap
     d, local = placements(mj, model, name_of)
     items, notes, skipped, armed = [], [], [], []
+    from pbsim.io.mjcf import limits_enabled
+
+    limits_on = limits_enabled(mj)
     for t in range(mj.ntendon):
         tname = name_of(O.mjOBJ_TENDON, t, f"tendon{t}")
         a0, n = int(mj.tendon_adr[t]), int(mj.tendon_num[t])
@@ -127,7 +130,7 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
         if why is not None:
             skipped.append(f"{tname} ({why})")
             continue
-        lim = bool(mj.tendon_limited[t])
+        lim = bool(mj.tendon_limited[t]) and limits_on
         items.append(
             dict(
                 name=tname,

@@ -219,3 +219,16 @@ def test_tendon_armature_follows_mujoco(tmp_path, integ, method, tol):
     mm.tendon_armature[:] = 0
     assert np.abs(_mujoco_trajectory(mm, 1000, v0=v0) - ref).max() > 0.1  # the armature matters
     assert err < tol, err
+
+
+def test_limits_disabled_by_the_file_are_not_held(tmp_path):
+    """``<flag limit="disable"/>``: MuJoCo holds no range, joint or tendon; neither does pbsim (no
+    soft limits, no spring-damper), and the thrown arm follows MuJoCo's Euler through its ranges."""
+    xml = TENDONS.replace('integrator="{integ}"/>', 'integrator="{integ}"><flag limit="disable"/></option>')
+    mm, m = _chain(tmp_path, xml=xml)
+    assert m.soft_limits is None and not np.isfinite(m.tendons.range).any()
+    assert any("ranges are disabled" in n for n in m.notes)
+    v0 = np.array([3.0, -4.0, 6.0, 2.0, 3.0, 0.0])
+    ref = _mujoco_trajectory(mm, 1000, v0=v0)
+    r = pbsim.rollout(m, "euler", dt=1e-3, steps=1000, v0=v0, scene=pbsim.Scene())
+    assert np.abs(r.q[1:] - ref).max() < 1e-10
