@@ -130,7 +130,9 @@ def model_from_mjmodel(
     _note_dropped(mj, b.notes)
     limits_on = limits_enabled(mj)
     if not limits_on and (np.any(mj.jnt_limited) or np.any(mj.tendon_limited)):
-        b.notes.append("joint and tendon ranges are disabled in <option><flag limit/constraint='disable'/>: not imported")
+        b.notes.append(
+            "joint and tendon ranges are disabled in <option><flag limit/constraint='disable'/>: not imported"
+        )
     body_names = ["world"] + [_name(mj, OBJ_BODY, i, f"body{i}") for i in range(1, mj.nbody)]
     b.world_links.add("world")
     fluid_bodies = _fluid_bodies(mj, b)
