@@ -9,9 +9,10 @@ its geom (MuJoCo's inside wrap), a cylinder with a side site (MuJoCo 4 wraps few
 the 2-D rule that reproduces its spheres and side-less cylinders exactly), polynomial
 stiffness/damping, plasticity.  Tendon armature is read (the explicit methods hold it,
 :mod:`pbsim.dynamics.limits`; the others leave it out, noted).
-The range is pbsim's limit spring-damper (:mod:`pbsim.model.tendons`), critically damped with
-MuJoCo's default 0.02 s time constant on the tendon's effective mass ``1 / (J M^-1 J^T)`` at
-qpos0, not MuJoCo's limit constraint.
+The range is held by MuJoCo's limit constraint in the explicit methods (its parameters read by
+``io/mjcf.py``, :class:`pbsim.model.limits.SoftLimits`) and by pbsim's limit spring-damper in the
+others (:mod:`pbsim.model.tendons`), critically damped with MuJoCo's default 0.02 s time constant
+on the tendon's effective mass ``1 / (J M^-1 J^T)`` at qpos0.
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
         return None, []
     O, W = mujoco.mjtObj, mujoco.mjtWrap
     d, local = placements(mj, model, name_of)
-    items, notes, skipped, armed = [], [], [], []
     from pbsim.io.mjcf import limits_enabled
 
+    items, notes, skipped, armed = [], [], [], []
     limits_on = limits_enabled(mj)
     for t in range(mj.ntendon):
         tname = name_of(O.mjOBJ_TENDON, t, f"tendon{t}")

@@ -14,9 +14,12 @@ read (``Model.k``'s ``ten_*`` fields; the algorithms: :mod:`pbsim.dynamics.tendo
       F = -k (L - L_s) - b dL/dt        L_s: the nearest point of [springlength lo, hi] (a dead band)
 
   and a one-sided limit spring-damper past ``range`` (pbsim's joint-limit convention,
-  :mod:`pbsim.model.limits`, not MuJoCo's limit constraint), gains ``limit_kp``/``limit_kd``;
-  ``frictionloss`` smoothed as the joints' (``-f tanh(dL/dt / v_f)``).  The force acts on the joints
-  as ``tau = J(q)^T F`` with ``J = dL/dv`` the tendon's moment arms.
+  :mod:`pbsim.model.limits`), gains ``limit_kp``/``limit_kd``, in the methods other than the
+  explicit ones, which hold an MJCF range by MuJoCo's limit constraint instead
+  (:mod:`pbsim.dynamics.limits`); ``frictionloss`` smoothed as the joints' (``-f tanh(dL/dt /
+  v_f)``).  The force acts on the joints as ``tau = J(q)^T F`` with ``J = dL/dv`` the tendon's
+  moment arms.  ``armature``: MuJoCo's tendon armature (the explicit methods only, as rows of the
+  same solve).
 """
 
 from __future__ import annotations
