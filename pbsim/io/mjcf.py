@@ -44,6 +44,7 @@ import numpy as np
 
 from pbsim.errors import InputError, ParseError
 from pbsim.io.mjcf_contact import contact_pairs_from_mjmodel, geom_contact_fields
+from pbsim.io.mjcf_tendons import limits_enabled
 from pbsim.model.builder import JointSpec, LinkSpec, ModelBuilder
 from pbsim.model.fluid import MINVAL, inertia_box
 from pbsim.model.geometry import Geometry
@@ -279,14 +280,6 @@ def model_from_mjmodel(
         model.soft_limits = _soft_limits(mj, model, joint_names)
     model._k = None
     return model
-
-
-def limits_enabled(mj) -> bool:
-    """Whether MuJoCo would hold the file's ranges (no ``<flag limit/constraint="disable"/>``)."""
-    import mujoco
-
-    D = mujoco.mjtDisableBit
-    return not (mj.opt.disableflags & (D.mjDSBL_LIMIT | D.mjDSBL_CONSTRAINT))
 
 
 def _soft_limits(mj, model, joint_names):

@@ -60,6 +60,15 @@ def placements(mj, model, name_of):
     return d, local
 
 
+def limits_enabled(mj) -> bool:
+    """Whether MuJoCo would hold the file's joint and tendon ranges (no ``<flag limit="disable"/>``
+    or ``constraint="disable"``); here, below ``io/mjcf.py``, which asks it too."""
+    import mujoco
+
+    D = mujoco.mjtDisableBit
+    return not (mj.opt.disableflags & (D.mjDSBL_LIMIT | D.mjDSBL_CONSTRAINT))
+
+
 def tendons_from_mjmodel(mj, model, joint_names, name_of):
     """``(Tendons or None, notes)``; ``joint_names``: pbsim's name of each MuJoCo joint,
     ``name_of(kind, index, default)`` MuJoCo object names."""
@@ -69,8 +78,6 @@ def tendons_from_mjmodel(mj, model, joint_names, name_of):
         return None, []
     O, W = mujoco.mjtObj, mujoco.mjtWrap
     d, local = placements(mj, model, name_of)
-    from pbsim.io.mjcf import limits_enabled
-
     items, notes, skipped, armed = [], [], [], []
     limits_on = limits_enabled(mj)
     for t in range(mj.ntendon):
