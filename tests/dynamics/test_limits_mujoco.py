@@ -232,3 +232,18 @@ def test_limits_disabled_by_the_file_are_not_held(tmp_path):
     ref = _mujoco_trajectory(mm, 1000, v0=v0)
     r = pbsim.rollout(m, "euler", dt=1e-3, steps=1000, v0=v0, scene=pbsim.Scene())
     assert np.abs(r.q[1:] - ref).max() < 1e-10
+
+
+def test_bad_soft_limits_are_named(tmp_path):
+    """A limit whose parameters are not finite, or that names a DOF of the wrong joint kind, is an
+    InputError naming the model when the kernels' arrays are made, not NaN physics."""
+    _, m = _chain(tmp_path)
+    m.soft_limits.margin[1] = np.nan
+    m._k = None
+    with pytest.raises(pbsim.errors.InputError, match="not finite"):
+        _ = m.k
+    m.soft_limits.margin[1] = 0.05
+    m.soft_limits.kind[0] = 1  # a cone on a hinge
+    m._k = None
+    with pytest.raises(pbsim.errors.InputError, match="not the first DOF of such a joint"):
+        _ = m.k
