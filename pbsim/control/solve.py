@@ -31,16 +31,22 @@ def accel_solve(m, c, w, sw, b, q, v, tau, arm, qdd):
         aba_init(m, w, b)
         aba_backward(m, w, b, tau, arm)
         aba_forward(m, w, b, qdd)
-    if m.mimic_vs.shape[0] > 0:  # coupled mimic joints: project qdd with the ABA factor of M + diag(arm)
-        if c.mode == SPD and (c.solver == DF or c.solver == SF) and dense_ok:
-            aba_init(m, w, b)  # DF/SF left no articulated-body factor: make it (O(n))
-            aba_backward(m, w, b, tau, arm)
+    if m.mimic_vs.shape[0] > 0 or m.eq_type.shape[0] > 0:  # constrained: project qdd with ABA's factor
+        aba_factor_after_dense(m, c, w, sw, b, tau, arm)
+    if m.mimic_vs.shape[0] > 0:  # coupled mimic joints (the factor of M + diag(arm))
         mimic_accel(m, w, b, qdd)
     if m.eq_type.shape[0] > 0:  # equality constraints: the same, with rows depending on q
-        if c.mode == SPD and (c.solver == DF or c.solver == SF) and dense_ok:
-            aba_init(m, w, b)
-            aba_backward(m, w, b, tau, arm)
         equality_accel(m, w, b, q, v, qdd)
+
+
+@kernel(inline=True)
+def aba_factor_after_dense(m, c, w, sw, b, tau, arm):
+    """ABA's articulated-body factor of ``M + diag(arm)`` where :func:`accel_solve` ran a dense SPD
+    solver (DF/SF leave none; O(n)); the other paths have it already.  The constraint projections
+    (mimic, equality, limits) solve through it."""
+    if c.mode == SPD and (c.solver == DF or c.solver == SF) and sw.Md.shape[1] >= m.nv:
+        aba_init(m, w, b)
+        aba_backward(m, w, b, tau, arm)
 
 
 @kernel
@@ -53,9 +59,7 @@ def limit_solve(m, c, w, sw, b, q, v, dt, qdd):
     n = limit_rows(m, w, b, q, v, dt)
     if n == 0:
         return 0
-    if c.mode == SPD and (c.solver == DF or c.solver == SF) and sw.Md.shape[1] >= m.nv:
-        aba_init(m, w, b)  # DF/SF left no articulated-body factor: make it (O(n))
-        aba_backward(m, w, b, sw.tau[b], sw.arm[b])
+    aba_factor_after_dense(m, c, w, sw, b, sw.tau[b], sw.arm[b])
     limit_apply(m, w, b, n, qdd)
     return n
 

@@ -545,6 +545,15 @@ EQ_PENALTY = 1e4
 
 
 @kernel
+def equality_penalty_stiffness(m, dt):
+    """The penalty's ``kc = EQ_PENALTY * (total mass) / dt^2`` per row."""
+    mt = 0.0
+    for i in range(m.nb):
+        mt += m.mass[i]
+    return EQ_PENALTY * mt / (dt * dt)
+
+
+@kernel
 def equality_penalty(m, w, b, q, v, dt, want_g, want_h, g, H):
     """``E_c = kc/2 |phi(q)|^2`` of the active equality constraints at configuration ``q``, added
     to a step objective: returns E_c, adds ``kc J^T phi`` to the tangent gradient ``g`` and the
@@ -554,10 +563,7 @@ def equality_penalty(m, w, b, q, v, dt, want_g, want_h, g, H):
         return 0.0
     fk_state(m, w, b, q)
     equality_rows(m, w, b, q, v, False, want_g or want_h)
-    mt = 0.0
-    for i in range(m.nb):
-        mt += m.mass[i]
-    kc = EQ_PENALTY * mt / (dt * dt)
+    kc = equality_penalty_stiffness(m, dt)
     J = w.eJ[b]
     phi = w.er[b]
     e = 0.0
@@ -585,8 +591,15 @@ def equality_penalty(m, w, b, q, v, dt, want_g, want_h, g, H):
 def equality_project_mass(m, w, b, q, iters):
     """Newton steps of ``phi(q) = 0`` in the mass metric, in place: ``q <- q (+) M^-1 J^T lambda``,
     ``(J M^-1 J^T) lambda = -phi(q)`` with M's own factor at q (:func:`minv_factor`), ``iters``
-    times (the position-based steps' end-of-step projection; their penalty keeps it small).
-    Scratch: ``w.edq`` (zeros), ``w.mt`` (the step; free: mimic joints exclude equalities)."""
+    times (the position-based steps' end-of-step projection; their penalty keeps it small)."""
+    equality_project_mass_to(m, w, b, q, iters, w.el[b], False)
+
+
+@kernel
+def equality_project_mass_to(m, w, b, q, iters, target, use_target):
+    """:func:`equality_project_mass` onto ``phi(q) = target`` (``use_target``; else 0; ``target``
+    is not overwritten).  Scratch: ``w.edq`` (zeros), ``w.mt`` (the step; free: mimic joints
+    exclude equalities)."""
     K = w.eJ.shape[1]
     if K == 0:
         return
@@ -608,7 +621,7 @@ def equality_project_mass(m, w, b, q, iters):
         responses(m, w, b, J, Y, K)
         delassus(m, w, b, J, Y, Km, K)
         for a in range(K):
-            lam[a] = -w.er[b, a]
+            lam[a] = (target[a] if use_target else 0.0) - w.er[b, a]
         eq_factor(Km, w.ed[b], K)
         eq_solve(Km, w.ed[b], lam, K)
         for j in range(m.nv):
@@ -617,3 +630,27 @@ def equality_project_mass(m, w, b, q, iters):
                 s += Y[j, r] * lam[r]
             dq[j] = s
         integrate_config(m, q, dq, q, w.Rj[b])
+
+
+@kernel
+def equality_second_order_correction(m, w, b, q0, dx, q1):
+    """A solver's trial ``q1 = q0 (+) dx`` corrected in place so that ``phi(q1) = phi(q0) + J(q0) dx``,
+    the constraint value its linearised step predicts (one Newton step in the mass metric; Fletcher's
+    second-order correction).  For a step objective that holds the constraints as a penalty
+    ``kc/2 |phi|^2`` whose solver works on the residual (pbfd's ``|r|^2``): a step along a curved
+    constraint manifold leaves it by ``O(|dx|^2)``, which ``kc`` turns into a residual the linear
+    model does not predict, and the solver's trust region shrinks to steps of ``sqrt(|r| / kc)``
+    (a free box welded to an arm at 20 ms: thousands of LM iterations; docs/robots.md).  The
+    target: ``w.et``."""
+    K = w.eJ.shape[1]
+    if K == 0:
+        return
+    fk_state(m, w, b, q0)
+    equality_rows(m, w, b, q0, dx, False, True)
+    target = w.et[b]
+    for a in range(K):
+        s = w.er[b, a]
+        for j in range(m.nv):
+            s += w.eJ[b, a, j] * dx[j]
+        target[a] = s  # phi(q0) + J(q0) dx
+    equality_project_mass_to(m, w, b, q1, 1, target, True)

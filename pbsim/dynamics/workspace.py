@@ -9,9 +9,9 @@ import numpy as np
 # Leading axis B everywhere: kernels for state b read and write index b only.
 # mY, mK, mt: scratch of the mimic-joint coupling (pbsim.dynamics.mimic), sized by the number k
 # of mimic joints (k = 0: empty, the kernels compile once either way)
-# eJ, eY, eK, er, ea, el, ed, edq, eq: scratch of the equality constraints (pbsim.dynamics.equality),
+# eJ, eY, eK, er, ea, el, ed, edq, eq, et: scratch of the equality constraints (pbsim.dynamics.equality),
 # sized by their rows K: Jacobian, A^-1 J^T (nv, K), J A^-1 J^T (its factor), residual, bias, multipliers,
-# dropped rows, a tangent step and a configuration; eS, eU, ez, eP: every DOF's S and U = I^A S in
+# dropped rows, a tangent step, a configuration and a target phi (equality_second_order_correction); eS, eU, ez, eP: every DOF's S and U = I^A S in
 # world coordinates, the rows that are identically zero, the (6, K) forces/accelerations per body
 # of the responses' sweep and the indices of its rows (pbsim.dynamics.delassus; sized for the larger
 # of the equality and the limit rows)
@@ -19,7 +19,7 @@ import numpy as np
 # (pbsim.dynamics.limits), sized by their rows: Jacobian, A^-1 J^T, J A^-1 J^T + R, the factor of
 # its active block, right-hand side, forces, regularizer, active set, dropped pivots, bilateral rows
 DynWork = namedtuple("DynWork", "R p Rw pw vel acc c IA pA U Dinv u tmp vec Rj mY mK mt eJ eY eK er ea el ed edq eq "
-                     "eS eU ez eP ei lJ lY lH lL lc lf lR la ld lb")
+                     "et eS eU ez eP ei lJ lY lH lL lc lf lR la ld lb")
 
 
 def make_work(model, batch: int) -> DynWork:
@@ -40,6 +40,7 @@ def make_work(model, batch: int) -> DynWork:
         mY=z((B, k, model.nv)), mK=z((B, k, k)), mt=z((B, max(model.nv, k))),
         eJ=z((B, ke, model.nv)), eY=z((B, model.nv, ke)), eK=z((B, ke, ke)), er=z((B, ke)), ea=z((B, ke)),
         el=z((B, ke)), ed=z((B, ke)), edq=z((B, model.nv if ke else 0)), eq=z((B, model.nq if ke else 0)),
+        et=z((B, ke)),
         eS=z((B, model.nv if kr else 0, 6)), eU=z((B, model.nv if kr else 0, 6)), ez=z((B, kr)), eP=z((B, nb, 6, kr)),
         ei=z((B, kr), np.int64),
         lJ=z((B, kl, model.nv)), lY=z((B, model.nv, kl)), lH=z((B, kl, kl)), lL=z((B, kl, kl)), lc=z((B, kl)),

@@ -86,6 +86,9 @@ class Pbfd(Integrator):
     implicit = True
     spatial_tendons = False  # fixed tendons only (pbsim.dynamics.tendon: potentials of the step)
     tendon_potentials = True
+    # PBAD's penalty in E (so in r = grad E) and its end-of-step projection; JTJ-LM's trials get the
+    # second-order correction and its damping the penalty-free scale (pbsim.integrators.pbfd.solve)
+    supports_equality = True
     OPTIONS = (
         Option("optimizer", "lm", "minimiser of GE = |r|^2/2: JTJ Levenberg-Marquardt (QR-solved) or LBFGS", "str",
                ("lm", "lbfgs")),
@@ -117,6 +120,9 @@ class Pbfd(Integrator):
         if self.optimizer not in self.STEPS:
             raise InputError(f"{nm} optimizer must be one of {', '.join(map(repr, self.STEPS))}, "
                              f"got {self.optimizer!r}")
+        if self.optimizer == "lbfgs" and not self.ENERGY and any(e.active for e in getattr(model, "equality", ())):
+            raise InputError(f"{nm} with optimizer='lbfgs' cannot keep equality constraints (model {model.name!r}: "
+                             "its line search crawls along the penalty's curved valley); use optimizer='lm'")
         maxit = o.pop("max_iterations", None)
         self.maxit = int((500 if self.optimizer == "lbfgs" else 50) if maxit is None else maxit)
         if self.maxit < 1:
