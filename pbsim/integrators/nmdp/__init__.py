@@ -78,6 +78,7 @@ class Nmdp(PgmIntegrator):
 
     name = "nmdp"
     supports_fluid = True  # explicit at the step's start (joint_forces' tau0)
+    supports_equality = True  # PBAD's penalty as a force in G (nmdp_eval), the end-of-step projection (pgm.step)
     ZO = False
     OPTIONS = (*pgm_option_specs(200), METRIC)
     STEP = StepSpec(nmdp_step, extra=_extra, batched=BATCHED, info="info", features=PGM_FEATURES, used=PGM_USED)

@@ -88,6 +88,7 @@ from pbsim.dynamics.crba import crba_state
 from pbsim.dynamics.gravcomp import gravcomp_forces, gravcomp_point_force, has_gravcomp
 from pbsim.dynamics.energy import kinetic_energy_gradient_state
 from pbsim.dynamics.kinematics import fk_state
+from pbsim.dynamics.equality import equality_penalty
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.dynamics.rnea_derivatives import make_rnea_derivatives_work, rnea_derivatives_state
 from pbsim.integrators.pgm.contact import pgm_candidates, pgm_chain_columns, pgm_contact, pgm_contact_jacobian
@@ -195,6 +196,8 @@ def nmdp_eval(m, s, c, w, x, b, q0, v0, th, h, wts, nc, deriv, first):
             for r in range(nv):
                 M[r, r] += x.arm[b, r]
     nmdp_gravcomp(m, w, x, b, th, deriv)
+    if m.eq_type.shape[0] > 0:  # equality constraints: PBAD's stiff penalty, its force kc J^T phi in G
+        equality_penalty(m, w, b, th, v0, h, True, deriv, G, A)
     if nc == 0:
         return K
     fk_state(m, w, b, th)

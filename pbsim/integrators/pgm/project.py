@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from pbsim.jit import kernel
+from pbsim.dynamics.equality import equality_second_order_correction
 from pbsim.dynamics.joints import integrate_config
 from pbsim.integrators.pgm.problem import S_EVAL, S_LU, S_NEWTON, S_PFAIL, pgm_eval
 from pbsim.optim.linalg import dot, inf_norm, lu_factor, lu_solve
@@ -183,6 +184,8 @@ def pgm_project(m, s, c, w, x, b, q0, v0, th, h, wts, nc, first, st, lim, w0):
         for j in range(nv):
             dq[j] = sc * dn[j]
         integrate_config(m, thb, dq, th, w.Rj[b])
+        if m.eq_type.shape[0] > 0:  # equality penalty: the trial back at the constraint value the step predicts
+            equality_second_order_correction(m, w, b, thb, dq, th)
     if not ok:
         st[S_PFAIL] += 1.0
         for j in range(m.nq):
