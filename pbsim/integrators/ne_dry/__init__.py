@@ -43,6 +43,7 @@ class NeDry(Integrator):
     """Newton-Euler with dry friction (velocity-level LCP, Lemke)."""
 
     name = "ne_dry"
+    supports_equality = True  # bilateral rows of the step (pbsim.integrators.velocity_level.equality)
     supports_fluid = True  # explicit at the step's start (joint_forces)
     clamps_effort = True  # clamp_velocity_step
     OPTIONS = (

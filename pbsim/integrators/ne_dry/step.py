@@ -64,6 +64,8 @@ from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
                                                       no_pair_candidates)
+from pbsim.integrators.velocity_level.equality import (velocity_eq_factor, velocity_eq_finish, velocity_eq_project,
+                                                       velocity_eq_rows)
 from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
 from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
@@ -255,6 +257,12 @@ def ne_dry_velocity(m, s, c, w, sw, x, b, v, dt, nc0, first):
     nv = m.nv
     L = x.Mt[b]
     free_velocity(L, sw.tau[b], x.h[b], v, dt, x.rhs[b], x.dv[b], x.vs[b], nv)
+    eq = w.eJ.shape[1] > 0
+    if eq:  # equality constraints: v* and every contact response projected onto them (velocity_level.equality)
+        velocity_eq_factor(m, w, b, L, x.rhs[b])
+        velocity_eq_project(m, w, b, x.vs[b], 1.0 / dt)
+        for j in range(nv):
+            x.dv[b, j] = x.vs[b, j]
     nc = nc0
     if first:
         nc = ne_dry_rows(m, s, w, x, b, nc0, nv)
@@ -269,6 +277,8 @@ def ne_dry_velocity(m, s, c, w, sw, x, b, v, dt, nc0, first):
     nr = 3 * nc
     for r in range(nr):
         cholesky_solve(L, x.A[b, r], x.X[b, r], nv)
+        if eq:
+            velocity_eq_project(m, w, b, x.X[b, r], 0.0)
     for r in range(nr):
         for q in range(r, nr):
             acc = 0.0
@@ -314,6 +324,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     # the factor is formed in the lower triangle; M stays in the strict upper one, its diagonal in zero
     for j in range(nv):
         x.zero[b, j] = Mt[j, j]
+    velocity_eq_rows(m, w, b, qb, vb)  # equality constraints' rows at q (none: no-op)
     nc0 = ne_dry_detect(m, s, w, x, b) if s.npts > 0 else 0
     x.ovf[b, 0] = 0.0
     if s.nitem > 0:
@@ -343,6 +354,7 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     if x.ovf[b, 0] > 0.0:  # the body-body candidate buffer overflowed: flagged, never silent
         ok = False
     finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], piv, res, ok, nc)
+    velocity_eq_finish(m, w, b, qn[b], vn[b])
 
 
 # the body-body parts, compiled only into runs whose scene has body-body items (Variants)

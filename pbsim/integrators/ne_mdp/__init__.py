@@ -67,6 +67,7 @@ class NeMdp(Integrator):
     """NE-MDP (paper 002's baseline): forward Newton-Euler, MDP contact forces by one QP per step."""
 
     name = "ne_mdp"
+    supports_equality = True  # bilateral rows of the step (pbsim.integrators.velocity_level.equality)
     supports_fluid = True  # explicit at the step's start (joint_forces)
     clamps_effort = True  # clamp_velocity_step
     OPTIONS = (

@@ -56,6 +56,8 @@ from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
                                                       no_pair_candidates, no_pair_direction)
+from pbsim.integrators.velocity_level.equality import (velocity_eq_factor, velocity_eq_finish, velocity_eq_project,
+                                                       velocity_eq_rows)
 from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
 from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
@@ -187,7 +189,7 @@ def ne_mdp_columns(m, s, w, x, b, nc):
 
 
 @kernel
-def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
+def ne_mdp_velocity(m, w, x, b, v, tau, dt, nc, Jrows):
     """v(w*) into ``x.dv`` from the factor ``x.L`` (``Jrows``: the rows of ``x.X`` are still
     ``J^T (n + mu t^i)``; they are overwritten by ``dt H^^-1 J^T (n + mu t^i)``).  The QP is solved
     in the vertex forces ``f = c u`` (``c``: the largest capacity of the step), per contact
@@ -198,6 +200,12 @@ def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
     nv = m.nv
     L = x.L[b]
     free_velocity(L, tau, x.h[b], v, dt, x.rhs[b], x.dv[b], x.vs[b], nv)
+    eq = w.eJ.shape[1] > 0
+    if eq:  # equality constraints: v* and every contact response projected onto them (velocity_level.equality)
+        velocity_eq_factor(m, w, b, L, x.rhs[b])
+        velocity_eq_project(m, w, b, x.vs[b], 1.0 / dt)
+        for j in range(nv):
+            x.dv[b, j] = x.vs[b, j]
     if nc == 0:
         return 0, 0.0, True
     V = x.vx
@@ -214,6 +222,8 @@ def ne_mdp_velocity(m, x, b, v, tau, dt, nc, Jrows):
             cholesky_solve(L, X[r], X[r], nv)
             for j in range(nv):
                 X[r, j] *= dt * cmax
+            if eq:
+                velocity_eq_project(m, w, b, X[r], 0.0)
         for i in range(nv):
             acc = 0.0
             for j in range(nv):
@@ -269,6 +279,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     L = x.L[b]
     crba_state(m, w, b, qb, H)  # M(q); also the world poses at q
     nc = ne_mdp_columns(m, s, w, x, b, nc0) if nc0 > 0 else 0
+    velocity_eq_rows(m, w, b, qb, vb)  # equality constraints' rows at q (none: no-op)
     its = 0
     res = 0.0
     ok = True
@@ -282,7 +293,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
             break
         if it > 0 and nc > 0:  # a re-solve: the columns J^T v^i again (X was overwritten)
             nc = ne_mdp_columns(m, s, w, x, b, nc)
-        i1, r1, solved = ne_mdp_velocity(m, x, b, vb, sw.tau[b], dt, nc, True)
+        i1, r1, solved = ne_mdp_velocity(m, w, x, b, vb, sw.tau[b], dt, nc, True)
         its += i1
         res = r1
         ok = solved
@@ -294,6 +305,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     if x.ovf[b, 0] > 0.0:  # the body-body candidate buffer overflowed: flagged, never silent
         ok = False
     finish_step(m, w, sw, b, qb, x.dv[b], dt, qn, vn, x.info[b], its, res, ok, nc)
+    velocity_eq_finish(m, w, b, qn[b], vn[b])
 
 
 # the body-body parts, compiled only into runs whose scene has body-body items (Variants)

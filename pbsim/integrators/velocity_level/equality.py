@@ -1,0 +1,95 @@
+"""Equality constraints in a velocity-level step (``ne_mdp``, ``ne_dry``): the step's velocities
+projected onto ``J v+ = -phi / dt`` in the metric of the step's ``Mt``.
+
+With the rows ``phi``, ``J`` of the active constraints at q (:func:`pbsim.dynamics.equality.equality_rows`),
+``Y = Mt^-1 J^T`` and ``S = J Y``, the projector ``P u = u - Y S^-1 J u`` is Mt-orthogonal, so
+``P Mt^-1`` is symmetric: every velocity of the step is ``v+ = P v* + Y S^-1 (-phi / dt) + P Mt^-1
+J_c^T f`` and the contact problem (ne_mdp's QP, ne_dry's LCP) sees the constrained response
+``J_c P Mt^-1 J_c^T`` and the constrained free velocity.  The constraint impulses are exact
+(bilateral, solved with the contact forces); ``q+ = q (+) dt v+`` is then projected onto
+``phi = 0`` (two Newton steps in the mass metric, as the position-based steps) against the
+first-order drift, and ``v+`` onto ``J(q+) v = 0``.  Redundant rows (a planar model's out-of-plane connect rows) are dropped by
+:func:`~pbsim.dynamics.equality.eq_factor`.
+"""
+
+from __future__ import annotations
+
+from pbsim.jit import kernel
+from pbsim.dynamics.equality import (eq_factor, eq_solve, equality_project_mass, equality_project_velocity,
+                                     equality_rows)
+from pbsim.optim.linalg import cholesky_solve
+
+
+@kernel
+def velocity_eq_rows(m, w, b, q, v):
+    """``phi``, ``J`` of the active constraints at q into ``w.er``, ``w.eJ`` (world poses at q expected)."""
+    if w.eJ.shape[1] > 0:
+        equality_rows(m, w, b, q, v, False, True)
+
+
+@kernel
+def velocity_eq_factor(m, w, b, L, tmp):
+    """``Y = Mt^-1 J^T`` into ``w.eY`` and the factor of ``S = J Y`` into ``w.eK``/``w.ed``, from the
+    step's Cholesky factor ``L`` of ``Mt`` (``tmp``: nv scratch)."""
+    K = w.eJ.shape[1]
+    nv = m.nv
+    J = w.eJ[b]
+    Y = w.eY[b]
+    S = w.eK[b]
+    for r in range(K):
+        cholesky_solve(L, J[r], tmp, nv)
+        for j in range(nv):
+            Y[j, r] = tmp[j]
+    for a in range(K):
+        for c in range(K):
+            s = 0.0
+            for j in range(nv):
+                s += J[a, j] * Y[j, c]
+            S[a, c] = s  # J Mt^-1 J^T
+    eq_factor(S, w.ed[b], K)
+
+
+@kernel
+def velocity_eq_project(m, w, b, u, rate):
+    """``u += Y S^-1 (-rate phi - J u)`` (``rate`` 1/dt: the step's free velocity, aimed at
+    ``phi(q+) = 0`` to first order; 0: a contact response, projected onto ``J u = 0``)."""
+    K = w.eJ.shape[1]
+    J = w.eJ[b]
+    Y = w.eY[b]
+    lam = w.el[b]
+    for r in range(K):
+        s = -rate * w.er[b, r]
+        for j in range(m.nv):
+            s -= J[r, j] * u[j]
+        lam[r] = s
+    eq_solve(w.eK[b], w.ed[b], lam, K)
+    for j in range(m.nv):
+        s = 0.0
+        for r in range(K):
+            s += Y[j, r] * lam[r]
+        u[j] += s
+
+
+@kernel
+def velocity_eq_finish(m, w, b, qn, vn):
+    """``q+`` onto ``phi = 0`` by Newton steps in the mass metric until a step starts from
+    ``|phi| <= PROJECT_TOL`` (at most :data:`PROJECT_MAX`: a forward step's drift at 50 ms needs
+    more than the position-based steps' two), then ``v+`` onto ``J(q+) v = 0`` in the same metric
+    with that last step's rows and factor (post-stabilisation: ``J(q) v+ = 0`` at the step's start
+    leaves ``J(q+) v+ = O(dt)``, which fed the next steps' drift)."""
+    K = w.eJ.shape[1]
+    if K == 0:
+        return
+    for _it in range(PROJECT_MAX):
+        equality_project_mass(m, w, b, qn, 1)
+        r = 0.0
+        for k in range(K):
+            if abs(w.er[b, k]) > r:
+                r = abs(w.er[b, k])
+        if r <= PROJECT_TOL:
+            break
+    equality_project_velocity(m, w, b, vn)
+
+
+PROJECT_TOL = 1e-13  # [m or rad] the end-of-step projection's last Newton step starts below this
+PROJECT_MAX = 8
