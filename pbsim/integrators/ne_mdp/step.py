@@ -56,7 +56,7 @@ from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
                                                       no_pair_candidates, no_pair_direction)
-from pbsim.integrators.velocity_level.equality import (velocity_eq_factor, velocity_eq_finish, velocity_eq_project,
+from pbsim.integrators.velocity_level.equality import (velocity_eq_finish, velocity_eq_free, velocity_eq_project,
                                                        velocity_eq_rows)
 from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
 from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
@@ -200,12 +200,8 @@ def ne_mdp_velocity(m, w, x, b, v, tau, dt, nc, Jrows):
     nv = m.nv
     L = x.L[b]
     free_velocity(L, tau, x.h[b], v, dt, x.rhs[b], x.dv[b], x.vs[b], nv)
-    eq = w.eJ.shape[1] > 0
-    if eq:  # equality constraints: v* and every contact response projected onto them (velocity_level.equality)
-        velocity_eq_factor(m, w, b, L, x.rhs[b])
-        velocity_eq_project(m, w, b, x.vs[b], 1.0 / dt)
-        for j in range(nv):
-            x.dv[b, j] = x.vs[b, j]
+    # equality constraints: v* and every contact response projected onto them (velocity_level.equality)
+    eq = velocity_eq_free(m, w, b, L, x.vs[b], x.dv[b], x.rhs[b], dt)
     if nc == 0:
         return 0, 0.0, True
     V = x.vx

@@ -15,7 +15,7 @@ first-order drift, and ``v+`` onto ``J(q+) v = 0``.  Redundant rows (a planar mo
 from __future__ import annotations
 
 from pbsim.jit import kernel
-from pbsim.dynamics.equality import (eq_factor, eq_solve, equality_project_mass, equality_project_velocity,
+from pbsim.dynamics.equality import (eq_factor, eq_respond, equality_project_mass, equality_project_velocity,
                                      equality_rows)
 from pbsim.optim.linalg import cholesky_solve
 
@@ -55,19 +55,27 @@ def velocity_eq_project(m, w, b, u, rate):
     ``phi(q+) = 0`` to first order; 0: a contact response, projected onto ``J u = 0``)."""
     K = w.eJ.shape[1]
     J = w.eJ[b]
-    Y = w.eY[b]
     lam = w.el[b]
     for r in range(K):
         s = -rate * w.er[b, r]
         for j in range(m.nv):
             s -= J[r, j] * u[j]
         lam[r] = s
-    eq_solve(w.eK[b], w.ed[b], lam, K)
+    eq_respond(m, w, b, K, u)
+
+
+@kernel
+def velocity_eq_free(m, w, b, L, vs, dv, tmp, dt):
+    """With equality constraints: their factor from ``L`` (:func:`velocity_eq_factor`) and the free
+    velocity ``vs`` (= ``dv``) aimed at them.  Returns whether the model has any (then each contact
+    response is to be projected with :func:`velocity_eq_project`)."""
+    if w.eJ.shape[1] == 0:
+        return False
+    velocity_eq_factor(m, w, b, L, tmp)
+    velocity_eq_project(m, w, b, vs, 1.0 / dt)
     for j in range(m.nv):
-        s = 0.0
-        for r in range(K):
-            s += Y[j, r] * lam[r]
-        u[j] += s
+        dv[j] = vs[j]
+    return True
 
 
 @kernel
