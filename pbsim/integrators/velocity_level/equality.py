@@ -7,9 +7,9 @@ With the rows ``phi``, ``J`` of the active constraints at q (:func:`pbsim.dynami
 J_c^T f`` and the contact problem (ne_mdp's QP, ne_dry's LCP) sees the constrained response
 ``J_c P Mt^-1 J_c^T`` and the constrained free velocity.  The constraint impulses are exact
 (bilateral, solved with the contact forces); ``q+ = q (+) dt v+`` is then projected onto
-``phi = 0`` (two Newton steps in the mass metric, as the position-based steps) against the
-first-order drift, and ``v+`` onto ``J(q+) v = 0``.  Redundant rows (a planar model's out-of-plane connect rows) are dropped by
-:func:`~pbsim.dynamics.equality.eq_factor`.
+``phi = 0`` (Newton steps in the mass metric until one starts below :data:`PROJECT_TOL`) against
+the first-order drift, and ``v+`` onto ``J(q+) v = 0``.  Redundant rows (a planar model's
+out-of-plane connect rows) are dropped by :func:`~pbsim.dynamics.equality.eq_factor`.
 """
 
 from __future__ import annotations
