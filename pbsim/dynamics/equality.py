@@ -596,6 +596,44 @@ def equality_project_mass(m, w, b, q, iters):
 
 
 @kernel
+def eq_mass_factor(m, w, b, q):
+    """The rows at ``q`` (``w.er``, ``w.eJ``), their responses ``w.eY = M^-1 J^T`` with M's own
+    factor at q (:func:`minv_factor`) and the factor of ``J M^-1 J^T`` in ``w.eK``/``w.ed``.
+    Scratch: ``w.edq`` (zeros)."""
+    zero = w.edq[b]
+    for j in range(m.nv):
+        zero[j] = 0.0
+    minv_factor(m, w, b, q, zero, zero)
+    eq_factor_rows(m, w, b, q, zero)
+
+
+@kernel
+def eq_factor_rows(m, w, b, q, v):
+    """The rows at ``q`` (``w.er``, ``w.eJ``), their responses ``w.eY = A^-1 J^T`` with the
+    articulated factor ``w`` holds at q (``A``: M plus the factor's extra diagonal) and the factor
+    of ``J A^-1 J^T`` in ``w.eK``/``w.ed`` (needs the parent-relative poses at q in ``w``)."""
+    K = w.eJ.shape[1]
+    world_pass(m, w, b)
+    equality_rows(m, w, b, q, v, False, True)
+    if not eq_has_bodies(m):
+        world_motion_axes(m, w, b)
+    world_force_axes(m, w, b)
+    responses(m, w, b, w.eJ[b], w.eY[b], K)
+    delassus(m, w, b, w.eJ[b], w.eY[b], w.eK[b], K)
+    eq_factor(w.eK[b], w.ed[b], K)
+
+
+@kernel
+def equality_project_velocity_mass(m, w, b, q, v):
+    """``v`` onto ``J(q) v = 0`` in place, in the mass metric at ``q`` (removes only the kinetic
+    energy of the motion the constraints forbid)."""
+    if w.eJ.shape[1] == 0:
+        return
+    eq_mass_factor(m, w, b, q)
+    equality_project_velocity(m, w, b, v)
+
+
+@kernel
 def equality_project_mass_to(m, w, b, q, iters, target, use_target):
     """:func:`equality_project_mass` onto ``phi(q) = target`` (``use_target``; else 0; ``target``
     is not overwritten).  Scratch: ``w.edq`` (zeros), ``w.mt`` (the step; free: mimic joints
@@ -603,26 +641,14 @@ def equality_project_mass_to(m, w, b, q, iters, target, use_target):
     K = w.eJ.shape[1]
     if K == 0:
         return
-    zero = w.edq[b]
     dq = w.mt[b]
     Y = w.eY[b]
     Km = w.eK[b]
     lam = w.el[b]
-    for j in range(m.nv):
-        zero[j] = 0.0
     for _it in range(iters):
-        minv_factor(m, w, b, q, zero, zero)
-        world_pass(m, w, b)
-        equality_rows(m, w, b, q, zero, False, True)
-        J = w.eJ[b]
-        if not eq_has_bodies(m):
-            world_motion_axes(m, w, b)
-        world_force_axes(m, w, b)
-        responses(m, w, b, J, Y, K)
-        delassus(m, w, b, J, Y, Km, K)
+        eq_mass_factor(m, w, b, q)
         for a in range(K):
             lam[a] = (target[a] if use_target else 0.0) - w.er[b, a]
-        eq_factor(Km, w.ed[b], K)
         eq_solve(Km, w.ed[b], lam, K)
         for j in range(m.nv):
             s = 0.0

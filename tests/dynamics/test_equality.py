@@ -215,13 +215,15 @@ def test_inactive_is_no_constraint(tmp_path):
 
 def test_methods_that_cannot_keep_them_refuse_by_name(tmp_path):
     m = _load(tmp_path, "fourbar", _xml("fourbar", 1e-3, "Euler"))
-    for name in ("pbad3", "variational"):
+    for name in ("variational_newton", "variational_broyden"):
         with pytest.raises(InputError, match=r"cannot keep equality constraints.*loop \(connect"):
             make(name, m)
+    with pytest.raises(InputError, match=r"variational with method='newton' cannot keep equality constraints"):
+        make("variational", m, method="newton")
     with pytest.raises(InputError, match=r"pbfd with optimizer='lbfgs' cannot keep equality constraints"):
         make("pbfd", m, optimizer="lbfgs")
     holders = ("euler", "explicit_euler", "rk2", "rk3", "rk4", "pbad", "pbd_nmdp", "pbd_nmdp_zo", "pbfd")
-    for name in holders + ("pbd_friction", "nmdp", "nmdp_zo", "ne_mdp", "ne_dry"):
+    for name in holders + ("pbd_friction", "nmdp", "nmdp_zo", "ne_mdp", "ne_dry", "pbad3", "pbad4", "variational"):
         make(name, m)
     make("pbd_friction", m, optimizer="lbfgs")  # LBFGS on E (PBAD's) holds them
 

@@ -277,6 +277,8 @@ class _PbadColloc(_PbadBase):
     dropped box bounces on its contact springs indefinitely.
     """
 
+    supports_equality = True  # order 2's penalty force at every node, the end node projected (.colloc)
+
     OPTIONS = tuple(
         replace(o, **{"optimizer": dict(choices=("lm",), doc="minimiser of the step objective (LM only here)"),
                       "max_iterations": dict(default=200, doc="LM iteration limit"),

@@ -23,6 +23,11 @@ derivative of ``J_x(q_u)^T`` through Algorithm 2 (the forces enter G before the 
 ``hessian_second_order`` sees them).  LM's trials land contact points entering the environment
 just inside (order 2's step filter, per node: :func:`colloc_contact_limit`).
 
+Equality constraints (:mod:`pbsim.dynamics.equality`): order 2's penalty ``kc/2 |phi|^2`` as the
+force ``kc J^T phi`` at every unknown node (Gauss-Newton block ``kc J^T J``), LM's trial nodes moved
+back to the constraint value the linear model predicts (pbfd's second-order correction), and the
+end node and its velocity projected onto the constraints in the mass metric.
+
 The nodes, weights, point forces and the residuals of Eq. 6 with their Jacobian are in
 :mod:`pbsim.integrators.pbad.colloc_residual`; this file holds the LM solve of Eq. 7 and the batch kernels.
 """
@@ -35,6 +40,8 @@ from numba import prange
 
 from pbsim.jit import Variants, kernel, specialize, unused, unused_float
 from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.equality import (equality_project_mass, equality_project_velocity_mass,
+                                     equality_second_order_correction)
 from pbsim.dynamics.joints import BALL, FREE, REVOLUTE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.integrators.pbad.colloc_residual import colloc_residual
@@ -114,6 +121,8 @@ def colloc_trial(P, b, tries):
         colloc_contact_limit(m, s, w, pw, b, tries < 0, dx)
     for u in range(2, nn):
         integrate_config(m, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u], w.Rj[b])
+        if m.eq_type.shape[0] > 0:  # back to the constraint value the linear model predicts (as pbfd)
+            equality_second_order_correction(m, w, b, nodes[u], dx[(u - 2) * nv:(u - 1) * nv], trial[u])
     rt = pw.rt[b]
     colloc_residual(m, s, pm, c, w, pw, b, trial, C1, C2, dt, False, rt, pw.J[b])
     return 0.5 * dot(rt, rt, (nn - 2) * nv)
@@ -268,6 +277,8 @@ def colloc_state(m, s, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1,
     if not (rot <= maxrot):  # aliased root (or NaN): rejected like a non-converged step
         info[b, 2] = 0.0
     last = nn - 1
+    if m.eq_type.shape[0] > 0:  # the end node onto the constraints (order 2's projection)
+        equality_project_mass(m, w, b, pw.qn[b, last], 2)
     for k in range(m.nq):
         qn[b, k] = pw.qn[b, last, k]
         qlast[b, k] = pw.qn[b, last - 1, k]
@@ -278,6 +289,8 @@ def colloc_state(m, s, pm, c, w, pw, b, q, v, qprev, qguess, guess, dt, tau, C1,
         difference_config(m, pw.qn[b, last], pw.qn[b, jn], d, w.Rj[b])
         for j in range(m.nv):
             vn[b, j] += C1[last, jn] * d[j] / dt
+    if m.eq_type.shape[0] > 0:
+        equality_project_velocity_mass(m, w, b, qn[b], vn[b])
     energy_state(m, w, b, qn[b], vn[b], e[b])
 
 

@@ -8,6 +8,7 @@ from pbsim.contact.energy import V_REF, contact_force_velocity, eq9_velocity_law
 from pbsim.contact.query import item_culled, item_face, pair_detect, pair_local
 from pbsim.control.control import PD, SPD
 from pbsim.dynamics.joints import difference_config
+from pbsim.dynamics.equality import equality_penalty
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.errors import InputError
 from pbsim.dynamics.tendon import tendon_residual, tendon_residual_jacobian
@@ -391,8 +392,10 @@ def colloc_residual(m, s, pm, c, w, pw, b, nodes, C1, C2, dt, want_j, r, J):
                 ru[a] += c.kp[bp, a] * tmp[a]
         passive_residual(m, nodes[u], vel, ru)  # springs, dry friction, limits (joints.py)
         tendon_residual(m, c, b, nodes[u], vel, ru)  # fixed tendons (pbsim.dynamics.tendon)
+        r0 = (u - 2) * nv
+        if m.eq_type.shape[0] > 0:  # equality constraints: order 2's penalty force kc J^T phi at q_u, GN block kc J^T J
+            equality_penalty(m, w, b, nodes[u], vel, dt, True, want_j, ru, J[r0:r0 + nv, r0:r0 + nv])
         if want_j:
-            r0 = (u - 2) * nv
             # diagonal block: Algorithm 2 (second derivatives, W from this node) + GN with weight C2[u,u]
             hessian_second_order(m, xi, pw.W[b], pw.H[b], False)
             for a in range(nv):

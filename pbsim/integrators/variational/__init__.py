@@ -26,6 +26,10 @@ before the returned q_l+1) plus the first-order change of that update (error O(t
 not from an extra DRNEA pass; the factor of M(q_k+1) formed for v_k+1 is the next step's RIQN matrix
 and, in a rollout, IG3's acceleration is an RNEA bias plus one solve with it (no second ABA).
 
+Equality constraints (RIQN only): RATTLE, the impulse ``J(q_k)^T lambda`` in the DEL with
+``phi(q_k+1) = 0``, RIQN's update bordered by the rows, the returned momentum projected onto
+``J(q_k+1) M^-1 p = 0`` (:mod:`.step`, ``vi_eq_*``); newton and broyden refuse such a model.
+
 Joint impulses (Lagrange-d'Alembert): over one step ``Q = dt tau - damping d_k`` (damping implicit in
 ``d_k = q_k+1 (-) q_k``), PD at (q_k, v_k), SPD ``-kp (e_k + d_k) - kd (d_k/dt - v_ref)`` at the next
 state; split half/half, ``F^-_k = F^+_k = Q / 2``, so the returned velocity has no O(dt) bias
@@ -61,6 +65,7 @@ class Variational(Integrator):
 
     name = "variational"
     implicit = True
+    supports_equality = True  # RIQN only: RATTLE's multipliers in the step (.step, vi_eq_*)
     OPTIONS = (
         Option("method", "riqn", "root finder of the DEL equations", "str", tuple(METHODS)),
         Option("init", "semi_implicit", "initial guess of paper 004 Sec. 3.3 (IG1, IG2, IG3)", "str", tuple(INITS)),
@@ -88,6 +93,10 @@ class Variational(Integrator):
             raise InputError(f"max_iter must be >= 1, got {max_iter!r}")
         if on_fail not in ("warn", "raise", "ignore"):
             raise InputError(f"on_fail must be 'warn', 'raise' or 'ignore', got {on_fail!r}")
+        if method != "riqn" and any(e.active for e in getattr(model, "equality", ())):
+            raise InputError(f"variational with method={method!r} cannot keep equality constraints (model "
+                             f"{model.name!r}); use method='riqn' (the default: the constraints' rows border its "
+                             "O(n) update)")
         ks = self.scene.kernel_arrays(model)
         if ks.npts > 0 or ks.nitem > 0:
             raise InputError("the variational integrator does not handle contact yet (the scene has contact points"
@@ -178,8 +187,12 @@ class Variational(Integrator):
 class VariationalNewton(Variational):
     """Variational integrator with Newton's method (baseline of paper 004 §4.3)."""
 
+    supports_equality = False  # the dense solves are not bordered by the rows (method='riqn' is)
+
 
 @register("variational_broyden", doc="variational integrator, DEL by DRNEA solved by Broyden's method",
           method="broyden")
 class VariationalBroyden(Variational):
     """Variational integrator with Broyden's method (baseline of paper 004 §4.3)."""
+
+    supports_equality = False  # the dense solves are not bordered by the rows (method='riqn' is)

@@ -13,6 +13,9 @@ from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_state
 from pbsim.dynamics.drnea import drnea_eval, drnea_jacobian, drnea_momentum, drnea_setup_poses
 from pbsim.dynamics.energy import energy_state
+from pbsim.dynamics.equality import (eq_factor_rows, eq_has_bodies, eq_solve, equality_project_velocity,
+                                     equality_rows)
+from pbsim.dynamics.kinematics import fk_state, pose_pass
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.dynamics.minv import minv_factor, minv_solve
 from pbsim.dynamics.passive import passive_linear
@@ -20,20 +23,25 @@ from pbsim.control.site_actuators import site_forces
 from pbsim.dynamics.tendon import tendon_forces
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import lu_solve_inplace
+from pbsim.optim.linalg import lu_solve_inplace as lu_solve_rows  # kept in the RIQN build (DENSE_METHODS)
 
 RIQN, NEWTON, BROYDEN = 0, 1, 2
 METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
 
-VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy qs hq st")
+# Jk, Si, imp: the equality rows' Jacobian at q_k, the matrix J(q_i) A^-1 J(q_k)^T and the impulse
+# J(q_k)^T lambda (vi_eq_*; sized by the rows, empty without them)
+VWork = namedtuple("VWork", "qi d dprev f fold x lin Qc zero tau arm dq p vt Jac H hy qs hq st Jk Si imp")
 
 
 def make_vwork(model, batch: int, dense: bool) -> VWork:
     B, nq, nv = max(batch, 1), model.nq, model.nv
     z = np.zeros
     nd = nv if dense else 1
+    ke = int(getattr(model, "neq_rows", 0))
     return VWork(z((B, nq)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
                  z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)), z((B, nv)),
-                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)), z((B, nq)), z((B, nv)), z((B, 3)))
+                 z((B, nd, nd)), z((B, nd, nd)), z((B, 2, nd)), z((B, nq)), z((B, nv)), z((B, 3)),
+                 z((B, ke, nv)), z((B, ke, ke)), z((B, nv if ke else 0)))
 
 
 @kernel
@@ -68,6 +76,101 @@ def gj_inverse(A, Ainv, n):
                     for c in range(n):
                         A[r, c] -= fct * A[k, c]
                         Ainv[r, c] -= fct * Ainv[k, c]
+
+
+# Equality constraints (pbsim.dynamics.equality) as in RATTLE: the DEL in position-momentum form
+# gets the impulse J(q_k)^T lambda and the rows phi(q_k+1) = 0; the returned momentum is projected
+# onto J(q_k+1) M^-1 p = 0.  RIQN's A = M(q_k) + dt diag(lin) borders its update with the rows as
+# SHAKE does: Y = A^-1 J(q_k)^T once per step, and per iteration the rows at the iterate q_i with
+# the K x K matrix J(q_i) Y (J(q_k) in its place stalls once a link turns ~0.3 rad a step).
+
+@kernel
+def vi_eq_begin(m, w, vw, b, q, v):
+    """The rows at q_k (kept in ``vw.Jk``), ``w.eY = A^-1 J^T`` with the RIQN factor in ``w``, the
+    factor of ``J A^-1 J^T`` (its dropped rows: ``w.ed``); the impulse ``vw.imp`` = 0."""
+    eq_factor_rows(m, w, b, q, v)
+    for a in range(w.eJ.shape[1]):
+        for j in range(m.nv):
+            vw.Jk[b, a, j] = w.eJ[b, a, j]
+    for j in range(m.nv):
+        vw.imp[b, j] = 0.0
+
+
+@kernel
+def vi_eq_residual(m, vw, b, f):
+    """``f -= J(q_k)^T lambda`` (the constraint impulse so far); returns ``|f|_inf``."""
+    r = 0.0
+    for j in range(m.nv):
+        f[j] -= vw.imp[b, j]
+        if abs(f[j]) > r:
+            r = abs(f[j])
+    return r
+
+
+@kernel
+def vi_eq_impulse(m, vw, b, dl, p):
+    """``p += J(q_k)^T dl``."""
+    for a in range(vw.Jk.shape[1]):
+        for j in range(m.nv):
+            p[j] += vw.Jk[b, a, j] * dl[a]
+
+
+@kernel
+def vi_eq_update(m, w, vw, b, q, qi, v, dt, x):
+    """RIQN's update ``x = dt A^-1 f`` (then ``qi (+) -x``) bordered by the rows: ``x -= dt Y dl``
+    with ``(J_i Y) dl = (J_i x - phi(qi)) / dt`` (so that ``J_i (-x) = -phi(qi)``), the impulse
+    ``+= J(q_k)^T dl``; rows dropped at q_k keep multiplier 0.  ``w``'s parent-relative poses are
+    put back at q_k for the factor's next solve."""
+    K = w.eJ.shape[1]
+    bodies = eq_has_bodies(m)
+    if bodies:
+        fk_state(m, w, b, qi)
+    equality_rows(m, w, b, qi, v, False, True)  # phi(qi), J(qi)
+    if bodies:
+        pose_pass(m, w, b, q)
+    J = w.eJ[b]
+    Y = w.eY[b]
+    S = vw.Si[b]
+    dl = w.el[b]
+    for a in range(K):
+        s = -w.er[b, a]
+        for j in range(m.nv):
+            s += J[a, j] * x[j]
+        dl[a] = s / dt
+        for c in range(K):
+            s = 0.0
+            for j in range(m.nv):
+                s += J[a, j] * Y[j, c]
+            S[a, c] = s
+    for a in range(K):
+        if w.ed[b, a] != 0.0:  # dependent at q_k: no multiplier
+            for c in range(K):
+                S[a, c] = 0.0
+                S[c, a] = 0.0
+            S[a, a] = 1.0
+            dl[a] = 0.0
+    if not lu_solve_rows(S, dl, K):  # singular at q_i: the symmetric system at q_k
+        eq_solve(w.eK[b], w.ed[b], dl, K)
+    vi_eq_impulse(m, vw, b, dl, vw.imp[b])
+    for a in range(K):
+        for j in range(m.nv):
+            x[j] -= dt * Y[j, a] * dl[a]
+
+
+@kernel
+def vi_eq_finish(m, w, b, qn, v, p):
+    """``v`` onto ``J(q_k+1) v = 0`` in the metric M(q_k+1) (its factor in ``w``) and ``p`` by the
+    same impulse (RATTLE's velocity multiplier), so that the next step's momentum is ``M v``."""
+    K = w.eJ.shape[1]
+    eq_factor_rows(m, w, b, qn, v)
+    equality_project_velocity(m, w, b, v)  # v += M^-1 J^T lam, lam in w.el
+    J = w.eJ[b]
+    lam = w.el[b]
+    for j in range(m.nv):
+        s = 0.0
+        for a in range(K):
+            s += J[a, j] * lam[a]
+        p[j] += s
 
 
 @kernel
@@ -163,6 +266,9 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
         for j in range(nv):
             arm[j] = dt * lin[j]
         minv_factor(m, w, b, q, zero, arm)
+    eq = w.eJ.shape[1] > 0
+    if eq:
+        vi_eq_begin(m, w, vw, b, q, v)
     drnea_setup_poses(m, dw, b, w.R[b], w.p[b], dt, 0.5)  # every path above left the poses at q_k in w
     f = vw.f[b]
     x = vw.x[b]
@@ -171,12 +277,16 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
     res = 0.0
     while True:
         res = vi_residual(m, dw, vw, b, q, qi, dt, f)
+        if eq:
+            res = vi_eq_residual(m, vw, b, f)
         if it >= maxit:
             break
         if method == RIQN:
             minv_solve(m, w, b, f, x)  # Eq. 25
             for j in range(nv):
                 x[j] *= dt
+            if eq:
+                vi_eq_update(m, w, vw, b, q, qi, v, dt, x)
         elif method == NEWTON or it == 0:
             Jac = vw.Jac[b]
             drnea_jacobian(m, dw, b, dt, Jac)
@@ -243,8 +353,12 @@ def vi_state(m, m0, c, w, dw, vw, b, q, v, dt, method, ig, tol, maxit, qn, vn, s
     if conv:  # (a loop stopped by max_iter ended on a residual evaluation at qi itself)
         for j in range(nv):
             vw.p[b, j] += -f[j] + 2.0 * lin[j] * x[j]
+        if eq:  # f is f - J^T lambda_old: the last update's impulse J^T dl (in w.el) too
+            vi_eq_impulse(m, vw, b, w.el[b], vw.p[b])
     minv_factor(m, w, b, qi, zero, zero)
     minv_solve(m, w, b, vw.p[b], vn)
+    if eq:
+        vi_eq_finish(m, w, b, qi, vn, vw.p[b])
     stats[0] = it
     stats[1] = res
     stats[2] = 1.0 if conv else 0.0
