@@ -1,9 +1,12 @@
 """Cost of equality constraints in the explicit steps: wall time per step of a model with two
 constraints against the same model with them inactive (no rows), for euler and rk4.
 
-The base model: two hanging 6-link chains (12 hinges) whose tips are tied by two constraints of
-one kind each (``connect``: 3 rows each, of which the out-of-plane ones are dropped; ``weld``: 6
-rows each; ``joint``: 1 row each).  Prints a table (us/step, ratio to the unconstrained step,
+The models (``--models``): ``chains``, two hanging 6-link chains (12 hinges) whose links are tied
+by two constraints of one kind each (``connect``: 3 rows each, of which the out-of-plane ones are
+dropped; ``weld``: 6 rows each; ``joint``: 1 row each), so that every body lies on a constrained
+body's path to the root (the worst case for the O(n) response per row); ``humanoid``, gymnasium's
+humanoid (27 DOF) held by two constraints of each kind (hands at two world points, feet welded to
+the ground, knees and elbows coupled), contact off.  Prints a table (us/step, ratio to the unconstrained step,
 max violation over the run) and writes a PNG of the ratios.  The peer in the same run: MuJoCo on
 the same two models with the same integrator and step (``Euler``, 1 ms; its soft constraints
 solved by its default Newton solver), timed the same way (``--no-mujoco`` skips it).  The two
@@ -56,6 +59,34 @@ def model_xml(kind: str, active: bool) -> str:
     )
 
 
+# the gymnasium humanoid (27 DOF, a free root) held by two constraints of one kind: the hands at
+# their qpos0 points in the world (hanging from two handles), the feet welded where they stand,
+# knees and elbows coupled pairwise; contact off, Euler at 1 ms for both simulators
+HUMANOID_EQ = {
+    "connect": '<connect body1="right_lower_arm" anchor=".18 .18 .18"{a}/>'
+    '<connect body1="left_lower_arm" anchor=".18 -.18 .18"{a}/>',
+    "weld": '<weld body1="right_foot"{a}/><weld body1="left_foot"{a}/>',
+    "joint": '<joint joint1="left_knee" joint2="right_knee" polycoef="0 1 0 0 0"{a}/>'
+    '<joint joint1="left_elbow" joint2="right_elbow" polycoef="0 1 0 0 0"{a}/>',
+}
+
+
+def humanoid_xml(kind: str, active: bool) -> str:
+    from pathlib import Path
+
+    import gymnasium
+
+    text = (Path(gymnasium.__file__).parent / "envs/mujoco/assets/humanoid.xml").read_text()
+    opt = '<option integrator="RK4" iterations="50" solver="PGS" timestep="0.003">'
+    assert opt in text, "gymnasium's humanoid.xml changed"
+    text = text.replace(opt, '<option timestep="0.001"><flag contact="disable"/>')
+    eq = HUMANOID_EQ[kind].format(a="" if active else ' active="false"')
+    return text.replace("</mujoco>", f"<equality>{eq}</equality></mujoco>")
+
+
+MODELS = {"chains": model_xml, "humanoid": humanoid_xml}
+
+
 def load(xml: str):
     with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
         f.write(xml)
@@ -96,7 +127,7 @@ def per_step(on, off, integ: str, steps: int, repeats: int):
     return np.median(t_off) * 1e6, np.median(t_on) * 1e6, float(np.median(ratio)), viol
 
 
-def mujoco_per_step(kind: str, steps: int, repeats: int):
+def mujoco_per_step(kind: str, steps: int, repeats: int, xml_of=model_xml):
     """MuJoCo's median us/step of the tied and the free model (semi-implicit Euler, 1 ms, the same
     start) and the median of the pairs' ratios; None without mujoco."""
     try:
@@ -105,8 +136,9 @@ def mujoco_per_step(kind: str, steps: int, repeats: int):
         return None
 
     def make(active):
-        xml = model_xml(kind, active).replace("<option>", '<option integrator="Euler" timestep="0.001">')
-        m = mujoco.MjModel.from_xml_string(xml)
+        m = mujoco.MjModel.from_xml_string(xml_of(kind, active))
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        m.opt.timestep = 0.001
         d = mujoco.MjData(m)
         d.qpos[0] = 0.3
         mujoco.mj_step(m, d, 10)
@@ -149,34 +181,46 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--methods", nargs="+", default=["euler", "rk4"])
     ap.add_argument("--png", default="bench_equality.png")
+    ap.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MODELS),
+        choices=list(MODELS),
+        help="chains: two 6-link chains tied at their links (every body on a constrained path); "
+        "humanoid: gymnasium's humanoid held by two constraints",
+    )
     ap.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo peer")
     a = ap.parse_args(argv)
     rows, peer = [], {}
-    for kind in ("joint", "connect", "weld"):
-        on, off = load(model_xml(kind, True)), load(model_xml(kind, False))
-        for integ in a.methods:
-            t_off, t_on, r, viol = per_step(on, off, integ, a.steps, a.repeats)
-            rows.append((kind, on.neq_rows, integ, t_off, t_on, r, viol))
-        if not a.no_mujoco:
-            peer[kind] = mujoco_per_step(kind, a.steps, a.repeats)
+    for name in a.models:
+        for kind in ("joint", "connect", "weld"):
+            xml_of = MODELS[name]
+            on, off = load(xml_of(kind, True)), load(xml_of(kind, False))
+            for integ in a.methods:
+                t_off, t_on, r, viol = per_step(on, off, integ, a.steps, a.repeats)
+                rows.append((name, kind, on.neq_rows, integ, t_off, t_on, r, viol))
+            if not a.no_mujoco:
+                peer[name, kind] = mujoco_per_step(kind, a.steps, a.repeats, xml_of)
     print(
-        f"{'constraints':<12} {'rows':>4} {'method':<6} {'free us/step':>12} {'tied us/step':>12} {'ratio':>6} "
-        f"{'max violation':>14}"
+        f"{'model':<9} {'constraints':<12} {'rows':>4} {'method':<6} {'free us/step':>12} {'tied us/step':>12} "
+        f"{'ratio':>6} {'max violation':>14}"
     )
-    for kind, k, integ, t0, t1, r, v in rows:
-        print(f"2 x {kind:<8} {k:>4} {integ:<6} {t0:>12.2f} {t1:>12.2f} {r:>6.2f} {v:>14.2e}")
-    for kind, p in peer.items():
+    for name, kind, k, integ, t0, t1, r, v in rows:
+        print(f"{name:<9} 2 x {kind:<8} {k:>4} {integ:<6} {t0:>12.2f} {t1:>12.2f} {r:>6.2f} {v:>14.2e}")
+    for (name, kind), p in peer.items():
         if p is not None:
-            print(f"2 x {kind:<8} {'':>4} {'MuJoCo':<6} {p[0]:>12.2f} {p[1]:>12.2f} {p[2]:>6.2f}  (Euler, 1 ms)")
+            print(
+                f"{name:<9} 2 x {kind:<8} {'':>4} {'MuJoCo':<6} {p[0]:>12.2f} {p[1]:>12.2f} {p[2]:>6.2f}  (Euler, 1 ms)"
+            )
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6, 3))
-        labels = [f"{kind}\n{integ}" for kind, _, integ, *_ in rows]
-        ax.bar(labels, [r[5] for r in rows])
+        fig, ax = plt.subplots(figsize=(3 + 1.2 * len(rows), 3.5))
+        labels = [f"{name}\n{kind}\n{integ}" for name, kind, _, integ, *_ in rows]
+        ax.bar(labels, [r[6] for r in rows])
         ax.axhline(1.5, color="r", ls="--", label="target 1.5x (euler)")
         ax.set_ylabel("step cost / unconstrained")
         ax.legend()
