@@ -385,6 +385,15 @@ def variants_policy() -> str:
     return v
 
 
+# Features whose kernels slow a step down even when a run skips them: a build that carries them
+# unused does not stand in for one without them (Variants._reused).  Measured (euler, two 6-link
+# chains, no constraint, one thread, us per step): the lean build 4.80, carrying the equality
+# kernels 6.97 (+45 %), the limit solve 6.14 (+28 %); contact 4.79, spd_extra 4.91, fluid and
+# muscle 4.80 each (scripts/bench/bench_equality.py had timed the free model on the equality
+# build).  The cost is LLVM's: the larger step tree inlines its hot calls differently.
+HEAVY_FEATURES = frozenset({"equality", "limits"})
+
+
 class Variants:
     """Builds of a batch driver that compile only the optional features a run uses.
 
@@ -398,8 +407,9 @@ class Variants:
     the kernels branch on: a variant that lacks a feature the run then uses skips it silently.
     """
 
-    def __init__(self, driver: BatchKernel, features: dict):
+    def __init__(self, driver: BatchKernel, features: dict, heavy=HEAVY_FEATURES):
         self.driver = driver
+        self.heavy = frozenset(heavy)  # never carried unused by a reused build (HEAVY_FEATURES)
         self.features = {k: dict(v) if isinstance(v, dict) else dict.fromkeys(v, unused) for k, v in features.items()}
         self._built: dict = {}
         self._picked: dict = {}  # reuse=True: off -> the build that serves it
@@ -409,7 +419,8 @@ class Variants:
         build of more features that is already compiled (in this process or in the disk cache)
         stands in when this exact one is not: it gives the same numbers, since the extra features'
         kernels branch on the same runtime flags and are skipped (``test_variants.py``: identical to
-        the last bit), and it saves compiling the whole step tree once more (10-45 s each).  With
+        the last bit), and it saves compiling the whole step tree once more (10-45 s each).  A
+        build that would carry a heavy feature unused (:data:`HEAVY_FEATURES`) does not stand in.  With
         ``$PBSIM_VARIANTS=full`` (:func:`variants_policy`) a reused build is always the full one."""
         off = self.off(**used)
         if reuse and variants_policy() == "full":
@@ -428,12 +439,15 @@ class Variants:
         return tuple(sorted(k for k in self.features if not used.get(k, True)))
 
     def _reused(self, off: tuple) -> BatchKernel:
-        """The build with ``off`` switched off, or the compiled build with the fewest more features on."""
+        """The build with ``off`` switched off, or the compiled build with the fewest more features on
+        (none of them heavy)."""
         exact = self.build(off)
         if compiled(exact):
             return exact
         for r in range(len(off) - 1, -1, -1):  # fewest extra features first
             for sub in itertools.combinations(off, r):
+                if self.heavy.intersection(off).difference(sub):
+                    continue  # it would carry a heavy feature this run does not use
                 if compiled(self.build(sub)):
                     return self.build(sub)
         return exact

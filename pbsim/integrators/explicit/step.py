@@ -50,17 +50,20 @@ def euler_state(m, s, c, w, sw, b, q, v, dt, qn, vn):
     """Semi-implicit Euler (paper 000 Eq. 3): v+ = v + dt qdd(q, v); q+ = q (+) dt v+."""
     qdd = sw.kv[b, 0]
     forward_dynamics(m, s, c, w, sw, b, q[b], v[b], dt, True, qdd)
-    equality_step_target(m, w, b, v[b], dt, qdd)  # equality constraints: held at the new position
-    limit_solve(m, c, w, sw, b, q[b], v[b], dt, qdd)  # MuJoCo's limit constraint (MJCF ranges)
+    eq = w.eJ.shape[1] > 0
+    if eq:  # equality constraints: held at the new position
+        equality_step_target(m, w, b, v[b], dt, qdd)
+    if w.lJ.shape[1] > 0:  # MuJoCo's limit constraint (MJCF ranges)
+        limit_solve(m, c, w, sw, b, q[b], v[b], dt, qdd)
     for j in range(m.nv):
         vn[b, j] = v[b, j] + dt * qdd[j]
         sw.dq[b, j] = dt * vn[b, j]
-    linear = eq_rows_linear(m)
+    linear = eq and eq_rows_linear(m)
     if linear:  # rows linear in q: this update keeps them exactly, the start's violation removed in it
         equality_correction(m, w, b, sw.dq[b])
     integrate_config(m, q[b], sw.dq[b], qn[b], w.Rj[b])
     mimic_project(m, qn[b], vn[b])
-    if not linear:  # equality constraints: q back onto them (O(dt^3))
+    if eq and not linear:  # equality constraints: q back onto them (O(dt^3))
         equality_project(m, w, b, qn[b], vn[b], False)
 
 
