@@ -127,8 +127,9 @@ class Variational(Integrator):
         vn = np.empty_like(v)
         e = np.empty((B, 2))
         stats = np.zeros((B, 3))
-        VI_BATCH(dense=self.method != "riqn")(self.model.k, self._m0, kc, w, dw, vw, q, v, dt, METHODS[self.method],
-                 self.ig, self.tol, self.max_iter, qn, vn, e, stats)
+        run = VI_BATCH(dense=self.method != "riqn", equality=self.model.neq_rows > 0)
+        run(self.model.k, self._m0, kc, w, dw, vw, q, v, dt, METHODS[self.method], self.ig, self.tol, self.max_iter,
+            qn, vn, e, stats)
         nan = ~(np.isfinite(qn).all(axis=1) & np.isfinite(vn).all(axis=1))
         conv = (stats[:, 2] > 0.5) & ~nan
         if not conv.all() and self.on_fail != "ignore":
@@ -166,8 +167,9 @@ class Variational(Integrator):
         eo = np.zeros((B, F, 2))
         its = np.zeros((B, steps))
         stats = np.zeros((B, 3))
-        VI_ROLLOUT(dense=self.method != "riqn")(self.model.k, self._m0, kc, w, dw, vw, q, v, np.empty_like(q), np.empty_like(v), dt,
-                   METHODS[self.method], self.ig, self.tol, self.max_iter, steps, every, qo, vo, eo, its, stats)
+        run = VI_ROLLOUT(dense=self.method != "riqn", equality=self.model.neq_rows > 0)
+        run(self.model.k, self._m0, kc, w, dw, vw, q, v, np.empty_like(q), np.empty_like(v), dt, METHODS[self.method],
+            self.ig, self.tol, self.max_iter, steps, every, qo, vo, eo, its, stats)
         nan = ~(np.isfinite(q).all(axis=1) & np.isfinite(v).all(axis=1))
         bad = np.flatnonzero((stats[:, 0] > 0) | nan)
         if bad.size and self.on_fail != "ignore":

@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 from numba import prange
 
-from pbsim.jit import Variants, kernel
+from pbsim.jit import Variants, kernel, unused, unused_float
 from pbsim.control.control import SPD
 from pbsim.control.pd import control_torques
 from pbsim.dynamics.aba import aba_state
@@ -23,7 +23,7 @@ from pbsim.control.site_actuators import site_forces
 from pbsim.dynamics.tendon import tendon_forces
 from pbsim.dynamics.rnea import rnea_state
 from pbsim.optim.linalg import lu_solve_inplace
-from pbsim.optim.linalg import lu_solve_inplace as lu_solve_rows  # kept in the RIQN build (DENSE_METHODS)
+from pbsim.optim.linalg import lu_solve_inplace as lu_solve_rows  # kept in the RIQN build (VI_FEATURES dense)
 
 RIQN, NEWTON, BROYDEN = 0, 1, 2
 METHODS = {"riqn": RIQN, "newton": NEWTON, "broyden": BROYDEN}
@@ -408,6 +408,13 @@ def vi_rollout(m, m0, c, w, dw, vw, q, v, qn, vn, dt, method, ig, tol, maxit, ns
 
 # Newton's and Broyden's dense Jacobian and solves are compiled only into runs that use them
 # (pbsim.jit.Variants): RIQN, the default, needs neither.
-DENSE_METHODS = {"dense": ("drnea_jacobian", "lu_solve_inplace", "gj_inverse")}
-VI_BATCH = Variants(vi_batch, DENSE_METHODS)
-VI_ROLLOUT = Variants(vi_rollout, DENSE_METHODS)
+# Likewise the equality rows (vi_eq_*), compiled only into runs of models that have them: carried
+# unused, they made the RIQN step on two free 6-link chains 10 % slower (129.8 -> 142.3 us at 5 ms,
+# 127.2 with this feature; pbsim.jit.HEAVY_FEATURES).
+VI_FEATURES = {
+    "dense": ("drnea_jacobian", "lu_solve_inplace", "gj_inverse"),
+    "equality": {"vi_eq_begin": unused, "vi_eq_residual": unused_float, "vi_eq_update": unused,
+                 "vi_eq_finish": unused, "vi_eq_impulse": unused},
+}
+VI_BATCH = Variants(vi_batch, VI_FEATURES)
+VI_ROLLOUT = Variants(vi_rollout, VI_FEATURES)
