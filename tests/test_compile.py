@@ -219,3 +219,41 @@ def test_one_lock_per_build_not_per_name(tmp_path):
         Path(a).parent == tmp_path / "locks"
         and "test_compile.test_one_lock_per_build_not_per_name.locals.g-" in Path(a).name
     )
+
+
+# a toy tree for the linkage test: a kernel taking the whole model, called from a driver
+@kernel
+def _toy_leaf(m, x, i):
+    s = 0.0
+    for j in range(m.mass.shape[0]):
+        s += m.mass[j] * x[i] + m.parent[j]
+    x[i] = s
+
+
+def _toy_driver(m, x):
+    for i in range(x.shape[0]):
+        _toy_leaf(m, x, i)
+        _toy_leaf(m, x, i)
+
+
+@pytest.mark.parametrize("internal", [True, False])
+def test_kernels_below_a_driver_are_internal_to_its_build(internal, monkeypatch):
+    """A top-level build (pbsim.jit.DriverLibrary) makes every function linked into it internal,
+    so LLVM can drop the flattened model fields a kernel does not read and inline it
+    (docs/architecture.md); ``PBSIM_INTERNALIZE=0`` keeps numba's ``linkonce_odr``."""
+    from pbsim.jit import python_source
+    from pbsim.jit.build import DriverLibrary, _DriverCompiler
+
+    monkeypatch.setenv("PBSIM_INTERNALIZE", "1" if internal else "0")
+    drv = numba.njit(pipeline_class=_DriverCompiler)(_toy_driver)
+    m = pbsim_models.chain(3).k
+    x, want = np.ones(4), np.ones(4)
+    drv(m, x)
+    for i in range(4):
+        for _ in range(2):
+            python_source(_toy_leaf)(m, want, i)
+    assert np.array_equal(x, want)
+    lib = drv.overloads[drv.signatures[0]].library
+    assert isinstance(lib, DriverLibrary)
+    odr = [ln for ln in lib.get_llvm_str().splitlines() if ln.startswith("define linkonce_odr")]
+    assert (not odr) if internal else odr, odr

@@ -38,7 +38,7 @@ import math
 import numpy as np
 from numba import prange
 
-from pbsim.jit import kernel
+from pbsim.jit import kernel, unused, unused_float
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.kinematics import fk_state, point_motion, velocity_pass, world_pass
 from pbsim.dynamics.delassus import delassus, responses, world_force_axes, world_motion_axes
@@ -47,6 +47,11 @@ from pbsim.dynamics.spatial import motion_to_child
 from pbsim.dynamics.workspace import make_work
 
 CONNECT, WELD, JOINT, TENDON = 0, 1, 2, 3
+# The kernels a position-based step (pbad, pbfd, pbd_friction, nmdp, pbd_nmdp) reaches only for
+# equality constraints, with their stand-ins: a build for a model without any replaces them
+# (pbsim.jit.Variants), since carried unused they slowed the free step (pbsim.jit.HEAVY_FEATURES).
+PENALTY_FEATURE = {"equality_penalty": unused_float, "equality_project_mass": unused,
+                   "equality_second_order_correction": unused}
 DROP_TOL = 1e-11  # a pivot below DROP_TOL * max diag(J A^-1 J^T) drops its row
 
 

@@ -184,6 +184,12 @@ def body_contact_used(integrator, kc, ks) -> dict:
     return {"body_contact": bool(ks.nitem > 0)}
 
 
+def contact_equality_used(integrator, kc, ks) -> dict:
+    """``StepSpec.used`` of a method whose optional features are contact between bodies and
+    equality constraints (each compiled only into runs that have it)."""
+    return {**body_contact_used(integrator, kc, ks), "equality": integrator.model.k.eq_type.shape[0] > 0}
+
+
 # the ``x`` of a method without scratch of its own
 NoExtra = namedtuple("NoExtra", "unused")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numba
 from numba.core import types as types_
+import llvmlite.binding as llvm_binding
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
@@ -45,10 +46,16 @@ def source_hash() -> str:
     return h.hexdigest()[:16]
 
 
+def internalize() -> bool:
+    """Whether top-level builds make the kernels linked into them internal (:class:`DriverLibrary`;
+    ``$PBSIM_INTERNALIZE=0`` turns it off, for comparison: such builds have a cache of their own)."""
+    return os.environ.get("PBSIM_INTERNALIZE", "1") != "0"
+
+
 def _cache_dir() -> str:
     base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim", "numba")
-    return os.path.join(base, f"{numba.__version__}-{source_hash()}")
+    return os.path.join(base, f"{numba.__version__}-{source_hash()}" + ("" if internalize() else "-external"))
 
 
 numba.config.CACHE_DIR = _cache_dir()
@@ -56,8 +63,9 @@ numba.config.CACHE_DIR = _cache_dir()
 
 def cached_njit(f, **options):
     """``numba.njit(cache=True, **options)(f)`` whose first compilation is locked across processes
-    (:mod:`pbsim.jit.lock`): processes that start together compile a kernel once, not once each."""
-    return locked(numba.njit(cache=True, **options)(f), numba.config.CACHE_DIR)
+    (:mod:`pbsim.jit.lock`): processes that start together compile a kernel once, not once each.
+    Its code library is a :class:`DriverLibrary` (the kernels below it made internal)."""
+    return locked(numba.njit(cache=True, pipeline_class=_DriverCompiler, **options)(f), numba.config.CACHE_DIR)
 
 
 def cuda_cache_dir() -> str:
@@ -67,6 +75,7 @@ def cuda_cache_dir() -> str:
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim")
     return os.path.join(base, "cuda")
 
+_LINKONCE_ODR, _INTERNAL = llvm_binding.Linkage.linkonce_odr, llvm_binding.Linkage.internal
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
 
 
@@ -173,6 +182,37 @@ class LinkOnlyLibrary(JITCodeLibrary):
                 self._reload_init.update(library._reload_init)
                 self._final_module.link_in(library._get_module_for_linking(), preserve=True)
         self._finalized = True
+
+
+class DriverLibrary(JITCodeLibrary):
+    """The code library of a top-level build (a batch driver, a kernel's Python twin): before the
+    whole module is optimized, every kernel linked into it gets internal linkage.
+
+    numba passes a namedtuple argument as its flattened fields, and it links callees with
+    ``linkonce_odr`` linkage, which LLVM may neither drop arguments of nor assume to have no other
+    callers.  The model and workspace are namedtuples of ~70 and ~40 arrays (~580 and ~460 words),
+    so every kernel call that LLVM did not inline stored ~1000 words: ~330 ns a call, most of a
+    semi-implicit Euler step (two free 6-link chains: 8.0 us, 2.3 us with internal kernels,
+    ``scripts/bench/bench_calls.py``).  Internal kernels let LLVM drop the arguments a callee does
+    not read and inline kernels called once.  Nothing outside the build calls them (the build's
+    own entry points keep their linkage), and no floating-point operation changes (no fast-math)."""
+
+    def _optimize_final_module(self):
+        if internalize():
+            for fn in self._final_module.functions:
+                if not fn.is_declaration and fn.linkage == _LINKONCE_ODR:
+                    fn.linkage = _INTERNAL
+        super()._optimize_final_module()
+
+
+class _DriverCompiler(Compiler):
+    """numba's pipeline with a :class:`DriverLibrary` for the function's code."""
+
+    def compile_extra(self, func):
+        if self.state.library is None:
+            self.state.library = DriverLibrary(self.state.targetctx.codegen(), func.__qualname__)
+            self.state.library.enable_object_caching()  # as numba's lowering does for the library it makes
+        return super().compile_extra(func)
 
 
 class _InnerCompiler(Compiler):

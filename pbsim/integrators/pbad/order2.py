@@ -19,7 +19,7 @@ from numba import prange
 
 from pbsim.jit import Variants, kernel, specialize, unused, unused_float
 from pbsim.dynamics.energy import energy_state
-from pbsim.dynamics.equality import equality_penalty, equality_project_mass
+from pbsim.dynamics.equality import PENALTY_FEATURE, equality_penalty, equality_project_mass
 from pbsim.dynamics.joints import FREE, difference_config, integrate_config
 from pbsim.dynamics.kinematics import fk_state
 from pbsim.dynamics.minv import minv_factor, minv_solve
@@ -352,7 +352,7 @@ PBAD2 = Variants(pbad2_batch, {
     "points": {"point_terms": unused_float, "point_hessian": unused},
     "contact": {"contact_terms": unused_float, "contact_hessian": unused, "contact_step_limit": unused_float},
     "body_contact": BODY_CONTACT,
-    "equality": {"equality_penalty": unused_float, "equality_project_mass": unused},
+    "equality": PENALTY_FEATURE,
     "lm": ("pbad2_lm",),
     "lbfgs": ("pbad2_lbfgs",),
 })

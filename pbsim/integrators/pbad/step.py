@@ -20,9 +20,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.jit import kernel, unused, unused_float
+from pbsim.jit import kernel
+from pbsim.dynamics.equality import PENALTY_FEATURE
 from pbsim.errors import InputError
-from pbsim.integrators.base import StepSpec, body_contact_used
+from pbsim.integrators.base import StepSpec, contact_equality_used
 from pbsim.integrators.pbad.order2 import (BODY_CONTACT, LM_RTOL, make_pbad_work, pbad2_finish, pbad2_lm, pbad2_lm_launch_begin,
                                            pbad2_lm_launch_iterate, pbad2_prepare)
 from pbsim.optim.lm import lm_launch_end
@@ -89,14 +90,7 @@ def pbad_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     pbad2_finish(m, w, x.pw, b, q, dt, qn, vn)
 
 
-def _used(integrator, kc, ks) -> dict:
-    """Features of a run: contact between bodies, equality constraints (a penalty in Eq. 5)."""
-    return {**body_contact_used(integrator, kc, ks), "equality": integrator.model.k.eq_type.shape[0] > 0}
-
-
 # order-2 LM as the contract's step, with both GPU schedules
 STEP = StepSpec(pbad_step, extra=pbad_extra, batched=BATCHED, info="info",
-                features={"body_contact": BODY_CONTACT, "equality": {"equality_penalty": unused_float,
-                                                                 "equality_project_mass": unused}},
-                used=_used,
+                features={"body_contact": BODY_CONTACT, "equality": PENALTY_FEATURE}, used=contact_equality_used,
                 per_launch=(pbad_begin, pbad_iterate, pbad_end, None), done="done")

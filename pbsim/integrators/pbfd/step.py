@@ -12,11 +12,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from pbsim.jit import kernel, specialize
+from pbsim.jit import kernel, specialize, unused
+from pbsim.dynamics.equality import PENALTY_FEATURE
 from pbsim.dynamics.joints import integrate_config
 from pbsim.dynamics.workspace import make_work
 from pbsim.errors import InputError
-from pbsim.integrators.base import StepSpec, body_contact_used
+from pbsim.integrators.base import StepSpec, contact_equality_used
 from pbsim.integrators.pbad.order2 import BODY_CONTACT, make_pbad_work, pbad2_finish, pbad2_prepare
 from pbsim.integrators.pbad.energy import contact_step_limit, world_twists
 from pbsim.integrators.pbfd.solve import (STEP_FRAC, WINDOW, pbfd_converged, pbfd_lbfgs, pbfd_lm,
@@ -167,8 +168,12 @@ def pbfd_end(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
 # second returned without iterating).  Separate kernels bound to the driver have names of their
 # own.  The contact model is compiled into every build for the same reason.
 # Contact between bodies is compiled only into runs whose scene has body-body items (copies with
-# names of their own: pbsim.jit.Variants).
-BODY = dict(features={"body_contact": BODY_CONTACT}, used=body_contact_used)
+# names of their own: pbsim.jit.Variants), and equality constraints (the penalty in E, the trials'
+# second-order correction, the scaling without the penalty, the end-of-step projection) only into
+# runs of models that have them: compiled into every build, they made pbfd's step on two free
+# 6-link chains 26 % slower (57.9 -> 72.7 us at 5 ms, one thread; pbsim.jit.HEAVY_FEATURES).
+EQUALITY = {**PENALTY_FEATURE, "scale_without_penalty": unused}
+BODY = dict(features={"body_contact": BODY_CONTACT, "equality": EQUALITY}, used=contact_equality_used)
 STEP = StepSpec(pbfd_step, extra=pbfd_extra, batched=BATCHED, info="info",
                 per_launch=(pbfd_begin, pbfd_iterate, pbfd_end, None), done="done", fallback="levels", **BODY)
 STEP_LBFGS = StepSpec(pbfd_lbfgs_step, extra=pbfd_lbfgs_extra, batched=BATCHED, info="info", fallback="levels",

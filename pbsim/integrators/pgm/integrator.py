@@ -11,7 +11,8 @@ import numpy as np
 from pbsim.jit import python_tree, unused
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
-from pbsim.integrators.base import Integrator, body_contact_used
+from pbsim.dynamics.equality import PENALTY_FEATURE
+from pbsim.integrators.base import Integrator, contact_equality_used
 from pbsim.integrators.options import Option
 from pbsim.integrators.pgm.contact import BODY_CONTACT
 from pbsim.integrators.pgm.problem import (S_CAP, S_EVAL, S_GACC, S_ITCAP, S_K0, S_K1, S_KRISE, S_LU, S_NEWTON,
@@ -70,16 +71,12 @@ def check_number(nm, v, lo, strict, where):
     return f
 
 
-# Contact between bodies is compiled only into runs that have it (pbsim.jit.Variants).  Equality
-# constraints (the penalty in G, the trials' second-order correction, the end-of-step projection)
-# are compiled into every build: they add 7 % to the step's compile (nmdp on a box, fresh cache:
-# 135.9 s against 126.9 s), where a build of their own cost a model with them another ~110 s.
-PGM_FEATURES = {"body_contact": BODY_CONTACT}
-
-
-def PGM_USED(integrator, kc, ks) -> dict:  # noqa: N802 (the name the forms import)
-    """``StepSpec.used``: contact between bodies."""
-    return body_contact_used(integrator, kc, ks)
+# Contact between bodies is compiled only into runs that have it (pbsim.jit.Variants), and so are
+# equality constraints (the penalty in G, the trials' second-order correction, the end-of-step
+# projection): compiled into every build, they made a free model's step slower (docs/robots.md
+# "Cost"), and a model with them compiles its own build once (~110 s, then the disk cache).
+PGM_FEATURES = {"body_contact": BODY_CONTACT, "equality": PENALTY_FEATURE}
+PGM_USED = contact_equality_used
 
 
 class PgmIntegrator(Integrator):
