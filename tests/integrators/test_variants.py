@@ -211,8 +211,8 @@ _TIED = """<mujoco><worldbody>
 </worldbody><equality><joint joint1="ja" joint2="jb"{a}/></equality></mujoco>"""
 
 
-@pytest.mark.parametrize("method", ["pbad", "pbfd", "pbd_friction", "nmdp", "pbd_nmdp"])
-def test_position_based_steps_compile_the_equality_kernels_only_for_models_that_have_them(method, tmp_path):
+@pytest.mark.parametrize("method", ["pbad", "pbfd", "pbd_friction", "nmdp", "pbd_nmdp", "ne_mdp", "ne_dry"])
+def test_steps_compile_the_equality_kernels_only_for_models_that_have_them(method, tmp_path):
     """A model without active equality constraints runs a build whose step tree reaches no kernel of
     :mod:`pbsim.dynamics.equality` but the penalty stiffness (carried unused they made pbfd's free
     step 26 % slower, docs/robots.md "Cost"); a model with them gets the full tree."""
@@ -228,7 +228,7 @@ def test_position_based_steps_compile_the_equality_kernels_only_for_models_that_
         drv = driver(step_batch, spec.step, features, used, reuse=False)
         eq = {n for n in _reached(drv.rows.py_func) if n.startswith("pbsim.dynamics.equality.")}
         if want:
-            assert "pbsim.dynamics.equality.equality_penalty" in eq, eq
-            assert "pbsim.dynamics.equality.equality_project_mass" in eq
+            assert "pbsim.dynamics.equality.equality_project_mass" in eq, eq
+            assert ("pbsim.dynamics.equality.equality_penalty" in eq) == (method not in ("ne_mdp", "ne_dry")), eq
         else:
             assert eq <= {"pbsim.dynamics.equality.equality_penalty_stiffness"}, eq

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from pbsim.errors import InputError
-from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_used, register
+from pbsim.integrators.base import Integrator, Option, StepSpec, contact_equality_used, register
 from pbsim.integrators.ne_dry.step import FEATURES, BATCHED, NeDryX, make_ne_dry_extra, ne_dry_step  # noqa: F401
 from pbsim.integrators.pgm.wrench import (MAX_CONTACTS, MAX_CONTACTS_OPTION, check_max_contacts, overflow_warning,
                                           pair_capacity)
@@ -53,7 +53,7 @@ class NeDry(Integrator):
         Option("max_iterations", None, "Lemke pivot cap per LCP (None: 100 + 10 x the LCP size)", "int"),
         MAX_CONTACTS_OPTION,
     )
-    STEP = StepSpec(ne_dry_step, extra=_extra, batched=BATCHED, info="info", features=FEATURES, used=body_contact_used)
+    STEP = StepSpec(ne_dry_step, extra=_extra, batched=BATCHED, info="info", features=FEATURES, used=contact_equality_used)
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)

@@ -64,8 +64,8 @@ from pbsim.control.solve import joint_forces
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
                                                       no_pair_candidates)
-from pbsim.integrators.velocity_level.equality import (velocity_eq_finish, velocity_eq_free, velocity_eq_project,
-                                                       velocity_eq_rows)
+from pbsim.integrators.velocity_level.equality import (VELOCITY_EQ_FEATURE, velocity_eq_finish, velocity_eq_free,
+                                                       velocity_eq_project, velocity_eq_rows)
 from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
 from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.lcp import LCP_SOLVED, lemke_regularized
@@ -353,5 +353,6 @@ def ne_dry_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     velocity_eq_finish(m, w, b, qn[b], vn[b])
 
 
-# the body-body parts, compiled only into runs whose scene has body-body items (Variants)
-FEATURES = {"body_contact": {**BODY_CONTACT, "ne_dry_pair_detect": no_pair_candidates}}
+# the body-body parts, compiled only into runs whose scene has body-body items, and the equality
+# constraints, only into runs of models that have them (Variants)
+FEATURES = {"body_contact": {**BODY_CONTACT, "ne_dry_pair_detect": no_pair_candidates}, "equality": VELOCITY_EQ_FEATURE}

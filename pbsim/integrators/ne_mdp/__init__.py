@@ -36,7 +36,7 @@ import numpy as np
 
 from pbsim.contact.nmdp import tangent_frame
 from pbsim.errors import InputError, SimulationError
-from pbsim.integrators.base import Integrator, Option, StepSpec, body_contact_used, register
+from pbsim.integrators.base import Integrator, Option, StepSpec, contact_equality_used, register
 from pbsim.integrators.ne_mdp.step import (BATCHED, FEATURES, SPD_BACKWARD, SPD_TAN, NeMdpX,  # noqa: F401
                                           make_ne_mdp_extra, ne_mdp_step)
 
@@ -81,7 +81,7 @@ class NeMdp(Integrator):
         MAX_CONTACTS_OPTION,
     )  # fmt: skip
     STEP = StepSpec(ne_mdp_step, extra=_extra, batched=BATCHED, info="info", features=FEATURES,
-                    used=body_contact_used)
+                    used=contact_equality_used)
 
     def __init__(self, model, scene=None, **options):
         super().__init__(model, scene, **options)

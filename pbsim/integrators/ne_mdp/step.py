@@ -56,8 +56,8 @@ from pbsim.control.solve import joint_forces, spd_at_new_state
 from pbsim.dynamics.crba import crba_state
 from pbsim.integrators.velocity_level.contact import (BODY_CONTACT, contact_force_jt, contact_normal_row,
                                                       no_pair_candidates, no_pair_direction)
-from pbsim.integrators.velocity_level.equality import (velocity_eq_finish, velocity_eq_free, velocity_eq_project,
-                                                       velocity_eq_rows)
+from pbsim.integrators.velocity_level.equality import (VELOCITY_EQ_FEATURE, velocity_eq_finish, velocity_eq_free,
+                                                       velocity_eq_project, velocity_eq_rows)
 from pbsim.integrators.velocity_level.finish import clamp_velocity_step, finish_step
 from pbsim.integrators.velocity_level.free import bias_forces, factor_or_nan, free_velocity
 from pbsim.optim.linalg import cholesky_solve, gram_symmetric
@@ -304,6 +304,7 @@ def ne_mdp_step(m, s, c, w, sw, x, b, q, v, dt, qn, vn):
     velocity_eq_finish(m, w, b, qn[b], vn[b])
 
 
-# the body-body parts, compiled only into runs whose scene has body-body items (Variants)
+# the body-body parts, compiled only into runs whose scene has body-body items, and the equality
+# constraints, only into runs of models that have them (Variants)
 FEATURES = {"body_contact": {**BODY_CONTACT, "ne_mdp_pair_candidates": no_pair_candidates,
-                              "pair_direction": no_pair_direction}}
+                              "pair_direction": no_pair_direction}, "equality": VELOCITY_EQ_FEATURE}

@@ -14,7 +14,7 @@ out-of-plane connect rows) are dropped by :func:`~pbsim.dynamics.equality.eq_fac
 
 from __future__ import annotations
 
-from pbsim.jit import kernel
+from pbsim.jit import kernel, unused
 from pbsim.dynamics.equality import (eq_factor, eq_respond, equality_project_mass, equality_project_velocity,
                                      equality_rows)
 from pbsim.optim.linalg import cholesky_solve
@@ -101,3 +101,16 @@ def velocity_eq_finish(m, w, b, qn, vn):
 
 PROJECT_TOL = 1e-13  # [m or rad] the end-of-step projection's last Newton step starts below this
 PROJECT_MAX = 8
+
+
+@kernel
+def no_velocity_eq(m, w, b, L, vs, dv, tmp, dt):
+    """Stands in for :func:`velocity_eq_free` in a build for a model without equality constraints."""
+    return False
+
+
+# The kernels a velocity-level step reaches only for equality constraints, with their stand-ins:
+# compiled only into runs of models that have them (pbsim.jit.Variants).  Compiled into every build,
+# they made ne_mdp's CUDA build of a model without them 25 % larger (docs/robots.md).
+VELOCITY_EQ_FEATURE = {"velocity_eq_rows": unused, "velocity_eq_free": no_velocity_eq, "velocity_eq_project": unused,
+                       "velocity_eq_finish": unused}
