@@ -76,6 +76,7 @@ def cuda_cache_dir() -> str:
     return os.path.join(base, "cuda")
 
 _LINKONCE_ODR, _INTERNAL = llvm_binding.Linkage.linkonce_odr, llvm_binding.Linkage.internal
+_DRIVER_SEQ = itertools.count()  # DriverLibrary's per-build suffix of the names it makes internal
 _PY_FUNCS: dict[int, types.FunctionType] = {}  # id(cpu dispatcher) -> python function
 
 
@@ -199,9 +200,15 @@ class DriverLibrary(JITCodeLibrary):
 
     def _optimize_final_module(self):
         if internalize():
+            # renamed as well: MCJIT resolves a weak reference of a module compiled later (a plain
+            # njit caller of a kernel) by name through the modules it holds, internal ones included,
+            # and would call this build's copy, whose signature LLVM is about to change (a segfault,
+            # tests/optim/test_qp.py on a cold cache)
+            tag = f".pbsim_driver{next(_DRIVER_SEQ)}"
             for fn in self._final_module.functions:
                 if not fn.is_declaration and fn.linkage == _LINKONCE_ODR:
                     fn.linkage = _INTERNAL
+                    fn.name = fn.name + tag
         super()._optimize_final_module()
 
 
