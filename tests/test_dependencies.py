@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = {
     "numpy": ("numpy", "base", "everything"),
     "numba": ("numba", "base", "the CPU kernels"),
+    "llvmlite": ("llvmlite", "base", "pbsim.jit.DriverLibrary (numba's own dependency)"),
     "scipy": ("scipy", "base", "trimesh convex hulls (pbsim convert), graph ops"),
     "trimesh": ("trimesh", "base", "meshes: terrain, URDF/MJCF meshes, pbsim convert, viewer"),
     "rtree": ("rtree", "base", "trimesh ray/proximity queries (terrain envelope_faces)"),
