@@ -66,7 +66,8 @@ numba.config.CACHE_DIR = _cache_dir()
 def cached_njit(f, **options):
     """``numba.njit(cache=True, **options)(f)`` whose first compilation is locked across processes
     (:mod:`pbsim.jit.lock`): processes that start together compile a kernel once, not once each.
-    Its code library is a :class:`DriverLibrary` (the kernels below it made internal)."""
+    Its code library is a :class:`DriverLibrary` (with :func:`internalize`, the kernels below it
+    made internal)."""
     return locked(numba.njit(cache=True, pipeline_class=_DriverCompiler, **options)(f), numba.config.CACHE_DIR)
 
 
@@ -76,6 +77,7 @@ def cuda_cache_dir() -> str:
     base = os.environ.get("PBSIM_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "pbsim")
     return os.path.join(base, "cuda")
+
 
 _LINKONCE_ODR, _INTERNAL = llvm_binding.Linkage.linkonce_odr, llvm_binding.Linkage.internal
 _DRIVER_SEQ = itertools.count()  # DriverLibrary's per-build suffix of the names it makes internal
@@ -188,8 +190,9 @@ class LinkOnlyLibrary(JITCodeLibrary):
 
 
 class DriverLibrary(JITCodeLibrary):
-    """The code library of a top-level build (a batch driver, a kernel's Python twin): before the
-    whole module is optimized, every kernel linked into it gets internal linkage.
+    """The code library of a top-level build (a batch driver, a kernel's Python twin): with
+    :func:`internalize`, before the whole module is optimized, every kernel linked into it gets
+    internal linkage.
 
     numba passes a namedtuple argument as its flattened fields, and it links callees with
     ``linkonce_odr`` linkage, which LLVM may neither drop arguments of nor assume to have no other
@@ -440,7 +443,8 @@ def variants_policy() -> str:
 # chains, no constraint, one thread, us per step): the lean build 4.80, carrying the equality
 # kernels 6.97 (+45 %), the limit solve 6.14 (+28 %); contact 4.79, spd_extra 4.91, fluid and
 # muscle 4.80 each (scripts/bench/bench_equality.py had timed the free model on the equality
-# build).  The cost is LLVM's: the larger step tree inlines its hot calls differently.
+# build).  The cost is LLVM's: the larger step tree inlines its hot calls differently, and each
+# call left out of line copies the whole model and workspace (DriverLibrary).
 HEAVY_FEATURES = frozenset({"equality", "limits"})
 
 

@@ -26,25 +26,15 @@ import numpy as np
 
 
 CHILD = r"""
-import json, sys, time, tempfile, os
+import json, sys, time, os
 import numpy as np
 import pbsim
 method, model, steps, repeats, dt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-if model == "chains":
-    def chain(name, x):
-        body, close = "", ""
-        for i in range(6):
-            pos = f"{x} 0 0" if i == 0 else "0 0 -0.1"
-            body += (f'<body name="{name}{i}" pos="{pos}"><joint axis="0 1 0" damping="0.01"/>'
-                     '<geom type="capsule" fromto="0 0 0 0 0 -0.1" size="0.01"/>')
-            close += "</body>"
-        return body + close
-    xml = ('<mujoco><option><flag contact="disable"/></option><worldbody>' + chain("a", 0.0) + chain("b", 0.1)
-           + "</worldbody></mujoco>")
-    with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as f:
-        f.write(xml)
-    m = pbsim.load(f.name)
-    os.unlink(f.name)
+if model == "chains":  # bench_equality.py's two 6-link chains, no constraint
+    sys.path.insert(0, os.path.dirname(sys.argv[6]))
+    from bench_equality import chain_xml, load
+    m = load('<mujoco><option><flag contact="disable"/></option><worldbody>' + chain_xml("a", 0.0)
+             + chain_xml("b", 0.1) + "</worldbody></mujoco>")
     scene = None
     q0 = m.default_configuration()
     q0[0] = 0.3
@@ -77,7 +67,7 @@ def run(setting: str, method: str, model: str, a) -> dict:
     dt = a.dt if model == "chains" or explicit else a.dt_implicit
     steps = a.steps if explicit else max(a.steps // 10, 10)
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, method, model, str(steps), str(a.repeats), str(dt)],
+        [sys.executable, "-c", CHILD, method, model, str(steps), str(a.repeats), str(dt), os.path.abspath(__file__)],
         env=env,
         capture_output=True,
         text=True,

@@ -190,21 +190,6 @@ def test_the_full_policy_takes_the_full_build_and_a_bad_policy_is_named(monkeypa
         v(a=False)
 
 
-def _reached(f) -> set:
-    """Qualified names of the kernels reachable from plain function ``f`` (through the globals of
-    each function's code, recursively)."""
-    from pbsim.jit import is_kernel, python_source
-
-    seen, todo = {}, [f]
-    while todo:
-        f = todo.pop()
-        if id(f) in seen:
-            continue
-        seen[id(f)] = f.__module__ + "." + f.__name__
-        todo += [python_source(v) for n in f.__code__.co_names if is_kernel(v := f.__globals__.get(n))]
-    return set(seen.values())
-
-
 _TIED = """<mujoco><worldbody>
   <body name="a"><joint name="ja" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -.2" size=".02"/></body>
   <body name="b" pos=".1 0 0"><joint name="jb" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -.2" size=".02"/></body>
@@ -217,6 +202,8 @@ def test_steps_compile_the_equality_kernels_only_for_models_that_have_them(metho
     :mod:`pbsim.dynamics.equality` but the penalty stiffness (carried unused they made pbfd's free
     step 26 % slower, docs/robots.md "Cost"); a model with them gets the full tree."""
     from pbsim.integrators.base import step_spec
+    from pbsim.jit import python_source
+    from pbsim.jit.twin import kernel_tree
 
     spec = step_spec(method)
     for active, want in ((' active="false"', False), ("", True)):
@@ -226,7 +213,8 @@ def test_steps_compile_the_equality_kernels_only_for_models_that_have_them(metho
         features, used = spec.variant(integ, _kc(m), pbsim.Scene().kernel_arrays(m))
         assert used["equality"] is want
         drv = driver(step_batch, spec.step, features, used, reuse=False)
-        eq = {n for n in _reached(drv.rows.py_func) if n.startswith("pbsim.dynamics.equality.")}
+        tree = (python_source(k) for k in kernel_tree(drv.rows.py_func.__globals__["_step"]))
+        eq = {f"{f.__module__}.{f.__name__}" for f in tree if f.__module__ == "pbsim.dynamics.equality"}
         if want:
             assert "pbsim.dynamics.equality.equality_project_mass" in eq, eq
             assert ("pbsim.dynamics.equality.equality_penalty" in eq) == (method not in ("ne_mdp", "ne_dry")), eq
