@@ -233,11 +233,15 @@ def plot(rows, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if r["path"] == "batch" and "refused" not in r["cell"]] or [
-        r for r in rows if "refused" not in r["cell"]
-    ]
+    best = {}  # per (robot, method, dt): the batch path's cell, else rollout's
+    for r in rows:
+        k = (r["robot"], r["method"], r["dt"])
+        if "refused" not in r["cell"] and (k not in best or r["path"] == "batch"):
+            best[k] = r
+    rows = list(best.values())
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    cols = list(dict.fromkeys((r["robot"], r["dt"]) for r in rows))
+    robots = list(dict.fromkeys(r["robot"] for r in rows))
+    cols = sorted(dict.fromkeys((r["robot"], r["dt"]) for r in rows), key=lambda c: (robots.index(c[0]), c[1]))
     panels = [
         ("div", "diverged of the starts", "Reds", None),
         ("pen", "deepest penetration [mm] (bound 50)", "viridis", 50),
@@ -261,13 +265,50 @@ def plot(rows, png):
         for i in range(A.shape[0]):
             for j in range(A.shape[1]):
                 if np.isfinite(A[i, j]):
-                    ax.text(j, i, f"{A[i, j]:.2g}", ha="center", va="center", fontsize=6, color="w")
+                    light = im.norm(data[i, j]) > 0.6 if cmap != "Reds" else im.norm(data[i, j]) < 0.5
+                    ax.text(j, i, f"{A[i, j]:.2g}", ha="center", va="center", fontsize=6, color="k" if light else "w")
         ax.set_yticks(range(len(methods)), methods, fontsize=7)
         ax.set_xticks(range(len(cols)), [f"{r} {d:g}" for r, d in cols], rotation=90, fontsize=7)
         ax.set_title(title + (" (log10)" if key == "wall" else ""), fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.02)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
+
+
+def _same(x, y):
+    """Equal numbers (NaN equal to NaN; floats to 1e-9 relative: the rest averages sum in another order)."""
+    if x is None or y is None:
+        return x is y
+    return x == y or (x != x and y != y) or abs(x - y) <= 1e-9 * (1.0 + abs(x))
+
+
+def summary(rows):
+    """A compact Markdown table: one row per (robot, method), per dt ``diverged / deepest mm /
+    starts within 1 cm of the 1 ms rest / s/s`` of the batch path (rollout's where the batch path
+    refuses the method), and whether the two paths agree in every cell."""
+    cells = {(r["robot"], r["method"], r["dt"], r["path"]): r["cell"] for r in rows}
+    dts = sorted({r["dt"] for r in rows})
+    out = [
+        "| robot | method | " + " | ".join(f"{d:g} ms: div / pen / 1 cm / s/s" for d in dts) + " | rollout = batch |",
+        "|---|---|" + "---|" * (len(dts) + 1),
+    ]
+    for robot, method in dict.fromkeys((r["robot"], r["method"]) for r in rows):
+        parts, same = [], "yes"
+        for d in dts:
+            b, ro = cells.get((robot, method, d, "batch")), cells.get((robot, method, d, "rollout"))
+            c = b if b is not None and "refused" not in b else ro
+            if b is not None and "refused" in b:
+                same = "no batch kernel"
+            elif b is not None and ro is not None and "refused" not in ro:
+                if not all(_same(b[k], ro[k]) for k in ("div", "pen", "rest", "sub", "unc")):
+                    same = "no"
+            if c is None or "refused" in c:
+                parts.append("-")
+                continue
+            pen = "-" if c["pen"] != c["pen"] else f"{c['pen']:.0f}"
+            parts.append(f"{c['div']} / {pen} / {c['n1cm']}/{c['nok']} / {c['wall']:.2g}")
+        out.append(f"| {robot} | {method} | " + " | ".join(parts) + f" | {same} |")
+    return "\n".join(out)
 
 
 def main(argv=None):
@@ -286,8 +327,14 @@ def main(argv=None):
     ap.add_argument("--plot", default=None, help="only merge these JSON files (comma-separated) into --png")
     a = ap.parse_args(argv)
     if a.plot:
-        rows = [r for f in a.plot.split(",") for r in json.loads(Path(f).read_text())]
-        plot(rows, a.png)
+        rows = {}
+        for f in a.plot.split(","):  # a later file's cell replaces an earlier one's
+            for r in json.loads(Path(f).read_text()):
+                rows[(r["robot"], r["method"], r["dt"], r["path"])] = r
+        rows = list(rows.values())
+        print(summary(rows))
+        if a.png:
+            plot(rows, a.png)
         return
     rows = []
     print(
