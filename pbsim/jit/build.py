@@ -49,8 +49,9 @@ def source_hash() -> str:
 def internalize() -> bool:
     """Whether top-level builds make the kernels linked into them internal (:class:`DriverLibrary`):
     ``$PBSIM_INTERNALIZE=1``, opt-in, built into a cache folder of its own.  Steps run 1.5-2.5x
-    faster, but the first-run compile of the large step trees grew 30-60 % (LLVM inlines every
-    kernel called once), which took the test suite past its budget (docs/benchmarks.md)."""
+    faster, but the first-run compile of the large step trees grew 30-60 % (LLVM's module passes
+    over internal kernels of ~1000 parameters; ``noinline`` did not help), which took the test
+    suite past its budget (docs/benchmarks.md)."""
     return os.environ.get("PBSIM_INTERNALIZE", "0") == "1"
 
 

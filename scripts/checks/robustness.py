@@ -17,7 +17,7 @@ Per (robot, method, dt, path), over the starts:
 
 - ``div``: diverged (the shared rule, docs/reliability.md: non-finite, a joint past the speed
   bound, an energy gain past 10x the model's energy scale), ``rollout(on_nan="stop")`` after
-  every step, ``CpuBatch.diverged()`` after every step;
+  every step, the same rule (``check_run``, as ``CpuBatch.diverged()``) after every batch step;
 - ``sub``: steps whose solver stalled and that the step kernel redid as sub-steps (pbfd,
   pbd_friction: ``fallback_steps``; "-" for methods without the fallback); ``unc``: steps left
   unconverged (rollout: ``info["unconverged_steps"]``; CpuBatch: ``solver_info`` after each step);
