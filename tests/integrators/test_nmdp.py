@@ -20,7 +20,7 @@ import pytest
 
 import pbsim
 import pbsim_models
-from conftest import batch_equals_step, run_cudasim_twin
+from conftest import batch_equals_step, pybullet_file, run_cudasim_twin
 from pbsim.contact import Plane, Scene, Sphere, sample_contact_points
 from pbsim.contact.nmdp import nmdp_vertices
 from pbsim.errors import InputError, SimulationError
@@ -594,3 +594,37 @@ def test_step_limiter_halves_a_sub_step_that_sinks_past_the_bound(method):
     pa, sa, qa = _spinning_box_drop("pbd_nmdp", 0.008, depth_limit=False)
     pb, sb, qb = _spinning_box_drop("pbd_nmdp", 0.008)
     assert pa.max() <= 0.008 and np.array_equal(sa, sb) and np.array_equal(qa.q, qb.q)
+
+
+def test_first_order_qps_stay_in_dual_form_on_a_resting_a1():
+    """Issue 30 regression: the first order's gamma grew by eta with every accepted iterate, without
+    bound; on pybullet_data's a1 lying on its floor (116 candidates, 464 weights, nv 18) a 20 ms step
+    takes ~20 accepts, so ``c = 2 / (gamma + 2)`` fell below ``DUAL_MIN_C``, the QP left the dual form,
+    the active set's free set outgrew its factor and FISTA finished at ``c`` ~ 1e-8: 2,600 QP
+    iterations a QP, 11 s a step (start 2 of the robustness matrix, steps 50-55).  Now a QP with more
+    than ``DUAL_MIN_RATIO`` nv weights bounds gamma as the zeroth order does (``GAMMA_MAX``), so
+    every such QP stays in the dual form (``x.qc`` > 0): measured 8 QP iterations a QP."""
+    from pbsim.integrators.pgm.qp import DUAL_MIN_RATIO
+
+    m = pbsim.load(pybullet_file("a1/a1.urdf"))
+    sc = pbsim.default_scene(m, ground="auto")
+    q0 = np.array(m.default_configuration(), float)
+    low = float((pbsim.contact_query(m, sc, q0)["X"][0][:, 2] - sc.points.radius).min())
+    q0[2] += max(0.01 - low, 0.0)  # the robustness matrix's start: lowest point 1 cm up
+    v0 = np.zeros(m.nv)
+    v0[6:] = 0.01 * np.random.default_rng(0).standard_normal((8, m.nv - 6))[2]
+    integ = make("nmdp", m, sc, on_fail="ignore")
+    s = State.make(m, q0, v0)
+    worst, dual = 0.0, 0
+    for k in range(56):
+        s, d = integ.step(s, None, 0.02)
+        x = integ._x  # noqa: SLF001 - the step's scratch
+        nw = (int(np.count_nonzero(x.bstart[0] >= 0)) - 1) * x.vx
+        if k >= 40:  # at rest on its belly and legs
+            assert d.converged[0]
+            worst = max(worst, d.extra["qp_iterations"][0] / max(d.extra["qp_solves"][0], 1.0))
+            if nw > DUAL_MIN_RATIO * m.nv:
+                assert x.qc[0] > 0.0, k  # the step's last QP ran in dual form
+                dual += 1
+    assert dual >= 10, dual
+    assert worst < 50, worst  # measured 8.6 (before: 2,600 and 11 s a step)

@@ -26,7 +26,7 @@ from pbsim.jit import kernel
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.integrators.pgm.problem import S_EVAL, S_GACC, S_K0, S_K1, S_KRISE, S_REJ, pgm_eval, pgm_prepare
 from pbsim.integrators.pgm.project import newton_step_limit, pgm_project
-from pbsim.integrators.pgm.qp import pgm_qp
+from pbsim.integrators.pgm.qp import DUAL_MIN_RATIO, pgm_qp
 from pbsim.optim.linalg import inf_norm
 
 GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the QP strictly convex)
@@ -36,12 +36,15 @@ GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the
 # (its inexact A: 1e4 raised nmdp_zo's iterations at 50 ms from 57 to 77)
 GAMMA0_FO = 1e4
 GAMMA0_ZO = 1.0
-# **[ours]** the zeroth order's gamma grows no further than this (c = 2 / (gamma + 2) >= 2e-5: the
-# QP's proximal weight stays where its dual form applies, pgm.qp.DUAL_MIN_C).  Unbounded, the
-# quad18's late QPs fell back to the formed matrix (384 weights); the first order is left unbounded
-# (bounded alike, humanoid_rand nmdp at 50 ms took 90 outer iterations a step instead of 35;
-# docs/benchmarks/nmdp.md "Step cost at large dt")
-GAMMA_MAX_ZO = 1e5
+# **[ours]** gamma grows no further than this in the zeroth order, and in the first order where the
+# QP has more than DUAL_MIN_RATIO nv weights (c = 2 / (gamma + 2) >= 2e-5: the QP's proximal weight
+# stays where its dual form applies, pgm.qp.DUAL_MIN_C).  Unbounded, the quad18's late QPs fell back
+# to the formed matrix (384 weights), and pybullet_data's a1 lying on its floor (464 weights) to the
+# active set whose free set outgrew its factor, then FISTA at c ~ 1e-8: 2,600 QP iterations a QP, 11
+# s a step (issue 30).  The first order with fewer weights is left unbounded (bounded alike,
+# humanoid_rand nmdp at 50 ms took 90 outer iterations a step instead of 35; docs/benchmarks/nmdp.md
+# "Step cost at large dt")
+GAMMA_MAX = 1e5
 
 
 @kernel
@@ -80,7 +83,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
     if nc == 0:
         return 0, 0, res
     gamma = x.gamma0
-    gmax = np.inf if first else GAMMA_MAX_ZO
+    gmax = GAMMA_MAX if (not first or V * nc > DUAL_MIN_RATIO * nv) else np.inf
     fresh = True  # th's last evaluation was the projection's (x.Ad valid: pgm_project's w0)
     for it in range(x.maxit):
         if not pgm_qp(m, x, b, nc, h, gamma, st, False):
