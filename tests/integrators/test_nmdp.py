@@ -596,6 +596,19 @@ def test_step_limiter_halves_a_sub_step_that_sinks_past_the_bound(method):
     assert pa.max() <= 0.008 and np.array_equal(sa, sb) and np.array_equal(qa.q, qb.q)
 
 
+def _a1_start(i):
+    """pybullet_data's a1 as scripts/checks/robustness.py drops it: ``(model, scene, q0, v0)`` of start
+    ``i`` (lowest point 1 cm up, 0.01 rad/s random joint velocities, seed 0, 8 starts)."""
+    m = pbsim.load(pybullet_file("a1/a1.urdf"))
+    sc = pbsim.default_scene(m, ground="auto")
+    q0 = np.array(m.default_configuration(), float)
+    low = float((pbsim.contact_query(m, sc, q0)["X"][0][:, 2] - sc.points.radius).min())
+    q0[2] += max(0.01 - low, 0.0)
+    v0 = np.zeros(m.nv)
+    v0[6:] = 0.01 * np.random.default_rng(0).standard_normal((8, m.nv - 6))[i]
+    return m, sc, q0, v0
+
+
 def test_first_order_qps_stay_in_dual_form_on_a_resting_a1():
     """Issue 30 regression: the first order's gamma grew by eta with every accepted iterate, without
     bound; on pybullet_data's a1 lying on its floor (116 candidates, 464 weights, nv 18) a 20 ms step
@@ -606,13 +619,7 @@ def test_first_order_qps_stay_in_dual_form_on_a_resting_a1():
     every such QP stays in the dual form (``x.qc`` > 0): measured 8 QP iterations a QP."""
     from pbsim.integrators.pgm.qp import DUAL_MIN_RATIO
 
-    m = pbsim.load(pybullet_file("a1/a1.urdf"))
-    sc = pbsim.default_scene(m, ground="auto")
-    q0 = np.array(m.default_configuration(), float)
-    low = float((pbsim.contact_query(m, sc, q0)["X"][0][:, 2] - sc.points.radius).min())
-    q0[2] += max(0.01 - low, 0.0)  # the robustness matrix's start: lowest point 1 cm up
-    v0 = np.zeros(m.nv)
-    v0[6:] = 0.01 * np.random.default_rng(0).standard_normal((8, m.nv - 6))[2]
+    m, sc, q0, v0 = _a1_start(2)
     integ = make("nmdp", m, sc, on_fail="ignore")
     s = State.make(m, q0, v0)
     worst, dual = 0.0, 0
@@ -628,3 +635,21 @@ def test_first_order_qps_stay_in_dual_form_on_a_resting_a1():
                 dual += 1
     assert dual >= 10, dual
     assert worst < 50, worst  # measured 8.6 (before: 2,600 and 11 s a step)
+
+
+def test_dual_qp_gets_the_newton_steps_it_needs_on_the_a1():
+    """Issue 30 regression: the dual form gave up after 30 semismooth Newton steps and the formed
+    matrix took over, whose active set outgrew its factor on the a1's 500-odd weights and left the
+    QP to FISTA at ``c`` ~ 3e-5.  nmdp_zo from the robustness matrix's start 1 at 20 ms: step 42's
+    67 QPs took 14,330 iterations (3.8 s); with ``QP_MAXIT_DUAL`` = 100 they take 922 (0.1 s), and
+    the first 46 steps 8,252 QP iterations in all (before: about 26,600)."""
+    m, sc, q0, v0 = _a1_start(1)
+    integ = make("nmdp_zo", m, sc, on_fail="ignore")
+    s = State.make(m, q0, v0)
+    its = qps = 0.0
+    for _ in range(46):
+        s, d = integ.step(s, None, 0.02)
+        its += d.extra["qp_iterations"][0]
+        qps += d.extra["qp_solves"][0]
+    assert qps > 1000, qps  # measured 1,611: the PGM iterates, the QPs are the cost
+    assert its < 15000, its  # measured 8,252 (QP_MAXIT_DUAL 30: ~26,600)

@@ -42,7 +42,11 @@ from pbsim.optim.qp_dual import qp_solve_dual
 CAP_EPS = 1e-14  # a candidate with capacity below this fraction of the step's largest is inert
 QP_MAXIT = 5000  # QP iterations per QP (active-set steps; FISTA's when it falls back)
 QP_TOL = 1e-10  # its KKT residual (u in units of the largest capacity; QP scaled by its largest diagonal)
-QP_MAXIT_DUAL = 30  # Newton steps of the dual form before the formed matrix takes over
+# Newton steps of the dual form before the formed matrix takes over: 30 was too few on pybullet_data's
+# a1 (520 weights, c ~ 3e-5: QPs that converge in 30-100 steps), and the formed path's active set
+# then outgrew its factor and FISTA ran thousands of iterations (one 20 ms nmdp_zo step: 3.8 s against
+# 0.1 s; issue 30, tests/integrators/test_nmdp.py::test_dual_qp_gets_the_newton_steps_it_needs_on_the_a1)
+QP_MAXIT_DUAL = 100
 # the dual form where the weights outnumber the DOFs this many times (below, the active-set method on
 # the formed matrix was faster: gymnasium's humanoid, 80 weights, nv 27: 60 against 150 us a QP; the
 # quad18, 308 weights, nv 18: its free set outgrew the active set's factor and FISTA finished,
