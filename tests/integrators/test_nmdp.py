@@ -596,6 +596,28 @@ def test_step_limiter_halves_a_sub_step_that_sinks_past_the_bound(method):
     assert pa.max() <= 0.008 and np.array_equal(sa, sb) and np.array_equal(qa.q, qb.q)
 
 
+@pytest.mark.parametrize("method", ["nmdp", "nmdp_zo", "pbd_nmdp"])
+def test_step_limiter_leaves_a_point_resting_past_the_bound(method):
+    """Issue 30 regression: the limiter split a sub-step whenever its deepest point ended deeper than
+    the bound and than at its start, so a box resting 6 mm deep with the bound at 1 mm, its depth
+    moving by round-off, ran the cap's 64 sub-steps every 20 ms step (the a1 at rest 50.8 mm deep:
+    0.9 s a step).  "Deeper than it began" now means by more than ``DEEPER_TOL`` (1 um): measured 1
+    sub-step a step at rest (nmdp_zo's slow oscillation: 2 every fourth step)."""
+    m = box()
+    sc = Scene(environment=[Plane(np.array([0.0, 0.0, 1.0]), 0.0)], points=sample_contact_points(m), mu=0.5,
+               max_penetration=0.001)  # fmt: skip
+    integ = make(method, m, sc, on_fail="ignore")
+    q0 = m.neutral()
+    q0[2] = 0.05
+    s = State.make(m, q0)
+    sub = []
+    for _ in range(60):
+        s, d = integ.step(s, None, 0.02)
+        sub.append(int(d.extra["substeps"][0]))
+    assert d.penetration[0] > 0.005  # resting past the bound
+    assert max(sub[30:]) <= 2 and np.mean(sub[30:]) < 1.5, sub[30:]  # before: 64 every step
+
+
 def _a1_start(i):
     """pybullet_data's a1 as scripts/checks/robustness.py drops it: ``(model, scene, q0, v0)`` of start
     ``i`` (lowest point 1 cm up, 0.01 rad/s random joint velocities, seed 0, 8 starts)."""
