@@ -366,6 +366,8 @@ class _KernelLoop:
 
         k, chunk = 0, steps
         cap = max(1, steps // 50) if progress else steps
+        if B > 1:  # a row's stop rewinds every row to the chunk's start and replays: at most an eighth
+            cap = min(cap, max(16, steps // 8))  # (a1 nmdp 20 ms, one row past the depth bound at step 93: 2x)
         while k < steps:
             n = min(chunk, cap, steps - k)
             saved = (q.copy(), v.copy(), pen.copy(), iters.copy(), fbs.copy()) if B > 1 else None

@@ -156,3 +156,34 @@ def test_sinking_warns_once_bit_identical():
     a, b = _both(m, "euler", dt=1e-3, steps=400, q0=q0, scene=scene, on_nan="stop")
     _same(a, b)
     assert b.info["max_penetration"] > scene.max_penetration and b.python_steps == 1
+
+
+def test_a_row_that_stops_late_replays_at_most_an_eighth(monkeypatch):
+    """Issue 30: a row's stop (here the sinking warning) rewinds every row of the batch to the
+    start of the kernel call and replays it; the first call ran the whole rollout, so a stop late
+    in it doubled the run (a1 nmdp at 20 ms, one start passing the depth bound at step 93 of 100:
+    rollout 1.4 s/s against CpuBatch's 0.72).  Calls now span at most an eighth of the steps (at
+    least 16) when B > 1: the replay is bounded by that, the frames the same to the bit."""
+    m = _box(mass=200.0)
+    scene = pbsim.make_scene(m, ground="plane", stiffness=2e3)
+    q0 = np.tile(m.neutral(), (2, 1))
+    q0[0, 2], q0[1, 2] = 0.1, 10.0  # row 0 lands and sinks, row 1 falls freely throughout
+    ran = []
+    make = R._KernelLoop.make
+
+    def counting(*a, **k):
+        loop = make(*a, **k)
+        drv = loop.drv
+
+        def counted(*args):
+            ran.append(int(args[14]))  # the call's nsteps
+            return drv(*args)
+
+        loop.drv = counted
+        return loop
+
+    monkeypatch.setattr(R._KernelLoop, "make", staticmethod(counting))
+    a, b = _both(m, "euler", dt=1e-3, steps=400, q0=q0, scene=scene, on_nan="stop")
+    _same(a, b)
+    assert b.info["max_penetration"][0] > scene.max_penetration and b.python_steps == 1
+    assert sum(ran) <= 400 + 50, ran  # the kernel's steps, replays included (before: 400 + the stop's step)
