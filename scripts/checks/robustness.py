@@ -230,18 +230,24 @@ def fmt(c):
     )
 
 
+def shown(rows):
+    """Per (robot, method, dt) the row the table and the plot show: the batch path's, else
+    rollout's (the batch path refuses a method without a batch kernel); refused cells left out."""
+    best = {}
+    for r in rows:
+        k = (r["robot"], r["method"], r["dt"])
+        if "refused" not in r["cell"] and (k not in best or r["path"] == "batch"):
+            best[k] = r
+    return best
+
+
 def plot(rows, png):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    best = {}  # per (robot, method, dt): the batch path's cell, else rollout's
-    for r in rows:
-        k = (r["robot"], r["method"], r["dt"])
-        if "refused" not in r["cell"] and (k not in best or r["path"] == "batch"):
-            best[k] = r
-    rows = list(best.values())
+    rows = list(shown(rows).values())
     methods = list(dict.fromkeys(r["method"] for r in rows))
     robots = list(dict.fromkeys(r["robot"] for r in rows))
     cols = sorted(dict.fromkeys((r["robot"], r["dt"]) for r in rows), key=lambda c: (robots.index(c[0]), c[1]))
@@ -290,6 +296,7 @@ def summary(rows):
     starts within 1 cm of the 1 ms rest / s/s`` of the batch path (rollout's where the batch path
     refuses the method), and whether the two paths agree in every cell."""
     cells = {(r["robot"], r["method"], r["dt"], r["path"]): r["cell"] for r in rows}
+    best = shown(rows)
     dts = sorted({r["dt"] for r in rows})
     out = [
         "| robot | method | " + " | ".join(f"{d:g} ms: div / pen / 1 cm / s/s" for d in dts) + " | rollout = batch |",
@@ -299,15 +306,15 @@ def summary(rows):
         parts, same = [], "yes"
         for d in dts:
             b, ro = cells.get((robot, method, d, "batch")), cells.get((robot, method, d, "rollout"))
-            c = b if b is not None and "refused" not in b else ro
             if b is not None and "refused" in b:
                 same = "no batch kernel"
             elif b is not None and ro is not None and "refused" not in ro:
                 if not all(_same(b[k], ro[k]) for k in ("div", "pen", "rest", "sub", "unc")):
                     same = "no"
-            if c is None or "refused" in c:
+            if (robot, method, d) not in best:
                 parts.append("-")
                 continue
+            c = best[robot, method, d]["cell"]
             pen = "-" if c["pen"] != c["pen"] else f"{c['pen']:.0f}"
             parts.append(f"{c['div']} / {pen} / {c['n1cm']}/{c['nok']} / {c['wall']:.2g}")
         out.append(f"| {robot} | {method} | " + " | ".join(parts) + f" | {same} |")

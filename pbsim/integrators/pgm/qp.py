@@ -56,6 +56,12 @@ DUAL_MIN_C = 1e-5  # the dual form only for c = 2 / (gamma + 2) at least this (g
 
 
 @kernel
+def pgm_qp_dual_range(n, nv):
+    """Whether a QP of ``n`` weights is one the dual form serves (more than ``DUAL_MIN_RATIO`` nv)."""
+    return n > DUAL_MIN_RATIO * nv
+
+
+@kernel
 def pgm_qp_scale(cap, cmax):
     """A candidate's weight scale ``c_max / cap`` (``u = w / scale``); 0 for an inert one (capacity
     below ``CAP_EPS c_max``)."""
@@ -196,7 +202,7 @@ def pgm_qp(m, x, b, nc, h, gamma, st, offset):
     for rr in range(n):
         u0[rr] = u[rr]
     x.qc[b] = 0.0
-    if n > DUAL_MIN_RATIO * nv and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
+    if pgm_qp_dual_range(n, nv) and pgm_qp_dual(m, x, b, n, nc, h, gamma, geff, u0, cmax, st):
         st[S_QP] += 1.0
         pgm_qp_unscale(x, b, nc, cmax)
         return True

@@ -26,7 +26,7 @@ from pbsim.jit import kernel
 from pbsim.dynamics.joints import difference_config, integrate_config
 from pbsim.integrators.pgm.problem import S_EVAL, S_GACC, S_K0, S_K1, S_KRISE, S_REJ, pgm_eval, pgm_prepare
 from pbsim.integrators.pgm.project import newton_step_limit, pgm_project
-from pbsim.integrators.pgm.qp import DUAL_MIN_RATIO, pgm_qp
+from pbsim.integrators.pgm.qp import pgm_qp, pgm_qp_dual_range
 from pbsim.optim.linalg import inf_norm
 
 GAMMA_INIT = 1e3  # the warm start's QP: a weak proximal term (it only keeps the QP strictly convex)
@@ -83,7 +83,7 @@ def pgm_solve(m, s, c, w, sw, x, b, q0, v0, h, dt, st):
     if nc == 0:
         return 0, 0, res
     gamma = x.gamma0
-    gmax = GAMMA_MAX if (not first or V * nc > DUAL_MIN_RATIO * nv) else np.inf
+    gmax = GAMMA_MAX if (not first or pgm_qp_dual_range(V * nc, nv)) else np.inf
     fresh = True  # th's last evaluation was the projection's (x.Ad valid: pgm_project's w0)
     for it in range(x.maxit):
         if not pgm_qp(m, x, b, nc, h, gamma, st, False):
